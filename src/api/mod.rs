@@ -1,0 +1,33 @@
+//! The v3 wire model: serde types for every resource of the API, the route
+//! paths and the error body. Shared by the client and the built-in server, so
+//! both sides agree on one reading of `spec/api-v3.md` and `docs/wire.md`.
+//!
+//! Types here hold no I/O: no reqwest, no axum, no SQL. Read types are
+//! lenient (a number may arrive as a string, a boolean as `"1"`), because the
+//! same structs decode XML and form bodies, where every value is text.
+
+pub mod attribute;
+pub mod blacklist;
+pub mod client_info;
+pub mod debug;
+pub mod error;
+pub mod filter;
+pub mod form;
+pub mod group;
+pub mod id;
+pub mod lenient;
+pub mod oauth;
+pub mod paths;
+pub mod receiver;
+pub mod tag;
+
+pub use attribute::{
+    Attribute, AttributeInput, AttributeType, AttributeValue, AttributeValueInput,
+};
+pub use blacklist::{BlacklistBatch, BlacklistEntry, BlacklistValidate, BlocklistInput};
+pub use error::ErrorBody;
+pub use group::{Group, GroupInput, GroupStats};
+pub use id::Id;
+pub use oauth::{OAuthError, TokenResponse};
+pub use receiver::{Event, Order, Receiver, ReceiverInput, ReceiverQuery, ReceiverType, detail};
+pub use tag::{TagsInput, normalize_tag};

@@ -1,0 +1,39 @@
+//! The command line: one module per subcommand. `main.rs` parses, sets up
+//! logging and maps the outcome to an exit code.
+
+pub mod accounts;
+pub mod serve;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "listpipe",
+    version,
+    about = "Move subscriber data in and out of an email-marketing service (REST API v3)."
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Run the built-in target server: every v3 endpoint and the OAuth token service on SQLite.
+    Serve(serve::ServeArgs),
+    /// Manage the built-in server's accounts (tenants) and their credentials.
+    #[command(subcommand)]
+    Accounts(accounts::AccountsCommand),
+}
+
+/// Exit codes, the same for every command.
+pub mod exit {
+    /// Everything done.
+    pub const OK: u8 = 0;
+    /// Finished, but some rows were rejected or failed.
+    pub const PARTIAL: u8 = 1;
+    /// Usage or pipeline-file error.
+    pub const USAGE: u8 = 2;
+    /// Target unreachable, authentication failed, or the server could not start.
+    pub const TARGET: u8 = 3;
+}

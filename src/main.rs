@@ -1,0 +1,47 @@
+//! The `listpipe` binary: parse the command line, set up logging, run the
+//! command, and turn the outcome into an exit code (see `cli::exit`).
+
+use clap::Parser;
+use listpipe::cli::{self, Cli, Command, exit};
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            return ExitCode::from(if e.use_stderr() {
+                exit::USAGE
+            } else {
+                exit::OK
+            });
+        }
+    };
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("LISTPIPE_LOG")
+                .unwrap_or_else(|_| "listpipe=info".into()),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("listpipe: cannot start the async runtime: {e}");
+            return ExitCode::from(exit::TARGET);
+        }
+    };
+    let result = runtime.block_on(async {
+        match cli.command {
+            Command::Serve(args) => cli::serve::run(args).await.map_err(|e| (exit::TARGET, e)),
+            Command::Accounts(cmd) => cli::accounts::run(cmd).await.map_err(|e| (exit::USAGE, e)),
+        }
+    });
+    match result {
+        Ok(()) => ExitCode::from(exit::OK),
+        Err((code, e)) => {
+            eprintln!("listpipe: error: {e:#}");
+            ExitCode::from(code)
+        }
+    }
+}

@@ -1,0 +1,57 @@
+//! Debug operations, spec §4.1: exchange, ttl, validate, whoami.
+
+use crate::api::client_info::ClientInfo;
+use crate::api::debug::Ttl;
+use crate::api::{TokenResponse, paths};
+use crate::server::AppState;
+use crate::server::auth::Auth;
+use crate::server::error::ApiResult;
+use crate::server::store::{accounts, now};
+use axum::extract::State;
+use axum::routing::get;
+use axum::{Json, Router};
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route(paths::DEBUG_EXCHANGE, get(exchange))
+        .route(paths::DEBUG_TTL, get(ttl))
+        .route(paths::DEBUG_VALIDATE, get(validate))
+        .route(paths::DEBUG_WHOAMI, get(whoami))
+}
+
+/// A new token pair; the calling token stops working at once.
+async fn exchange(State(s): State<AppState>, Auth(caller): Auth) -> ApiResult<Json<TokenResponse>> {
+    let ttl = s.token_ttl;
+    Ok(Json(
+        s.store
+            .write(move |c| {
+                accounts::revoke(c, &caller.selector)?;
+                accounts::issue_pair(c, caller.account, caller.app_id, ttl)
+            })
+            .await?,
+    ))
+}
+
+async fn ttl(Auth(caller): Auth) -> Json<Ttl> {
+    let date = chrono::DateTime::from_timestamp(caller.expires, 0)
+        .map(|d| d.to_rfc3339())
+        .unwrap_or_default();
+    Json(Ttl {
+        ttl: (caller.expires - now()).max(0),
+        date,
+    })
+}
+
+/// Reaching here means the token is valid (the auth layer answers 401 otherwise).
+async fn validate(_: Auth) -> Json<bool> {
+    Json(true)
+}
+
+async fn whoami(State(s): State<AppState>, auth: Auth) -> ApiResult<Json<ClientInfo>> {
+    let account = auth.account();
+    Ok(Json(
+        s.store
+            .call(move |c| accounts::client_info(c, account))
+            .await?,
+    ))
+}

@@ -1,0 +1,128 @@
+//! Groups, spec §4.4: all 8 operations.
+
+use super::path_id;
+use crate::api::group::GroupAdvancedStats;
+use crate::api::{Group, GroupInput, GroupStats, paths};
+use crate::server::AppState;
+use crate::server::auth::Auth;
+use crate::server::error::ApiResult;
+use crate::server::store::groups;
+use crate::server::wire::{Input, QueryInput};
+use axum::extract::{Path, State};
+use axum::routing::{delete, get};
+use axum::{Json, Router};
+use serde::Deserialize;
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route(paths::GROUPS, get(list).post(create))
+        .route(paths::GROUP, get(read).put(update).delete(remove))
+        .route(paths::GROUP_STATS, get(stats))
+        .route(paths::GROUP_ADVANCED_STATS, get(advanced_stats))
+        .route(paths::GROUP_CLEAR, delete(clear))
+}
+
+#[derive(Deserialize, Default)]
+struct ListQuery {
+    #[serde(default, deserialize_with = "crate::api::lenient::opt_string")]
+    order: Option<String>,
+}
+
+async fn list(
+    State(s): State<AppState>,
+    auth: Auth,
+    QueryInput(q): QueryInput<ListQuery>,
+) -> ApiResult<Json<Vec<Group>>> {
+    let account = auth.account();
+    Ok(Json(
+        s.store
+            .call(move |c| groups::list(c, account, q.order.as_deref()))
+            .await?,
+    ))
+}
+
+async fn create(
+    State(s): State<AppState>,
+    auth: Auth,
+    Input(input): Input<GroupInput>,
+) -> ApiResult<Json<Group>> {
+    let account = auth.account();
+    Ok(Json(
+        s.store
+            .write(move |c| groups::create(c, account, &input))
+            .await?,
+    ))
+}
+
+async fn read(
+    State(s): State<AppState>,
+    auth: Auth,
+    Path(id): Path<String>,
+) -> ApiResult<Json<Group>> {
+    let (account, id) = (auth.account(), path_id(&id, "group")?);
+    Ok(Json(
+        s.store.call(move |c| groups::get(c, account, id)).await?,
+    ))
+}
+
+async fn update(
+    State(s): State<AppState>,
+    auth: Auth,
+    Path(id): Path<String>,
+    Input(input): Input<GroupInput>,
+) -> ApiResult<Json<Group>> {
+    let (account, id) = (auth.account(), path_id(&id, "group")?);
+    Ok(Json(
+        s.store
+            .write(move |c| groups::update(c, account, id, &input))
+            .await?,
+    ))
+}
+
+async fn remove(
+    State(s): State<AppState>,
+    auth: Auth,
+    Path(id): Path<String>,
+) -> ApiResult<Json<bool>> {
+    let (account, id) = (auth.account(), path_id(&id, "group")?);
+    s.store
+        .write(move |c| groups::delete(c, account, id))
+        .await?;
+    Ok(Json(true))
+}
+
+async fn stats(
+    State(s): State<AppState>,
+    auth: Auth,
+    Path(id): Path<String>,
+) -> ApiResult<Json<GroupStats>> {
+    let (account, id) = (auth.account(), path_id(&id, "group")?);
+    Ok(Json(
+        s.store.call(move |c| groups::stats(c, account, id)).await?,
+    ))
+}
+
+async fn advanced_stats(
+    State(s): State<AppState>,
+    auth: Auth,
+    Path(id): Path<String>,
+) -> ApiResult<Json<GroupAdvancedStats>> {
+    let (account, id) = (auth.account(), path_id(&id, "group")?);
+    Ok(Json(
+        s.store
+            .call(move |c| groups::advanced_stats(c, account, id))
+            .await?,
+    ))
+}
+
+async fn clear(
+    State(s): State<AppState>,
+    auth: Auth,
+    Path(id): Path<String>,
+) -> ApiResult<Json<bool>> {
+    let (account, id) = (auth.account(), path_id(&id, "group")?);
+    s.store
+        .write(move |c| groups::clear(c, account, id))
+        .await?;
+    Ok(Json(true))
+}

@@ -1,0 +1,162 @@
+//! The OAuth token service, `POST /oauth/token.php` (spec §5, wire.md):
+//! grants `authorization_code`, `refresh_token` and `client_credentials`;
+//! client id and secret as HTTP Basic or body fields; the body as form,
+//! JSON, multipart or a raw `&grant_type=...` string (read by the wire layer).
+
+use crate::api::oauth::{OAuthError, TokenRequest};
+use crate::api::paths;
+use crate::server::AppState;
+use crate::server::store::accounts::{self, App};
+use crate::server::wire::RawInput;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use axum::{Json, Router};
+use base64::Engine;
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route(paths::TOKEN, post(token))
+        .route("/oauth/token", post(token))
+}
+
+fn oauth_error(status: StatusCode, error: &str, description: impl Into<String>) -> Response {
+    let body = OAuthError {
+        error: error.into(),
+        error_description: description.into(),
+    };
+    let mut res = (status, Json(body)).into_response();
+    res.headers_mut().insert(
+        header::CACHE_CONTROL,
+        header::HeaderValue::from_static("no-store"),
+    );
+    res
+}
+
+/// Client id and secret from `Authorization: Basic` (any number of spaces
+/// after the scheme; each part may be form-encoded, RFC 6749 §2.3.1).
+fn basic_credentials(headers: &HeaderMap) -> Option<(String, String)> {
+    let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?.trim();
+    let (scheme, rest) = value.split_once(char::is_whitespace)?;
+    if !scheme.eq_ignore_ascii_case("basic") {
+        return None;
+    }
+    let decoded = base64::engine::general_purpose::STANDARD
+        .decode(rest.trim())
+        .ok()?;
+    let text = String::from_utf8(decoded).ok()?;
+    let (id, secret) = text.split_once(':')?;
+    let unescape = |s: &str| {
+        form_urlencoded::parse(format!("x={s}").as_bytes())
+            .next()
+            .map(|(_, v)| v.into_owned())
+    };
+    Some((unescape(id)?, unescape(secret)?))
+}
+
+async fn token(
+    State(s): State<AppState>,
+    headers: HeaderMap,
+    RawInput(body): RawInput,
+) -> Response {
+    let req: TokenRequest = match body {
+        serde_json::Value::Null => TokenRequest::default(),
+        v => match serde_json::from_value(v) {
+            Ok(r) => r,
+            Err(e) => {
+                return oauth_error(
+                    StatusCode::BAD_REQUEST,
+                    "invalid_request",
+                    format!("unreadable request: {e}"),
+                );
+            }
+        },
+    };
+    let Some((client_id, secret)) = basic_credentials(&headers)
+        .or_else(|| Some((req.client_id.clone()?, req.client_secret.clone()?)))
+    else {
+        return oauth_error(
+            StatusCode::UNAUTHORIZED,
+            "invalid_client",
+            "client_id and client_secret are required",
+        );
+    };
+    let grant = req.grant_type.clone().unwrap_or_default();
+    if !matches!(
+        grant.as_str(),
+        "authorization_code" | "refresh_token" | "client_credentials"
+    ) {
+        return oauth_error(
+            StatusCode::BAD_REQUEST,
+            "unsupported_grant_type",
+            format!(
+                "grant_type \"{grant}\" is not supported; use authorization_code, refresh_token or client_credentials"
+            ),
+        );
+    }
+    let ttl = s.token_ttl;
+    let result = s
+        .store
+        .write(move |c| {
+            let Some(app): Option<App> = accounts::authenticate_app(c, &client_id, &secret)? else {
+                return Ok(Err(oauth_error(
+                    StatusCode::UNAUTHORIZED,
+                    "invalid_client",
+                    "unknown client or wrong secret",
+                )));
+            };
+            let issued = match grant.as_str() {
+                "client_credentials" => Some(accounts::issue_pair(c, app.account, app.id, ttl)?),
+                "refresh_token" => match req.refresh_token.as_deref() {
+                    Some(t) => accounts::refresh(c, &app, t, ttl)?,
+                    None => {
+                        return Ok(Err(oauth_error(
+                            StatusCode::BAD_REQUEST,
+                            "invalid_request",
+                            "refresh_token is required",
+                        )));
+                    }
+                },
+                _ => match req.code.as_deref() {
+                    Some(code) => {
+                        accounts::redeem_code(c, &app, code, req.redirect_uri.as_deref(), ttl)?
+                    }
+                    None => {
+                        return Ok(Err(oauth_error(
+                            StatusCode::BAD_REQUEST,
+                            "invalid_request",
+                            "code is required",
+                        )));
+                    }
+                },
+            };
+            Ok(issued.ok_or_else(|| {
+                oauth_error(
+                    StatusCode::BAD_REQUEST,
+                    "invalid_grant",
+                    "the code or refresh token is invalid, expired or used",
+                )
+            }))
+        })
+        .await;
+    match result {
+        Ok(Ok(tokens)) => {
+            let mut res = Json(tokens).into_response();
+            res.headers_mut().insert(
+                header::CACHE_CONTROL,
+                header::HeaderValue::from_static("no-store"),
+            );
+            res
+        }
+        Ok(Err(res)) => res,
+        Err(e) => {
+            tracing::error!(error = %e, "token service failed");
+            oauth_error(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "server_error",
+                "the token service failed",
+            )
+        }
+    }
+}

@@ -1,0 +1,148 @@
+//! Receivers, spec §4.8: the list (GET and `get_receivers`), create, read,
+//! update and delete, in a group or account-wide.
+
+use super::path_id;
+use crate::api::{Receiver, ReceiverInput, ReceiverQuery, paths};
+use crate::server::AppState;
+use crate::server::auth::Auth;
+use crate::server::error::ApiResult;
+use crate::server::store::receivers::{self, ReceiverKey};
+use crate::server::wire::{Input, QueryInput};
+use axum::extract::{Path, State};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route(paths::GROUP_RECEIVERS, get(list).post(create))
+        .route(paths::GROUP_GET_RECEIVERS, post(list_by_body))
+        .route(
+            paths::GROUP_RECEIVER,
+            get(read_in_group).put(update).delete(remove_from_group),
+        )
+        .route(paths::RECEIVER, get(read).delete(remove))
+}
+
+async fn list(
+    State(s): State<AppState>,
+    auth: Auth,
+    Path(g): Path<String>,
+    QueryInput(q): QueryInput<ReceiverQuery>,
+) -> ApiResult<Json<Vec<Receiver>>> {
+    let (account, g) = (auth.account(), path_id(&g, "group")?);
+    Ok(Json(
+        s.store
+            .call(move |c| receivers::list(c, account, g, &q))
+            .await?,
+    ))
+}
+
+/// The same list with its parameters in the body, for long email lists.
+async fn list_by_body(
+    State(s): State<AppState>,
+    auth: Auth,
+    Path(g): Path<String>,
+    Input(q): Input<ReceiverQuery>,
+) -> ApiResult<Json<Vec<Receiver>>> {
+    let (account, g) = (auth.account(), path_id(&g, "group")?);
+    Ok(Json(
+        s.store
+            .call(move |c| receivers::list(c, account, g, &q))
+            .await?,
+    ))
+}
+
+async fn create(
+    State(s): State<AppState>,
+    auth: Auth,
+    Path(g): Path<String>,
+    Input(input): Input<ReceiverInput>,
+) -> ApiResult<Json<Receiver>> {
+    let (account, g) = (auth.account(), path_id(&g, "group")?);
+    Ok(Json(
+        s.store
+            .write(move |c| receivers::create(c, account, g, &input))
+            .await?,
+    ))
+}
+
+async fn read_in_group(
+    State(s): State<AppState>,
+    auth: Auth,
+    Path((g, r)): Path<(String, String)>,
+    QueryInput(q): QueryInput<ReceiverQuery>,
+) -> ApiResult<Json<Receiver>> {
+    let (account, g, key) = (
+        auth.account(),
+        path_id(&g, "group")?,
+        ReceiverKey::parse(&r),
+    );
+    let detail = q.detail.unwrap_or(0);
+    Ok(Json(
+        s.store
+            .call(move |c| receivers::get(c, account, Some(g), &key, detail))
+            .await?,
+    ))
+}
+
+async fn update(
+    State(s): State<AppState>,
+    auth: Auth,
+    Path((g, r)): Path<(String, String)>,
+    Input(input): Input<ReceiverInput>,
+) -> ApiResult<Json<Receiver>> {
+    let (account, g, key) = (
+        auth.account(),
+        path_id(&g, "group")?,
+        ReceiverKey::parse(&r),
+    );
+    Ok(Json(
+        s.store
+            .write(move |c| receivers::update(c, account, g, &key, &input))
+            .await?,
+    ))
+}
+
+async fn remove_from_group(
+    State(s): State<AppState>,
+    auth: Auth,
+    Path((g, r)): Path<(String, String)>,
+) -> ApiResult<Json<bool>> {
+    let (account, g, key) = (
+        auth.account(),
+        path_id(&g, "group")?,
+        ReceiverKey::parse(&r),
+    );
+    s.store
+        .write(move |c| receivers::delete(c, account, Some(g), &key))
+        .await?;
+    Ok(Json(true))
+}
+
+async fn read(
+    State(s): State<AppState>,
+    auth: Auth,
+    Path(r): Path<String>,
+    QueryInput(q): QueryInput<ReceiverQuery>,
+) -> ApiResult<Json<Receiver>> {
+    let (account, key) = (auth.account(), ReceiverKey::parse(&r));
+    let detail = q.detail.unwrap_or(0);
+    Ok(Json(
+        s.store
+            .call(move |c| receivers::get(c, account, q.group_id.filter(|g| *g > 0), &key, detail))
+            .await?,
+    ))
+}
+
+async fn remove(
+    State(s): State<AppState>,
+    auth: Auth,
+    Path(r): Path<String>,
+    QueryInput(q): QueryInput<ReceiverQuery>,
+) -> ApiResult<Json<bool>> {
+    let (account, key) = (auth.account(), ReceiverKey::parse(&r));
+    s.store
+        .write(move |c| receivers::delete(c, account, q.group_id.filter(|g| *g > 0), &key))
+        .await?;
+    Ok(Json(true))
+}

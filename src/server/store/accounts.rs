@@ -1,0 +1,312 @@
+//! Accounts (tenants), their OAuth applications and tokens.
+//!
+//! A token or secret is `selector || verifier` in hex: the selector finds
+//! the row, the SHA-256 of the verifier is compared in constant time. Only
+//! hashes are stored, so a copy of the database grants nothing.
+
+use super::{AccountId, StoreError, StoreResult, now};
+use crate::api::TokenResponse;
+use crate::api::client_info::ClientInfo;
+use rusqlite::{Connection, OptionalExtension, params};
+use sha2::{Digest, Sha256};
+
+const SELECTOR_BYTES: usize = 8;
+const VERIFIER_BYTES: usize = 16;
+/// Lifetime of a refresh token; it outlives the access token (spec §5.8).
+pub const REFRESH_TTL_SECS: i64 = 365 * 24 * 3600;
+/// An authorization code must be exchanged at once (spec §5.6).
+pub const CODE_TTL_SECS: i64 = 30;
+pub const SCOPE: &str = "oa basic receivers";
+
+fn random_hex(bytes: usize) -> StoreResult<String> {
+    let mut buf = vec![0u8; bytes];
+    getrandom::fill(&mut buf).map_err(|e| StoreError::Internal(format!("no randomness: {e}")))?;
+    Ok(hex::encode(buf))
+}
+
+fn hash(secret: &str) -> Vec<u8> {
+    Sha256::digest(secret.as_bytes()).to_vec()
+}
+
+/// Splits a presented token into selector and verifier; `None` if malformed.
+fn split(token: &str) -> Option<(&str, &str)> {
+    let token = token.trim();
+    let n = SELECTOR_BYTES * 2;
+    if token.len() != n + VERIFIER_BYTES * 2 || !token.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return None;
+    }
+    Some(token.split_at(n))
+}
+
+/// An authenticated caller.
+#[derive(Debug, Clone)]
+pub struct Caller {
+    pub account: AccountId,
+    pub app_id: i64,
+    pub selector: String,
+    pub expires: i64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Access,
+    Refresh,
+    Code,
+}
+
+impl Kind {
+    fn as_str(self) -> &'static str {
+        match self {
+            Kind::Access => "access",
+            Kind::Refresh => "refresh",
+            Kind::Code => "code",
+        }
+    }
+}
+
+fn mint(
+    conn: &Connection,
+    kind: Kind,
+    account: AccountId,
+    app_id: i64,
+    ttl: i64,
+    redirect_uri: &str,
+) -> StoreResult<String> {
+    let selector = random_hex(SELECTOR_BYTES)?;
+    let verifier = random_hex(VERIFIER_BYTES)?;
+    let t = now();
+    conn.execute(
+        "INSERT INTO tokens (selector, verifier_hash, kind, account_id, app_id, redirect_uri, created, expires)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+        params![selector, hash(&verifier), kind.as_str(), account.0, app_id, redirect_uri, t, t + ttl],
+    )?;
+    Ok(format!("{selector}{verifier}"))
+}
+
+/// Finds a live token of `kind`; expired, revoked or forged ones are `None`.
+fn lookup(conn: &Connection, kind: Kind, token: &str) -> StoreResult<Option<(Caller, String)>> {
+    let Some((selector, verifier)) = split(token) else {
+        return Ok(None);
+    };
+    let row = conn
+        .query_row(
+            "SELECT verifier_hash, account_id, app_id, expires, redirect_uri FROM tokens
+             WHERE selector = ?1 AND kind = ?2",
+            params![selector, kind.as_str()],
+            |r| {
+                Ok((
+                    r.get::<_, Vec<u8>>(0)?,
+                    r.get::<_, i64>(1)?,
+                    r.get::<_, i64>(2)?,
+                    r.get::<_, i64>(3)?,
+                    r.get::<_, String>(4)?,
+                ))
+            },
+        )
+        .optional()?;
+    let Some((stored, account, app_id, expires, redirect)) = row else {
+        return Ok(None);
+    };
+    if !constant_time_eq::constant_time_eq(&stored, &hash(verifier)) || expires <= now() {
+        return Ok(None);
+    }
+    let caller = Caller {
+        account: AccountId(account),
+        app_id,
+        selector: selector.to_string(),
+        expires,
+    };
+    Ok(Some((caller, redirect)))
+}
+
+/// The account behind an access token, if the token is live.
+pub fn authenticate(conn: &Connection, token: &str) -> StoreResult<Option<Caller>> {
+    Ok(lookup(conn, Kind::Access, token)?.map(|(c, _)| c))
+}
+
+pub fn revoke(conn: &Connection, selector: &str) -> StoreResult<()> {
+    conn.execute("DELETE FROM tokens WHERE selector = ?1", [selector])?;
+    Ok(())
+}
+
+/// Issues a fresh access + refresh token pair for an application.
+pub fn issue_pair(
+    conn: &Connection,
+    account: AccountId,
+    app_id: i64,
+    ttl: i64,
+) -> StoreResult<TokenResponse> {
+    // Expired rows are of no use to anyone: sweep them while we are here.
+    conn.execute("DELETE FROM tokens WHERE expires <= ?1", [now()])?;
+    Ok(TokenResponse {
+        access_token: mint(conn, Kind::Access, account, app_id, ttl, "")?,
+        token_type: "bearer".into(),
+        expires_in: ttl,
+        refresh_token: mint(conn, Kind::Refresh, account, app_id, REFRESH_TTL_SECS, "")?,
+        scope: SCOPE.into(),
+    })
+}
+
+/// An OAuth application, authenticated by its client id and secret.
+#[derive(Debug, Clone)]
+pub struct App {
+    pub id: i64,
+    pub account: AccountId,
+    pub client_id: String,
+}
+
+/// Checks a client id and secret; `None` when either is wrong.
+pub fn authenticate_app(
+    conn: &Connection,
+    client_id: &str,
+    secret: &str,
+) -> StoreResult<Option<App>> {
+    let row = conn
+        .query_row(
+            "SELECT id, account_id, secret_hash FROM oauth_apps WHERE client_id = ?1",
+            [client_id],
+            |r| {
+                Ok((
+                    r.get::<_, i64>(0)?,
+                    r.get::<_, i64>(1)?,
+                    r.get::<_, Vec<u8>>(2)?,
+                ))
+            },
+        )
+        .optional()?;
+    Ok(row.and_then(|(id, account, stored)| {
+        constant_time_eq::constant_time_eq(&stored, &hash(secret)).then(|| App {
+            id,
+            account: AccountId(account),
+            client_id: client_id.to_string(),
+        })
+    }))
+}
+
+/// Exchanges a refresh token (single use: it is spent by the exchange).
+pub fn refresh(
+    conn: &Connection,
+    app: &App,
+    token: &str,
+    ttl: i64,
+) -> StoreResult<Option<TokenResponse>> {
+    match lookup(conn, Kind::Refresh, token)? {
+        Some((caller, _)) if caller.app_id == app.id => {
+            revoke(conn, &caller.selector)?;
+            issue_pair(conn, caller.account, app.id, ttl).map(Some)
+        }
+        _ => Ok(None),
+    }
+}
+
+/// Exchanges an authorization code (single use) minted for this application.
+pub fn redeem_code(
+    conn: &Connection,
+    app: &App,
+    code: &str,
+    redirect_uri: Option<&str>,
+    ttl: i64,
+) -> StoreResult<Option<TokenResponse>> {
+    match lookup(conn, Kind::Code, code)? {
+        Some((caller, minted_for)) if caller.app_id == app.id => {
+            revoke(conn, &caller.selector)?;
+            if redirect_uri.is_some_and(|r| !minted_for.is_empty() && r != minted_for) {
+                return Ok(None);
+            }
+            issue_pair(conn, caller.account, app.id, ttl).map(Some)
+        }
+        _ => Ok(None),
+    }
+}
+
+/// Mints an authorization code for the account's application.
+pub fn mint_code(conn: &Connection, app: &App, redirect_uri: &str) -> StoreResult<String> {
+    mint(
+        conn,
+        Kind::Code,
+        app.account,
+        app.id,
+        CODE_TTL_SECS,
+        redirect_uri,
+    )
+}
+
+/// A new account with one OAuth application. Returns the app and its secret.
+pub fn create_account(conn: &Connection, name: &str) -> StoreResult<(App, String)> {
+    let name = name.trim();
+    if name.is_empty() {
+        return super::invalid("an account needs a name");
+    }
+    let exists: bool = conn.query_row(
+        "SELECT EXISTS (SELECT 1 FROM accounts WHERE name = ?1)",
+        [name],
+        |r| r.get(0),
+    )?;
+    if exists {
+        return super::conflict(format!("an account named \"{name}\" exists already"));
+    }
+    conn.execute(
+        "INSERT INTO accounts (name, email, company, created) VALUES (?1, ?2, ?3, ?4)",
+        params![name, format!("{name}@listpipe.invalid"), name, now()],
+    )?;
+    let account = AccountId(conn.last_insert_rowid());
+    let client_id = random_hex(8)?;
+    let secret = random_hex(SELECTOR_BYTES + VERIFIER_BYTES)?;
+    conn.execute(
+        "INSERT INTO oauth_apps (account_id, client_id, secret_hash) VALUES (?1, ?2, ?3)",
+        params![account.0, client_id, hash(&secret)],
+    )?;
+    let app = App {
+        id: conn.last_insert_rowid(),
+        account,
+        client_id,
+    };
+    Ok((app, secret))
+}
+
+/// Gives an account's application a new secret (the old one stops working).
+pub fn rotate_secret(conn: &Connection, app: &App) -> StoreResult<String> {
+    let secret = random_hex(SELECTOR_BYTES + VERIFIER_BYTES)?;
+    conn.execute(
+        "UPDATE oauth_apps SET secret_hash = ?1 WHERE id = ?2",
+        params![hash(&secret), app.id],
+    )?;
+    Ok(secret)
+}
+
+/// The first application of the account named `name`.
+pub fn app_of(conn: &Connection, name: &str) -> StoreResult<App> {
+    conn.query_row(
+        "SELECT o.id, o.account_id, o.client_id FROM oauth_apps o JOIN accounts a ON a.id = o.account_id
+         WHERE a.name = ?1 ORDER BY o.id LIMIT 1",
+        [name],
+        |r| Ok(App { id: r.get(0)?, account: AccountId(r.get(1)?), client_id: r.get(2)? }),
+    )
+    .optional()?
+    .ok_or_else(|| StoreError::NotFound(format!("no account named \"{name}\"")))
+}
+
+pub fn account_count(conn: &Connection) -> StoreResult<i64> {
+    Ok(conn.query_row("SELECT COUNT(*) FROM accounts", [], |r| r.get(0))?)
+}
+
+/// `whoami`: the account as the API describes a client.
+pub fn client_info(conn: &Connection, account: AccountId) -> StoreResult<ClientInfo> {
+    conn.query_row(
+        "SELECT id, name, email, company FROM accounts WHERE id = ?1",
+        [account.0],
+        |r| {
+            let id: i64 = r.get(0)?;
+            Ok(ClientInfo {
+                id: id.into(),
+                name: r.get(1)?,
+                firstname: String::new(),
+                company: r.get(3)?,
+                email: r.get(2)?,
+                login_domain: format!("{id}.listpipe.invalid"),
+            })
+        },
+    )
+    .optional()?
+    .ok_or_else(|| StoreError::NotFound("Not Found: invalid client".into()))
+}

@@ -1,0 +1,339 @@
+//! Attribute definitions (global and group-local) and per-receiver values.
+//!
+//! Names are unique per scope, compared case-insensitively, and never
+//! change after creation. Where a global and a group attribute share a
+//! name, the group attribute is favoured (spec §2.6).
+
+use super::{AccountId, StoreResult, conflict, groups, invalid, not_found};
+use crate::api::attribute::{AttributeLimits, AttributeType, AttributeValue};
+use crate::api::{Attribute, AttributeInput};
+use rusqlite::{Connection, OptionalExtension, Row, params};
+
+pub const MAX_GLOBAL: i64 = 200;
+pub const MAX_PER_GROUP: i64 = 200;
+pub const MAX_NAME_CHARS: usize = 64;
+pub const MAX_VALUE_CHARS: usize = 10_000;
+
+const COLUMNS: &str = "id, name, group_id, description, preview_value, default_value, type";
+
+fn from_row(r: &Row) -> rusqlite::Result<Attribute> {
+    let name: String = r.get(1)?;
+    Ok(Attribute {
+        id: r.get(0)?,
+        tag: format!("{{{}}}", name.to_uppercase()),
+        name,
+        group_id: r.get(2)?,
+        description: r.get(3)?,
+        preview_value: r.get(4)?,
+        default_value: r.get(5)?,
+        kind: r.get(6)?,
+    })
+}
+
+pub fn limits(conn: &Connection, account: AccountId) -> StoreResult<AttributeLimits> {
+    Ok(AttributeLimits {
+        max_global: MAX_GLOBAL,
+        used_global: conn.query_row(
+            "SELECT COUNT(*) FROM attributes WHERE account_id = ?1 AND group_id = 0",
+            [account.0],
+            |r| r.get(0),
+        )?,
+        max_per_group: MAX_PER_GROUP,
+        max_name_length: MAX_NAME_CHARS as i64,
+        max_value_length: MAX_VALUE_CHARS as i64,
+    })
+}
+
+/// The attributes of one scope: `group_id` 0 lists the global ones.
+pub fn list(conn: &Connection, account: AccountId, group_id: i64) -> StoreResult<Vec<Attribute>> {
+    if group_id != 0 {
+        groups::ensure(conn, account, group_id)?;
+    }
+    let sql = format!(
+        "SELECT {COLUMNS} FROM attributes WHERE account_id = ?1 AND group_id = ?2 ORDER BY id"
+    );
+    let mut stmt = conn.prepare(&sql)?;
+    let rows = stmt.query_map(params![account.0, group_id], from_row)?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
+/// One attribute; with `group_id` given it must belong to that group.
+pub fn get(
+    conn: &Connection,
+    account: AccountId,
+    id: i64,
+    group_id: Option<i64>,
+) -> StoreResult<Attribute> {
+    let sql = format!("SELECT {COLUMNS} FROM attributes WHERE id = ?1 AND account_id = ?2");
+    match conn
+        .query_row(&sql, params![id, account.0], from_row)
+        .optional()?
+    {
+        Some(a) if group_id.is_none_or(|g| g == a.group_id) => Ok(a),
+        _ => not_found("Not Found: invalid attribute"),
+    }
+}
+
+fn check_name(name: &str) -> StoreResult<String> {
+    let name = name.trim();
+    let mut chars = name.chars();
+    let ok = chars.next().is_some_and(|c| c.is_ascii_alphabetic())
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+        && name.len() <= MAX_NAME_CHARS;
+    if !ok {
+        return invalid(format!(
+            "Bad Request: attribute name \"{name}\" must start with a letter and hold only letters, digits and _ (at most {MAX_NAME_CHARS})"
+        ));
+    }
+    Ok(name.to_string())
+}
+
+fn check_type(kind: &str) -> StoreResult<AttributeType> {
+    AttributeType::parse(kind).map_or_else(
+        || {
+            invalid(format!(
+                "Bad Request: unknown attribute type \"{kind}\"; valid types: {}",
+                AttributeType::CHOICES
+            ))
+        },
+        Ok,
+    )
+}
+
+pub fn create(
+    conn: &Connection,
+    account: AccountId,
+    group_id: i64,
+    input: &AttributeInput,
+) -> StoreResult<Attribute> {
+    let (Some(name), Some(kind)) = (&input.name, &input.kind) else {
+        return invalid("Bad Request: name and type are required");
+    };
+    let name = check_name(name)?;
+    let kind = check_type(kind)?;
+    if group_id != 0 {
+        groups::ensure(conn, account, group_id)?;
+    }
+    let (used, max): (i64, i64) = (
+        conn.query_row(
+            "SELECT COUNT(*) FROM attributes WHERE account_id = ?1 AND group_id = ?2",
+            params![account.0, group_id],
+            |r| r.get(0),
+        )?,
+        if group_id == 0 {
+            MAX_GLOBAL
+        } else {
+            MAX_PER_GROUP
+        },
+    );
+    if used >= max {
+        return Err(super::StoreError::Forbidden(format!(
+            "Forbidden: attribute limit of {max} reached"
+        )));
+    }
+    let taken: bool = conn.query_row(
+        "SELECT EXISTS (SELECT 1 FROM attributes WHERE account_id = ?1 AND group_id = ?2 AND name = ?3)",
+        params![account.0, group_id, name],
+        |r| r.get(0),
+    )?;
+    if taken {
+        return conflict(format!("Conflict: attribute \"{name}\" exists already"));
+    }
+    // The spec puts no rule on a default value: it is kept as given.
+    let default_value = input.default_value.clone().unwrap_or_default();
+    conn.execute(
+        "INSERT INTO attributes (account_id, group_id, name, type, description, preview_value, default_value)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+        params![
+            account.0,
+            group_id,
+            name,
+            kind.as_str(),
+            input.description.as_deref().unwrap_or(""),
+            input.preview_value.as_deref().unwrap_or(""),
+            default_value
+        ],
+    )?;
+    get(conn, account, conn.last_insert_rowid(), None)
+}
+
+/// Updates type, description and preview value. The name is fixed and the
+/// default value is not accepted on update (spec §2.6); moving an attribute
+/// to another scope is allowed through the global endpoint only.
+pub fn update(
+    conn: &Connection,
+    account: AccountId,
+    id: i64,
+    scope: Option<i64>,
+    input: &AttributeInput,
+) -> StoreResult<Attribute> {
+    let mut attr = get(conn, account, id, scope)?;
+    if input
+        .name
+        .as_deref()
+        .is_some_and(|n| !n.trim().eq_ignore_ascii_case(&attr.name))
+    {
+        return invalid("Bad Request: the name of an attribute cannot be changed");
+    }
+    if input.default_value.is_some() {
+        return invalid("Bad Request: default_value is not accepted on update");
+    }
+    if let Some(kind) = &input.kind {
+        attr.kind = check_type(kind)?.as_str().to_string();
+    }
+    if let Some(d) = &input.description {
+        attr.description = d.clone();
+    }
+    if let Some(p) = &input.preview_value {
+        attr.preview_value = p.clone();
+    }
+    if let (None, Some(g)) = (scope, input.group_id)
+        && g != attr.group_id
+    {
+        if g != 0 {
+            groups::ensure(conn, account, g)?;
+        }
+        let taken: bool = conn.query_row(
+            "SELECT EXISTS (SELECT 1 FROM attributes WHERE account_id = ?1 AND group_id = ?2 AND name = ?3)",
+            params![account.0, g, attr.name],
+            |r| r.get(0),
+        )?;
+        if taken {
+            return conflict(format!(
+                "Conflict: attribute \"{}\" exists already there",
+                attr.name
+            ));
+        }
+        attr.group_id = g;
+    }
+    conn.execute(
+        "UPDATE attributes SET type = ?1, description = ?2, preview_value = ?3, group_id = ?4 WHERE id = ?5",
+        params![attr.kind, attr.description, attr.preview_value, attr.group_id, id],
+    )?;
+    Ok(attr)
+}
+
+pub fn delete(
+    conn: &Connection,
+    account: AccountId,
+    id: i64,
+    scope: Option<i64>,
+) -> StoreResult<()> {
+    get(conn, account, id, scope)?;
+    conn.execute("DELETE FROM attributes WHERE id = ?1", [id])?;
+    Ok(())
+}
+
+/// Checks a value against the attribute's type and returns it as stored:
+/// numbers and dates in one canonical spelling, an empty value as `""`.
+pub fn check_value(kind: AttributeType, name: &str, value: &str) -> StoreResult<String> {
+    if value.chars().count() > MAX_VALUE_CHARS {
+        return invalid(format!(
+            "Bad Request: value of \"{name}\" is longer than {MAX_VALUE_CHARS} characters"
+        ));
+    }
+    let trimmed = value.trim();
+    if trimmed.is_empty() {
+        return Ok(String::new());
+    }
+    match kind {
+        AttributeType::Text | AttributeType::Gender => Ok(value.to_string()),
+        AttributeType::Number => match trimmed.replace(',', ".").parse::<f64>() {
+            Ok(n) if n.is_finite() => Ok(trimmed.replace(',', ".")),
+            _ => invalid(format!(
+                "Bad Request: \"{name}\" is a number attribute; \"{value}\" is not a number"
+            )),
+        },
+        AttributeType::Date => match chrono::NaiveDate::parse_from_str(trimmed, "%Y-%m-%d") {
+            Ok(d) => Ok(d.format("%Y-%m-%d").to_string()),
+            Err(_) => invalid(format!(
+                "Bad Request: \"{name}\" is a date attribute; \"{value}\" is not YYYY-MM-DD"
+            )),
+        },
+    }
+}
+
+/// Finds an attribute by name for a receiver of `group_id`: the group's own
+/// attribute first, then a global one (or only global ones with `global_only`).
+pub fn resolve(
+    conn: &Connection,
+    account: AccountId,
+    group_id: i64,
+    name: &str,
+    global_only: bool,
+) -> StoreResult<Option<Attribute>> {
+    let sql = format!(
+        "SELECT {COLUMNS} FROM attributes WHERE account_id = ?1 AND name = ?2 AND (group_id = 0 OR group_id = ?3)
+         ORDER BY group_id DESC LIMIT 1"
+    );
+    let scope = if global_only { 0 } else { group_id };
+    Ok(conn
+        .query_row(&sql, params![account.0, name.trim(), scope], from_row)
+        .optional()?)
+}
+
+/// Sets (or with an empty value, clears) a contact's value of an attribute.
+pub fn set_value(
+    conn: &Connection,
+    contact_id: i64,
+    attr: &Attribute,
+    value: &str,
+) -> StoreResult<()> {
+    let kind = AttributeType::parse(&attr.kind).unwrap_or(AttributeType::Text);
+    let value = check_value(kind, &attr.name, value)?;
+    if value.is_empty() {
+        conn.execute(
+            "DELETE FROM attribute_values WHERE contact_id = ?1 AND attribute_id = ?2",
+            params![contact_id, attr.id],
+        )?;
+    } else {
+        conn.execute(
+            "INSERT INTO attribute_values (contact_id, attribute_id, value) VALUES (?1, ?2, ?3)
+             ON CONFLICT (contact_id, attribute_id) DO UPDATE SET value = excluded.value",
+            params![contact_id, attr.id, value],
+        )?;
+    }
+    Ok(())
+}
+
+/// Fills the default values of the global attributes and the group's
+/// attributes that the contact has no value for.
+pub fn apply_defaults(
+    conn: &Connection,
+    account: AccountId,
+    group_id: i64,
+    contact_id: i64,
+) -> StoreResult<()> {
+    conn.execute(
+        "INSERT OR IGNORE INTO attribute_values (contact_id, attribute_id, value)
+         SELECT ?1, id, default_value FROM attributes
+         WHERE account_id = ?2 AND (group_id = 0 OR group_id = ?3) AND default_value <> ''",
+        params![contact_id, account.0, group_id],
+    )?;
+    Ok(())
+}
+
+/// The values a contact holds, global ones and (with a group) that group's.
+pub fn values_of(
+    conn: &Connection,
+    account: AccountId,
+    contact_id: i64,
+    group_id: Option<i64>,
+) -> StoreResult<Vec<AttributeValue>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT a.id, a.name, a.group_id, a.type, v.value FROM attribute_values v
+         JOIN attributes a ON a.id = v.attribute_id
+         WHERE v.contact_id = ?1 AND a.account_id = ?2 AND (a.group_id = 0 OR a.group_id = ?3)
+         ORDER BY a.group_id, a.id",
+    )?;
+    let rows = stmt.query_map(params![contact_id, account.0, group_id.unwrap_or(0)], |r| {
+        Ok(AttributeValue {
+            id: r.get(0)?,
+            name: r.get(1)?,
+            group_id: r.get(2)?,
+            kind: r.get(3)?,
+            value: r.get(4)?,
+        })
+    })?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}

@@ -1,0 +1,81 @@
+//! Tags of contacts (spec §2.8, §4.9). Tags belong to the person, so a tag
+//! added in one group is seen from every group the address is in.
+
+use super::{AccountId, StoreResult};
+use crate::api::normalize_tag;
+use crate::api::tag::tag_origin;
+use rusqlite::{Connection, params};
+
+/// Which tags a listing asks for, from its `origin` query.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Origin {
+    /// `*` or no `origin` parameter.
+    Any,
+    /// `origin=` (blank): tags without an origin.
+    NoOrigin,
+    Named(String),
+}
+
+impl Origin {
+    pub fn from_query(origin: Option<&str>) -> Origin {
+        match origin.map(str::trim) {
+            None | Some("*") => Origin::Any,
+            Some("") => Origin::NoOrigin,
+            Some(o) => Origin::Named(o.to_string()),
+        }
+    }
+
+    fn keeps(&self, tag: &str) -> bool {
+        match self {
+            Origin::Any => true,
+            Origin::NoOrigin => tag_origin(tag).is_empty(),
+            Origin::Named(o) => tag_origin(tag).eq_ignore_ascii_case(o),
+        }
+    }
+}
+
+/// Applies a tag list to a contact: each tag is normalised and added; a tag
+/// written `-name` removes `name`. Returns the tags actually added.
+pub fn apply(conn: &Connection, contact_id: i64, tags: &[String]) -> StoreResult<Vec<String>> {
+    let mut added = Vec::new();
+    let mut insert = conn.prepare_cached(
+        "INSERT OR IGNORE INTO tags (contact_id, tag, origin) VALUES (?1, ?2, ?3)",
+    )?;
+    let mut remove = conn.prepare_cached("DELETE FROM tags WHERE contact_id = ?1 AND tag = ?2")?;
+    for raw in tags {
+        let raw = raw.trim();
+        if let Some(stripped) = raw.strip_prefix('-') {
+            if let Some(tag) = normalize_tag(stripped) {
+                remove.execute(params![contact_id, tag])?;
+            }
+        } else if let Some(tag) = normalize_tag(raw)
+            && insert.execute(params![contact_id, tag, tag_origin(&tag)])? > 0
+        {
+            added.push(tag);
+        }
+    }
+    Ok(added)
+}
+
+pub fn of_contact(conn: &Connection, contact_id: i64, origin: &Origin) -> StoreResult<Vec<String>> {
+    let mut stmt =
+        conn.prepare_cached("SELECT tag FROM tags WHERE contact_id = ?1 ORDER BY tag")?;
+    let rows = stmt.query_map([contact_id], |r| r.get::<_, String>(0))?;
+    let tags: Vec<String> = rows.collect::<Result<_, _>>()?;
+    Ok(tags.into_iter().filter(|t| origin.keeps(t)).collect())
+}
+
+/// Every distinct tag set on any receiver of the account.
+pub fn of_account(
+    conn: &Connection,
+    account: AccountId,
+    origin: &Origin,
+) -> StoreResult<Vec<String>> {
+    let mut stmt = conn.prepare(
+        "SELECT DISTINCT t.tag FROM tags t JOIN contacts c ON c.id = t.contact_id
+         WHERE c.account_id = ?1 ORDER BY t.tag",
+    )?;
+    let rows = stmt.query_map([account.0], |r| r.get::<_, String>(0))?;
+    let tags: Vec<String> = rows.collect::<Result<_, _>>()?;
+    Ok(tags.into_iter().filter(|t| origin.keeps(t)).collect())
+}

@@ -1,0 +1,96 @@
+//! Test fixtures: a built-in server on port 0 with a temp database, and a
+//! client holding its first account's token.
+
+use listpipe::api::oauth::Credentials;
+use listpipe::api::{Group, GroupInput};
+use listpipe::client::ApiClient;
+use listpipe::server::{self, RunningServer, ServeOptions};
+use std::path::PathBuf;
+
+pub struct TestServer {
+    pub server: Option<RunningServer>,
+    pub creds: Credentials,
+    pub client: ApiClient,
+    pub dir: tempfile::TempDir,
+}
+
+impl TestServer {
+    pub async fn start() -> TestServer {
+        Self::start_with_ttl(server::DEFAULT_TOKEN_TTL_SECS).await
+    }
+
+    pub async fn start_with_ttl(ttl: i64) -> TestServer {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let mut opts = ServeOptions::new(dir.path().join("server.db"), "127.0.0.1:0");
+        opts.token_ttl = ttl;
+        opts.credentials = Some(dir.path().join("credentials.json"));
+        let server = server::start(opts).await.expect("server starts");
+        let creds = server
+            .credentials
+            .clone()
+            .expect("first start creates credentials");
+        let client = ApiClient::new(&server.base_url, &creds.access_token).expect("client");
+        TestServer {
+            server: Some(server),
+            creds,
+            client,
+            dir,
+        }
+    }
+
+    pub fn db(&self) -> PathBuf {
+        self.dir.path().join("server.db")
+    }
+
+    pub fn base_url(&self) -> String {
+        self.server.as_ref().expect("running").base_url.clone()
+    }
+
+    /// Stops the server and starts it again on the same database.
+    pub async fn restart(&mut self) {
+        if let Some(s) = self.server.take() {
+            s.stop().await;
+        }
+        let s = server::start(ServeOptions::new(self.db(), "127.0.0.1:0"))
+            .await
+            .expect("server restarts");
+        assert!(
+            s.credentials.is_none(),
+            "a restart must not create a new default account"
+        );
+        self.client = ApiClient::new(&s.base_url, &self.creds.access_token).expect("client");
+        self.server = Some(s);
+    }
+
+    /// A client of a second account (another tenant) on the same server.
+    pub async fn other_tenant(&self, name: &str) -> ApiClient {
+        let url = self.base_url();
+        let store = self.server.as_ref().expect("running").store.clone();
+        let name = name.to_string();
+        let token = store
+            .write(move |c| {
+                let (app, _) = listpipe::server::store::accounts::create_account(c, &name)?;
+                listpipe::server::store::accounts::issue_pair(c, app.account, app.id, 3600)
+            })
+            .await
+            .expect("second account");
+        ApiClient::new(&url, &token.access_token).expect("client")
+    }
+
+    pub async fn group(&self, name: &str) -> Group {
+        self.client
+            .create_group(&GroupInput::named(name))
+            .await
+            .expect("group created")
+    }
+
+    /// A raw HTTP client for wire-level tests, with the token at hand.
+    pub fn raw(&self) -> (reqwest::Client, String, String) {
+        listpipe::client::init_tls();
+        (
+            reqwest::Client::new(),
+            self.base_url(),
+            self.creds.access_token.clone(),
+        )
+    }
+}
