@@ -1,0 +1,75 @@
+//! Receivers (spec §4.8). A `receiver` argument is an id or an email address.
+
+use super::{ApiClient, Result};
+use crate::api::paths::{self, fill};
+use crate::api::*;
+
+impl ApiClient {
+    pub async fn receivers(&self, group: Id, query: &ReceiverQuery) -> Result<Vec<Receiver>> {
+        self.get(
+            &fill(paths::GROUP_RECEIVERS, &[&group.to_string()]),
+            &query.to_pairs(),
+        )
+        .await
+    }
+    /// The same list with the parameters in the body (for long email lists).
+    pub async fn receivers_by_body(
+        &self,
+        group: Id,
+        query: &ReceiverQuery,
+    ) -> Result<Vec<Receiver>> {
+        self.post(
+            &fill(paths::GROUP_GET_RECEIVERS, &[&group.to_string()]),
+            query,
+        )
+        .await
+    }
+    pub async fn create_receiver(&self, group: Id, input: &ReceiverInput) -> Result<Receiver> {
+        self.post(&fill(paths::GROUP_RECEIVERS, &[&group.to_string()]), input)
+            .await
+    }
+    pub async fn group_receiver(&self, group: Id, receiver: &str, detail: i64) -> Result<Receiver> {
+        let q = [("detail", detail.to_string())];
+        self.get(
+            &fill(paths::GROUP_RECEIVER, &[&group.to_string(), receiver]),
+            &q,
+        )
+        .await
+    }
+    pub async fn update_receiver(
+        &self,
+        group: Id,
+        receiver: &str,
+        input: &ReceiverInput,
+    ) -> Result<Receiver> {
+        self.put(
+            &fill(paths::GROUP_RECEIVER, &[&group.to_string(), receiver]),
+            input,
+        )
+        .await
+    }
+    pub async fn delete_group_receiver(&self, group: Id, receiver: &str) -> Result<bool> {
+        self.delete(
+            &fill(paths::GROUP_RECEIVER, &[&group.to_string(), receiver]),
+            &[],
+        )
+        .await
+    }
+    pub async fn receiver(
+        &self,
+        receiver: &str,
+        group: Option<Id>,
+        detail: i64,
+    ) -> Result<Receiver> {
+        let mut q = vec![("detail", detail.to_string())];
+        q.extend(group.map(|g| ("group_id", g.to_string())));
+        self.get(&fill(paths::RECEIVER, &[receiver]), &q).await
+    }
+    pub async fn delete_receiver(&self, receiver: &str, group: Option<Id>) -> Result<bool> {
+        let q: Vec<_> = group
+            .map(|g| ("group_id", g.to_string()))
+            .into_iter()
+            .collect();
+        self.delete(&fill(paths::RECEIVER, &[receiver]), &q).await
+    }
+}

@@ -1,0 +1,284 @@
+//! Receivers: a contact's membership of a group, with its own activation
+//! state, plus what the contact carries (attributes, tags, orders, events).
+//!
+//! The state is derived from the timestamps alone, never stored apart
+//! (spec §3): active = activated and not deactivated and not bounced. So an
+//! opt-out (`deactivated` set) is undone only by `deactivated: 0`, never by
+//! a later `activated` alone (wire.md).
+
+mod read;
+
+pub use read::{contact_of, get, list};
+
+use super::{AccountId, StoreResult, attributes, conflict, groups, invalid, not_found, now, tags};
+use crate::api::receiver::detail;
+use crate::api::{Order, Receiver, ReceiverInput};
+use read::{load, locate};
+use rusqlite::{Connection, OptionalExtension, params};
+use validator::ValidateEmail;
+
+pub const DEFAULT_PAGESIZE: i64 = 50;
+pub const MAX_PAGESIZE: i64 = 5000;
+pub const MAX_EMAIL_CHARS: usize = 254;
+
+/// How a path names a receiver: its id or its email address.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ReceiverKey {
+    Id(i64),
+    Email(String),
+}
+
+impl ReceiverKey {
+    pub fn parse(segment: &str) -> ReceiverKey {
+        match crate::api::Id::parse(segment) {
+            Some(id) => ReceiverKey::Id(id.0),
+            None => ReceiverKey::Email(segment.trim().to_string()),
+        }
+    }
+}
+
+/// A valid address, trimmed; anything else is a 400 naming the address.
+pub fn check_email(email: &str) -> StoreResult<String> {
+    let email = email.trim();
+    if email.chars().count() > MAX_EMAIL_CHARS || !email.validate_email() {
+        return invalid(format!("Bad Request: invalid email address \"{email}\""));
+    }
+    Ok(email.to_string())
+}
+
+fn contact_for(conn: &Connection, account: AccountId, email: &str) -> StoreResult<i64> {
+    conn.execute(
+        "INSERT INTO contacts (account_id, email) VALUES (?1, ?2) ON CONFLICT (account_id, email) DO NOTHING",
+        params![account.0, email],
+    )?;
+    Ok(conn.query_row(
+        "SELECT id FROM contacts WHERE account_id = ?1 AND email = ?2",
+        params![account.0, email],
+        |r| r.get(0),
+    )?)
+}
+
+/// The activation timestamps of a new receiver, exactly as spec §3 says.
+/// `deactivated: 0` is "not deactivated", not a state given.
+fn initial_state(input: &ReceiverInput, t: i64) -> (i64, i64, i64) {
+    let registered = input.registered.filter(|v| *v > 0);
+    let deactivated = input.deactivated.filter(|v| *v > 0);
+    if registered.is_none() && input.activated.is_none() && deactivated.is_none() {
+        return (t, t, 0);
+    }
+    let activated = input.activated.unwrap_or(0).max(0);
+    let registered = registered
+        .or(Some(activated).filter(|a| *a > 0))
+        .unwrap_or(t);
+    (registered, activated, deactivated.unwrap_or(0))
+}
+
+/// Writes the contact-level parts of an input: attribute values, tags, orders.
+fn write_parts(
+    conn: &Connection,
+    account: AccountId,
+    group_id: i64,
+    contact_id: i64,
+    input: &ReceiverInput,
+) -> StoreResult<()> {
+    for (global_only, values) in [(false, &input.attributes), (true, &input.global_attributes)] {
+        for (name, value) in values.iter().flatten() {
+            match attributes::resolve(conn, account, group_id, name, global_only)? {
+                Some(attr) => attributes::set_value(conn, contact_id, &attr, value)?,
+                None => {
+                    let scope = if global_only {
+                        "global attribute".to_string()
+                    } else {
+                        format!("attribute of group {group_id}")
+                    };
+                    return invalid(format!(
+                        "Bad Request: unknown {scope} \"{name}\"; create it first"
+                    ));
+                }
+            }
+        }
+    }
+    if let Some(list) = &input.tags {
+        tags::apply(conn, contact_id, list)?;
+    }
+    for order in input.orders.iter().flatten() {
+        save_order(conn, contact_id, order)?;
+    }
+    Ok(())
+}
+
+/// Stores an order; the same order_id and product_id again updates it, so a
+/// repeated write leaves one order.
+fn save_order(conn: &Connection, contact_id: i64, o: &Order) -> StoreResult<()> {
+    if o.order_id.trim().is_empty() {
+        return invalid("Bad Request: every order needs an order_id");
+    }
+    let stamp = if o.stamp > 0 { o.stamp } else { now() };
+    let existing: Option<i64> = conn
+        .query_row(
+            "SELECT id FROM orders WHERE contact_id = ?1 AND order_id = ?2 AND product_id = ?3",
+            params![contact_id, o.order_id, o.product_id],
+            |r| r.get(0),
+        )
+        .optional()?;
+    match existing {
+        Some(id) => conn.execute(
+            "UPDATE orders SET product = ?1, price = ?2, currency = ?3, quantity = ?4, mailing_id = ?5, stamp = ?6
+             WHERE id = ?7",
+            params![o.product, o.price, o.currency, o.quantity, o.mailing_id, stamp, id],
+        )?,
+        None => conn.execute(
+            "INSERT INTO orders (contact_id, order_id, product_id, product, price, currency, quantity, mailing_id, stamp)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+            params![contact_id, o.order_id, o.product_id, o.product, o.price, o.currency, o.quantity, o.mailing_id, stamp],
+        )?,
+    };
+    Ok(())
+}
+
+/// `POST /v3/groups/{g}/receivers`: a new receiver of the group.
+pub fn create(
+    conn: &Connection,
+    account: AccountId,
+    group_id: i64,
+    input: &ReceiverInput,
+) -> StoreResult<Receiver> {
+    groups::ensure(conn, account, group_id)?;
+    let Some(email) = input.email.as_deref() else {
+        return invalid("Bad Request: email is required");
+    };
+    let email = check_email(email)?;
+    let contact_id = contact_for(conn, account, &email)?;
+    let exists: bool = conn.query_row(
+        "SELECT EXISTS (SELECT 1 FROM receivers WHERE group_id = ?1 AND contact_id = ?2)",
+        params![group_id, contact_id],
+        |r| r.get(0),
+    )?;
+    if exists {
+        return conflict(format!(
+            "Conflict: duplicate address \"{email}\" in group {group_id}"
+        ));
+    }
+    let t = now();
+    let (registered, activated, deactivated) = initial_state(input, t);
+    conn.execute(
+        "INSERT INTO receivers (account_id, group_id, contact_id, registered, activated, deactivated, imported,
+            bounced, source, points, last_ip, last_location, last_client, created, changed)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?14)",
+        params![
+            account.0,
+            group_id,
+            contact_id,
+            registered,
+            activated,
+            deactivated,
+            input.imported.unwrap_or(0),
+            input.bounced.unwrap_or(0),
+            input.source.as_deref().unwrap_or(""),
+            input.points.unwrap_or(0),
+            input.last_ip.as_deref().unwrap_or(""),
+            input.last_location.as_deref().unwrap_or(""),
+            input.last_client.as_deref().unwrap_or(""),
+            t
+        ],
+    )?;
+    let id = conn.last_insert_rowid();
+    write_parts(conn, account, group_id, contact_id, input)?;
+    attributes::apply_defaults(conn, account, group_id, contact_id)?;
+    groups::touch(conn, group_id)?;
+    load(conn, account, id, true, detail::ALL)
+}
+
+/// `PUT /v3/groups/{g}/receivers/{id}`: changes what the input gives. The
+/// email cannot change; timestamps move the state as spec §3 says.
+pub fn update(
+    conn: &Connection,
+    account: AccountId,
+    group_id: i64,
+    key: &ReceiverKey,
+    input: &ReceiverInput,
+) -> StoreResult<Receiver> {
+    groups::ensure(conn, account, group_id)?;
+    let (id, _, contact_id) = locate(conn, account, Some(group_id), key)?;
+    let current = load(conn, account, id, true, 0)?;
+    if let Some(email) = &input.email
+        && !email.trim().eq_ignore_ascii_case(&current.email)
+    {
+        return invalid("Bad Request: the email of a receiver cannot be changed");
+    }
+    let pick = |v: Option<i64>, old: i64| v.map(|v| v.max(0)).unwrap_or(old);
+    let pick_s = |v: &Option<String>, old: &str| v.clone().unwrap_or_else(|| old.to_string());
+    conn.execute(
+        "UPDATE receivers SET registered = ?1, activated = ?2, deactivated = ?3, imported = ?4, bounced = ?5,
+            source = ?6, points = ?7, last_ip = ?8, last_location = ?9, last_client = ?10, changed = ?11
+         WHERE id = ?12",
+        params![
+            pick(input.registered, current.registered),
+            pick(input.activated, current.activated),
+            pick(input.deactivated, current.deactivated),
+            pick(input.imported, current.imported),
+            pick(input.bounced, current.bounced),
+            pick_s(&input.source, &current.source),
+            input.points.unwrap_or(current.points),
+            pick_s(&input.last_ip, &current.last_ip),
+            pick_s(&input.last_location, &current.last_location),
+            pick_s(&input.last_client, &current.last_client),
+            now(),
+            id
+        ],
+    )?;
+    write_parts(conn, account, group_id, contact_id, input)?;
+    groups::touch(conn, group_id)?;
+    load(conn, account, id, true, detail::ALL)
+}
+
+/// Deletes receivers: the one named, in `group` if given. An email without a
+/// group removes the address from every group of the account.
+pub fn delete(
+    conn: &Connection,
+    account: AccountId,
+    group: Option<i64>,
+    key: &ReceiverKey,
+) -> StoreResult<()> {
+    if let Some(g) = group {
+        groups::ensure(conn, account, g)?;
+    }
+    let targets: Vec<(i64, i64)> = match (key, group) {
+        (ReceiverKey::Email(email), None) => {
+            let mut stmt = conn.prepare(
+                "SELECT r.id, r.group_id FROM receivers r JOIN contacts c ON c.id = r.contact_id
+                 WHERE c.account_id = ?1 AND c.email = ?2",
+            )?;
+            let rows = stmt.query_map(params![account.0, email], |r| Ok((r.get(0)?, r.get(1)?)))?;
+            rows.collect::<Result<_, _>>()?
+        }
+        _ => {
+            let (id, g, _) = locate(conn, account, group, key)?;
+            vec![(id, g)]
+        }
+    };
+    if targets.is_empty() {
+        return not_found("Not Found: invalid receiver");
+    }
+    for (id, g) in targets {
+        conn.execute(
+            "DELETE FROM attribute_values WHERE contact_id = (SELECT contact_id FROM receivers WHERE id = ?1)
+             AND attribute_id IN (SELECT id FROM attributes WHERE group_id = ?2)",
+            params![id, g],
+        )?;
+        conn.execute("DELETE FROM receivers WHERE id = ?1", [id])?;
+        groups::touch(conn, g)?;
+    }
+    delete_orphan_contacts(conn, account)
+}
+
+/// A contact in no group any more is deleted with all it carried: an
+/// address removed everywhere leaves nothing of the person behind.
+pub fn delete_orphan_contacts(conn: &Connection, account: AccountId) -> StoreResult<()> {
+    conn.execute(
+        "DELETE FROM contacts WHERE account_id = ?1
+         AND NOT EXISTS (SELECT 1 FROM receivers r WHERE r.contact_id = contacts.id)",
+        [account.0],
+    )?;
+    Ok(())
+}
