@@ -1372,8 +1372,7 @@ def attribute_set_value_via_global_endpoint(api):
            "GET /v3/receivers/{id}/attributes must contain the value", r)
 
 
-@check
-def attribute_group_favoured_over_global(api):
+def _favour_setup(api):
     gid = mk_group(api, "fav")
     name = uniq("fav")
     mk_attr(api, name, "text")
@@ -1382,16 +1381,27 @@ def attribute_group_favoured_over_global(api):
     e, e2 = mail("fav"), mail("fav")
     x, _ = mk_recv(api, gid, {"email": e, "attributes": {name: "L"}, "global_attributes": {name: "G"}})
     mk_recv(api, gid, {"email": e2, "attributes": {name: "G"}, "global_attributes": {name: "L"}})
+    return gid, name, x, e, e2
+
+
+@check
+def attribute_group_and_global_of_same_name_coexist(api):
+    gid, name, x, e, e2 = _favour_setup(api)
     y, r = get_recv(api, gid, x["id"])
     expect(isinstance(y.get("attributes"), dict) and y["attributes"].get(name) == "L"
            and isinstance(y.get("global_attributes"), dict) and y["global_attributes"].get(name) == "G",
-           "group and global values of the same name must both be stored", r)
-    for cond, want_in in (("L", [e]), ("G", [e2])):
-        r = api.post("/v3/receivers.json/filter.json",
-                     {"groups": [gid], "rules": [{"field": name, "logic": "eq", "condition": cond}]})
-        j = want_json(r, list, "filter result")
-        expect(sorted(emails_of(j)) == sorted(want_in),
-               f"rule {name} eq {cond}: the group attribute is favoured over the global one (spec 2.6)", r)
+           "group value (attributes) and global value (global_attributes) of the same name must both be stored", r)
+
+
+@check
+def attribute_group_favoured_over_global_in_filter_rule(api):
+    gid, name, x, e, e2 = _favour_setup(api)
+    for path in ("/v3/receivers/filter", "/v3/receivers.json/filter.json"):
+        for cond, want_in in (("L", [e]), ("G", [e2])):
+            r = api.post(path, {"groups": [gid], "rules": [{"field": name, "logic": "eq", "condition": cond}]})
+            j = want_json(r, list, "filter result")
+            expect(sorted(emails_of(j)) == sorted(want_in),
+                   f"rule {name} eq {cond}: the group attribute is favoured over the global one (spec 2.6)", r)
 
 
 # ---- Tags ------------------------------------------------------------------------
@@ -1757,6 +1767,7 @@ def main():
     ap.add_argument("--code")
     ap.add_argument("--redirect-uri")
     ap.add_argument("--only", help="comma-separated check names (debugging aid)")
+    ap.add_argument("--skip", help="comma-separated check names to leave out (endpoints not served yet)")
     args = ap.parse_args()
     with open(args.credentials) as f:
         creds = json.load(f)
@@ -1768,6 +1779,9 @@ def main():
     for fn in CHECKS:
         name = fn.__name__
         if only and name not in only:
+            continue
+        if args.skip and name in args.skip.split(","):
+            print(f"skip {name}: left out by --skip", file=sys.stderr)
             continue
         api.last = None
         try:
