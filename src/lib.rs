@@ -1,6 +1,11 @@
 //! listpipe moves subscriber data in and out of an email-marketing service
 //! through its REST API v3. The guided tour, in the order data flows:
 //!
+//! - [`pipeline`]: pipeline files, parsed and checked into steps.
+//! - [`source`]: CSV and spreadsheet files read into polars frames.
+//! - [`prepare`]: mapping, validation and dedupe: rows to send and rejects.
+//! - [`load`]: the target compared and written, with concurrency and retries.
+//! - [`report`]: what a run did.
 //! - [`api`]: the v3 wire model, shared by the client and the server.
 //! - [`client`]: `ApiClient`, typed async calls to a v3 API over HTTP.
 //! - [`server`]: the built-in target server (axum + SQLite).
@@ -9,4 +14,9 @@
 pub mod api;
 pub mod cli;
 pub mod client;
+pub mod load;
+pub mod pipeline;
+pub mod prepare;
+pub mod report;
 pub mod server;
+pub mod source;

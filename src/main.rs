@@ -33,12 +33,20 @@ fn main() -> ExitCode {
     };
     let result = runtime.block_on(async {
         match cli.command {
-            Command::Serve(args) => cli::serve::run(args).await.map_err(|e| (exit::TARGET, e)),
-            Command::Accounts(cmd) => cli::accounts::run(cmd).await.map_err(|e| (exit::USAGE, e)),
+            Command::Run(args) => Ok(cli::run::run(args).await),
+            Command::Check(args) => Ok(cli::check::run(args)),
+            Command::Serve(args) => cli::serve::run(args)
+                .await
+                .map(|_| exit::OK)
+                .map_err(|e| (exit::TARGET, e)),
+            Command::Accounts(cmd) => cli::accounts::run(cmd)
+                .await
+                .map(|_| exit::OK)
+                .map_err(|e| (exit::USAGE, e)),
         }
     });
     match result {
-        Ok(()) => ExitCode::from(exit::OK),
+        Ok(code) => ExitCode::from(code),
         Err((code, e)) => {
             eprintln!("listpipe: error: {e:#}");
             ExitCode::from(code)

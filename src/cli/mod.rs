@@ -2,6 +2,8 @@
 //! logging and maps the outcome to an exit code.
 
 pub mod accounts;
+pub mod check;
+pub mod run;
 pub mod serve;
 
 use clap::{Parser, Subcommand};
@@ -19,6 +21,10 @@ pub struct Cli {
 
 #[derive(Subcommand, Debug)]
 pub enum Command {
+    /// Run a pipeline: import (and export) as its steps say, against its target.
+    Run(run::RunArgs),
+    /// Check a pipeline offline: parse it, read and prepare every source, preview, count, write rejects.
+    Check(check::CheckArgs),
     /// Run the built-in target server: every v3 endpoint and the OAuth token service on SQLite.
     Serve(serve::ServeArgs),
     /// Manage the built-in server's accounts (tenants) and their credentials.

@@ -10,6 +10,8 @@ pub enum ClientError {
         path: String,
         status: u16,
         message: String,
+        /// Seconds the server asked to wait (`Retry-After`), on 429 and 503.
+        retry_after: Option<u64>,
     },
     #[error("{method} {path}: cannot reach the server: {source}")]
     Transport {
@@ -38,6 +40,23 @@ impl ClientError {
         }
     }
 
+    pub fn retry_after(&self) -> Option<u64> {
+        match self {
+            ClientError::Api { retry_after, .. } => *retry_after,
+            _ => None,
+        }
+    }
+
+    /// The server's own message (for rejects files), or the whole error.
+    pub fn server_message(&self) -> String {
+        match self {
+            ClientError::Api {
+                status, message, ..
+            } => format!("HTTP {status}: {message}"),
+            other => other.to_string(),
+        }
+    }
+
     pub fn is_not_found(&self) -> bool {
         self.status() == Some(404)
     }
@@ -46,7 +65,7 @@ impl ClientError {
     pub fn is_transient(&self) -> bool {
         match self {
             ClientError::Transport { .. } => true,
-            ClientError::Api { status, .. } => matches!(status, 429 | 500 | 502 | 503 | 504),
+            ClientError::Api { status, .. } => matches!(status, 408 | 429 | 500 | 502 | 503 | 504),
             _ => false,
         }
     }

@@ -108,6 +108,11 @@ impl ApiClient {
         };
         let res = req.send().await.map_err(transport)?;
         let status = res.status();
+        let retry_after = res
+            .headers()
+            .get(reqwest::header::RETRY_AFTER)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse::<u64>().ok());
         let bytes = res.bytes().await.map_err(transport)?;
         if !status.is_success() {
             let message = serde_json::from_slice::<ErrorBody>(&bytes)
@@ -118,6 +123,7 @@ impl ApiClient {
                 path: path.to_string(),
                 status: status.as_u16(),
                 message,
+                retry_after,
             });
         }
         serde_json::from_slice(&bytes).map_err(|e| ClientError::Decode {

@@ -35,6 +35,7 @@ pub async fn request_token(
             path: paths::TOKEN.into(),
             status: status.as_u16(),
             message,
+            retry_after: None,
         });
     }
     serde_json::from_slice(&bytes).map_err(|e| ClientError::Decode {

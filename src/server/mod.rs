@@ -176,7 +176,7 @@ pub async fn start(opts: ServeOptions) -> Result<RunningServer, ServeError> {
         })
         .await
     });
-    tracing::info!(%base_url, db = %opts.db.display(), "serving the v3 API");
+    tracing::debug!(%base_url, db = %opts.db.display(), "serving the v3 API");
     Ok(RunningServer {
         addr,
         base_url,

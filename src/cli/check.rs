@@ -1,0 +1,111 @@
+//! `listpipe check PIPELINE.toml`: everything `run` does before it touches
+//! the network: parse the file, read every source, map, validate and
+//! dedupe, show the first rows as they will be sent, count, and write the
+//! rejects files. No network.
+
+use super::exit;
+use super::run::write_rejects;
+use crate::pipeline::{self, Step};
+use crate::prepare::{self, PreparedRows};
+use clap::Args;
+use std::path::PathBuf;
+
+#[derive(Args, Debug)]
+pub struct CheckArgs {
+    /// The pipeline file.
+    pub pipeline: PathBuf,
+    /// How many prepared rows to show per step.
+    #[arg(long, default_value_t = 3)]
+    pub preview: usize,
+}
+
+pub fn run(args: CheckArgs) -> u8 {
+    let pipeline = match pipeline::load(&args.pipeline) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("{e}");
+            return exit::USAGE;
+        }
+    };
+    println!(
+        "{}: {} step(s), file is valid",
+        pipeline.file.display(),
+        pipeline.steps.len()
+    );
+    let mut code = exit::OK;
+    for step in &pipeline.steps {
+        let outcome = match step {
+            Step::Import(s) => prepare::prepare_import(s, &pipeline.base_dir).map(|p| {
+                println!("\n[{}] import into {:?}", s.name, s.group);
+                match PreparedRows::new(s, &p.frame) {
+                    Ok(rows) => {
+                        for i in 0..rows.len().min(args.preview) {
+                            let body = rows.input(i, p.orders.get(&rows.email(i)));
+                            println!(
+                                "  row {}: {}",
+                                rows.row_number(i),
+                                serde_json::to_string(&body).unwrap_or_default()
+                            );
+                        }
+                    }
+                    Err(e) => eprintln!("listpipe: {}: {e}", s.name),
+                }
+                let rows = p.frame.height();
+                let orders: usize = p.orders.values().map(Vec::len).sum();
+                println!("  {rows} receivers to send, {orders} orders");
+                let rejects = write_rejects(&s.rejects, &p.rejects);
+                if let (Some(o), Some(spec)) = (&p.order_rejects, &s.orders) {
+                    let _ = write_rejects(&spec.rejects, o);
+                }
+                (p.stats, rejects)
+            }),
+            Step::Blacklist(s) => prepare::prepare_blacklist(s, &pipeline.base_dir).map(|p| {
+                println!(
+                    "\n[{}] blacklist{}",
+                    s.name,
+                    s.group
+                        .as_ref()
+                        .map(|g| format!(" of group {g:?}"))
+                        .unwrap_or_default()
+                );
+                for (email, comment) in p.entries.iter().take(args.preview) {
+                    println!(
+                        "  {email} {}",
+                        if comment.is_empty() {
+                            String::new()
+                        } else {
+                            format!("({comment})")
+                        }
+                    );
+                }
+                println!("  {} entries to send", p.entries.len());
+                (p.stats, write_rejects(&s.rejects, &p.rejects))
+            }),
+        };
+        match outcome {
+            Ok((stats, rejects)) => {
+                println!(
+                    "  {} rows read, {} rejected, {} duplicates, {} tags normalised",
+                    stats.rows_read,
+                    stats.rejected_total(),
+                    stats.duplicates,
+                    stats.tags_changed
+                );
+                for (reason, n) in &stats.rejected {
+                    println!("    {reason}: {n}");
+                }
+                if stats.rejected_total() + stats.orders_rejected > 0 {
+                    code = exit::PARTIAL;
+                    if let Ok(path) = rejects {
+                        println!("  rejects written to {}", path.display());
+                    }
+                }
+            }
+            Err(e) => {
+                eprintln!("listpipe: {}: {e}", step.name());
+                code = exit::PARTIAL;
+            }
+        }
+    }
+    code
+}

@@ -1,0 +1,208 @@
+//! `listpipe run PIPELINE.toml`: every step in file order, read → prepare →
+//! load, then the report. Reading this file top to bottom is reading a run.
+
+use super::exit;
+use crate::load::target::{self, TargetOverrides};
+use crate::load::{self, Action, LoadError, PlanRow, WriteOptions};
+use crate::pipeline::{self, Pipeline, STATE_DIR, Step};
+use crate::prepare::{self, Rejects};
+use crate::report::{RunReport, StepReport};
+use clap::Args;
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+#[derive(Args, Debug)]
+pub struct RunArgs {
+    /// The pipeline file.
+    pub pipeline: PathBuf,
+    /// The target's base URL (or "builtin"), instead of the file's `[target] url`.
+    #[arg(long, env = "LISTPIPE_URL")]
+    pub target_url: Option<String>,
+    /// An access token, instead of the file's `token_env` or `credentials`.
+    #[arg(long, env = "LISTPIPE_TOKEN", hide_env_values = true)]
+    pub token: Option<String>,
+    /// Read the target and write a plan of what would happen, but change nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Write the run report as JSON to this file.
+    #[arg(long)]
+    pub report: Option<PathBuf>,
+    /// No progress bars and no summary (errors still go to stderr).
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+/// Runs the pipeline; the exit code says how it went (see `cli::exit`).
+pub async fn run(args: RunArgs) -> u8 {
+    let pipeline = match pipeline::load(&args.pipeline) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("{e}");
+            return exit::USAGE;
+        }
+    };
+    let overrides = TargetOverrides {
+        url: args.target_url.clone(),
+        token: args.token.clone(),
+    };
+    let conn = match target::connect(&pipeline.target, &overrides).await {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("listpipe: {e}");
+            return exit::TARGET;
+        }
+    };
+    let opts = WriteOptions {
+        concurrency: pipeline.target.concurrency,
+        retries: pipeline.target.retries,
+        dry_run: args.dry_run,
+        progress: !args.quiet && std::io::stderr().is_terminal(),
+    };
+    let mut report = RunReport {
+        pipeline: pipeline.file.display().to_string(),
+        target: conn.base_url.clone(),
+        dry_run: args.dry_run,
+        started: chrono::Utc::now().to_rfc3339(),
+        ..Default::default()
+    };
+    let mut code = exit::OK;
+    for step in &pipeline.steps {
+        match run_step(&pipeline, step, &conn, &opts).await {
+            Ok(step_report) => {
+                if step_report.problems() > 0 {
+                    code = code.max(exit::PARTIAL);
+                }
+                if !args.quiet {
+                    step_report.summary().iter().for_each(|l| eprintln!("{l}"));
+                }
+                report.steps.push(step_report);
+            }
+            Err(StepError::Load(LoadError::Target(e))) => {
+                eprintln!("listpipe: {}: {e}", step.name());
+                code = exit::TARGET;
+                break;
+            }
+            Err(e) => {
+                eprintln!("listpipe: {}: {e}", step.name());
+                code = code.max(exit::PARTIAL);
+            }
+        }
+    }
+    conn.close().await;
+    report.finished = chrono::Utc::now().to_rfc3339();
+    report.exit_code = code;
+    if let Some(path) = &args.report {
+        let written = serde_json::to_vec_pretty(&report)
+            .map_err(|e| e.to_string())
+            .and_then(|json| write_file(path, &json));
+        if let Err(e) = written {
+            eprintln!("listpipe: cannot write the report {}: {e}", path.display());
+            code = code.max(exit::PARTIAL);
+        }
+    }
+    code
+}
+
+#[derive(Debug, thiserror::Error)]
+enum StepError {
+    #[error(transparent)]
+    Prepare(#[from] prepare::PrepareError),
+    #[error(transparent)]
+    Load(#[from] LoadError),
+}
+
+async fn run_step(
+    pipeline: &Pipeline,
+    step: &Step,
+    conn: &target::Connected,
+    opts: &WriteOptions,
+) -> Result<StepReport, StepError> {
+    let started = Instant::now();
+    let mut report = StepReport {
+        name: step.name().to_string(),
+        ..Default::default()
+    };
+    let mut plan: Vec<PlanRow> = Vec::new();
+    match step {
+        Step::Import(s) => {
+            report.kind = "import";
+            let mut prepared = prepare::prepare_import(s, &pipeline.base_dir)?;
+            report.timings_ms.prepare = started.elapsed().as_millis() as u64;
+            let loading = Instant::now();
+            let outcome = load::import::run(conn, s, &mut prepared, opts, &mut plan).await?;
+            report.timings_ms.load = loading.elapsed().as_millis() as u64;
+            report.prepare = prepared.stats.clone();
+            report.import = Some(outcome);
+            if opts.dry_run {
+                plan.extend(prepared.duplicates.iter().map(|(row, email)| PlanRow {
+                    row_number: *row,
+                    email: email.clone(),
+                    action: Action::Duplicate,
+                    detail: String::new(),
+                }));
+                plan.extend(invalid_rows(&prepared.rejects));
+            }
+            report.rejects_file = Some(write_rejects(&s.rejects, &prepared.rejects)?);
+            if let (Some(orders), Some(spec)) = (&prepared.order_rejects, &s.orders) {
+                write_rejects(&spec.rejects, orders)?;
+            }
+        }
+        Step::Blacklist(s) => {
+            report.kind = "blacklist";
+            let mut prepared = prepare::prepare_blacklist(s, &pipeline.base_dir)?;
+            report.timings_ms.prepare = started.elapsed().as_millis() as u64;
+            let loading = Instant::now();
+            let outcome = load::blacklist::run(conn, s, &mut prepared, opts, &mut plan).await?;
+            report.timings_ms.load = loading.elapsed().as_millis() as u64;
+            report.prepare = prepared.stats.clone();
+            report.blacklist = Some(outcome);
+            if opts.dry_run {
+                plan.extend(invalid_rows(&prepared.rejects));
+            }
+            report.rejects_file = Some(write_rejects(&s.rejects, &prepared.rejects)?);
+        }
+    }
+    if opts.dry_run {
+        let path = Path::new(STATE_DIR)
+            .join("plans")
+            .join(&pipeline.name)
+            .join(format!("{}.plan.csv", step.name()));
+        load::write_plan(&path, &mut plan)?;
+        report.plan_file = Some(path);
+    }
+    Ok(report)
+}
+
+fn invalid_rows(rejects: &Rejects) -> impl Iterator<Item = PlanRow> + '_ {
+    rejects.rows.iter().map(|r| PlanRow {
+        row_number: r.row_number,
+        email: String::new(),
+        action: Action::Invalid,
+        detail: if r.field.is_empty() {
+            r.reason.clone()
+        } else {
+            format!("{}: {}", r.field, r.reason)
+        },
+    })
+}
+
+/// Writes the rejects file, or removes a stale one when nothing was rejected.
+pub fn write_rejects(path: &Path, rejects: &Rejects) -> Result<PathBuf, LoadError> {
+    if rejects.rows.is_empty() {
+        let _ = std::fs::remove_file(path);
+    } else {
+        rejects.write(path).map_err(|e| LoadError::Output {
+            path: path.to_path_buf(),
+            message: e.to_string(),
+        })?;
+    }
+    Ok(path.to_path_buf())
+}
+
+fn write_file(path: &Path, bytes: &[u8]) -> Result<(), String> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
+    }
+    std::fs::write(path, bytes).map_err(|e| e.to_string())
+}

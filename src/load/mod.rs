@@ -1,0 +1,115 @@
+//! Load: compare the prepared rows with the target and write what differs,
+//! with bounded concurrency and retries, never holding the whole file as
+//! requests. One module per step kind; [`target`] connects, [`retry`]
+//! decides what is tried again.
+
+pub mod blacklist;
+pub mod import;
+mod plan;
+pub mod retry;
+pub mod target;
+
+use std::path::PathBuf;
+
+/// Blacklist entries per batch request (spec §8).
+pub const BATCH: usize = crate::api::blacklist::MAX_BATCH;
+/// Receiver pages are read at the spec's maximum size.
+pub const PAGE: i64 = crate::server::store::receivers::MAX_PAGESIZE;
+
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    /// The target cannot be reached or refuses the token (exit code 3).
+    #[error("{0}")]
+    Target(String),
+    /// The step cannot run as written (no such group...).
+    #[error("{0}")]
+    Step(String),
+    #[error("cannot write {path}: {message}")]
+    Output { path: PathBuf, message: String },
+}
+
+/// How a run writes, shared by every step.
+#[derive(Debug, Clone)]
+pub struct WriteOptions {
+    pub concurrency: usize,
+    pub retries: u32,
+    pub dry_run: bool,
+    /// Show progress bars (a terminal and not `--quiet`).
+    pub progress: bool,
+}
+
+/// What happened to each input row of a dry run (the plan file's `action`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Action {
+    Create,
+    Update,
+    Unchanged,
+    Blocked,
+    Invalid,
+    Duplicate,
+    Failed,
+}
+
+impl Action {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Action::Create => "create",
+            Action::Update => "update",
+            Action::Unchanged => "unchanged",
+            Action::Blocked => "blocked",
+            Action::Invalid => "invalid",
+            Action::Duplicate => "duplicate",
+            Action::Failed => "failed",
+        }
+    }
+}
+
+/// One line of a plan file.
+pub struct PlanRow {
+    pub row_number: u64,
+    pub email: String,
+    pub action: Action,
+    pub detail: String,
+}
+
+/// Writes a dry run's plan as CSV: `row_number,email,action,detail`.
+pub fn write_plan(path: &std::path::Path, rows: &mut [PlanRow]) -> Result<(), LoadError> {
+    let err = |e: &dyn std::fmt::Display| LoadError::Output {
+        path: path.to_path_buf(),
+        message: e.to_string(),
+    };
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(|e| err(&e))?;
+    }
+    rows.sort_by_key(|r| r.row_number);
+    let mut w = csv::Writer::from_path(path).map_err(|e| err(&e))?;
+    w.write_record(["row_number", "email", "action", "detail"])
+        .map_err(|e| err(&e))?;
+    for r in rows.iter() {
+        w.write_record([
+            r.row_number.to_string().as_str(),
+            &r.email,
+            r.action.as_str(),
+            &r.detail,
+        ])
+        .map_err(|e| err(&e))?;
+    }
+    w.flush().map_err(|e| err(&e))
+}
+
+/// A progress bar for a stage, hidden when progress is off.
+pub fn progress_bar(opts: &WriteOptions, len: u64, label: &str) -> indicatif::ProgressBar {
+    if !opts.progress {
+        return indicatif::ProgressBar::hidden();
+    }
+    let bar = indicatif::ProgressBar::new(len);
+    let style = indicatif::ProgressStyle::with_template(
+        "{prefix:>12} [{bar:30}] {pos}/{len} {per_sec} eta {eta}",
+    )
+    .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
+    .progress_chars("=> ");
+    bar.set_style(style);
+    bar.set_prefix(label.to_string());
+    bar
+}

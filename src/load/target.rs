@@ -1,0 +1,209 @@
+//! Connecting to the target: the built-in server in-process, or a URL with
+//! a token from the command line, an environment variable or a credentials
+//! file. A credentials file with a refresh token makes the token renewable:
+//! on expiry (401) it is refreshed once and the new tokens are saved back.
+
+use super::LoadError;
+use crate::api::oauth::Credentials;
+use crate::client::{ApiClient, ClientError, oauth};
+use crate::pipeline::{Target, TargetUrl};
+use crate::server::{self, RunningServer, ServeOptions, store::accounts};
+use std::path::PathBuf;
+use std::time::Duration;
+use tokio::sync::Mutex;
+
+/// Command-line and environment overrides of the pipeline's `[target]`.
+#[derive(Debug, Clone, Default)]
+pub struct TargetOverrides {
+    pub url: Option<String>,
+    pub token: Option<String>,
+}
+
+/// A live connection: the client, what can renew its token, and the
+/// in-process server when the target is built in.
+pub struct Connected {
+    pub client: ApiClient,
+    pub base_url: String,
+    refresher: Option<Mutex<Refresher>>,
+    server: Option<RunningServer>,
+}
+
+struct Refresher {
+    path: PathBuf,
+    creds: Credentials,
+}
+
+impl Connected {
+    /// Renews the token after a 401, once per expiry: callers that saw the
+    /// same old token wait for one refresh. `false` when it cannot be renewed.
+    pub async fn refresh(&self, stale_token: &str) -> bool {
+        let Some(lock) = &self.refresher else {
+            return false;
+        };
+        let mut r = lock.lock().await;
+        if self.client.token() != stale_token {
+            return true;
+        }
+        let c = &r.creds;
+        match oauth::refresh(
+            &self.base_url,
+            &c.client_id,
+            &c.client_secret,
+            &c.refresh_token,
+        )
+        .await
+        {
+            Ok(t) => {
+                self.client.set_token(&t.access_token);
+                r.creds.access_token = t.access_token;
+                r.creds.refresh_token = t.refresh_token;
+                r.creds.expires_in = t.expires_in;
+                if let Err(e) = server::write_credentials(&r.path, &r.creds) {
+                    tracing::warn!(error = %e, "the refreshed token could not be saved");
+                }
+                true
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "the token could not be refreshed");
+                false
+            }
+        }
+    }
+
+    /// Stops the in-process server, if any.
+    pub async fn close(self) {
+        if let Some(s) = self.server {
+            s.stop().await;
+        }
+    }
+}
+
+/// Connects as the target and the overrides say, and checks the token
+/// (`whoami`), so a wrong address or token stops the run before any work.
+pub async fn connect(target: &Target, overrides: &TargetOverrides) -> Result<Connected, LoadError> {
+    let timeout = Duration::from_secs(target.timeout_secs);
+    let url = match overrides.url.as_deref() {
+        Some("builtin") => TargetUrl::Builtin {
+            database: builtin_db(target),
+        },
+        Some(u) => TargetUrl::Url(u.trim_end_matches('/').to_string()),
+        None => target.url.clone(),
+    };
+    let mut connected = match url {
+        TargetUrl::Builtin { database } => {
+            let running = server::start(ServeOptions::new(&database, "127.0.0.1:0"))
+                .await
+                .map_err(|e| {
+                    LoadError::Target(format!(
+                        "cannot start the built-in target on {}: {e}",
+                        database.display()
+                    ))
+                })?;
+            let token = match (&overrides.token, &running.credentials) {
+                (Some(t), _) => t.clone(),
+                (None, Some(c)) => c.access_token.clone(),
+                (None, None) => {
+                    running
+                        .store
+                        .write(|c| {
+                            let app = accounts::app_of(c, server::DEFAULT_ACCOUNT)?;
+                            accounts::issue_pair(
+                                c,
+                                app.account,
+                                app.id,
+                                server::DEFAULT_TOKEN_TTL_SECS,
+                            )
+                        })
+                        .await
+                        .map_err(|e| LoadError::Target(format!("built-in target: {e}")))?
+                        .access_token
+                }
+            };
+            let client = ApiClient::with_timeout(&running.base_url, &token, timeout)?;
+            Connected {
+                client,
+                base_url: running.base_url.clone(),
+                refresher: None,
+                server: Some(running),
+            }
+        }
+        TargetUrl::Url(base) => {
+            let file = match &target.credentials {
+                Some(path) => Some((path.clone(), read_credentials(path)?)),
+                None => None,
+            };
+            let env_token = target
+                .token_env
+                .as_ref()
+                .and_then(|name| std::env::var(name).ok())
+                .filter(|t| !t.is_empty());
+            let token = overrides
+                .token
+                .clone()
+                .or(env_token)
+                .or_else(|| file.as_ref().map(|(_, c)| c.access_token.clone()))
+                .ok_or_else(|| {
+                    LoadError::Target(format!(
+                        "no token for {base}: pass --token, set LISTPIPE_TOKEN{}, or give `credentials` in [target]",
+                        target.token_env.as_ref().map(|e| format!(" or {e}")).unwrap_or_default()
+                    ))
+                })?;
+            let client = ApiClient::with_timeout(&base, &token, timeout)?;
+            let refresher = file
+                .filter(|(_, c)| !c.refresh_token.is_empty())
+                .map(|(path, creds)| Mutex::new(Refresher { path, creds }));
+            Connected {
+                client,
+                base_url: base,
+                refresher,
+                server: None,
+            }
+        }
+    };
+    match connected.client.whoami().await {
+        Ok(_) => Ok(connected),
+        Err(e) if e.status() == Some(401) => {
+            let stale = connected.client.token();
+            if connected.refresh(&stale).await && connected.client.whoami().await.is_ok() {
+                return Ok(connected);
+            }
+            let server = connected.server.take();
+            if let Some(s) = server {
+                s.stop().await;
+            }
+            Err(LoadError::Target(format!(
+                "the target refused the token: {}",
+                e.server_message()
+            )))
+        }
+        Err(e) => Err(LoadError::Target(format!(
+            "cannot reach the target {}: {e}",
+            connected.base_url
+        ))),
+    }
+}
+
+fn builtin_db(target: &Target) -> PathBuf {
+    match &target.url {
+        TargetUrl::Builtin { database } => database.clone(),
+        TargetUrl::Url(_) => PathBuf::from(crate::pipeline::DEFAULT_BUILTIN_DB),
+    }
+}
+
+fn read_credentials(path: &std::path::Path) -> Result<Credentials, LoadError> {
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        LoadError::Target(format!(
+            "cannot read the credentials file {}: {e}",
+            path.display()
+        ))
+    })?;
+    serde_json::from_str(&text).map_err(|e| {
+        LoadError::Target(format!("{} is not a credentials file: {e}", path.display()))
+    })
+}
+
+impl From<ClientError> for LoadError {
+    fn from(e: ClientError) -> Self {
+        LoadError::Target(e.to_string())
+    }
+}

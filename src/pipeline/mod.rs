@@ -1,0 +1,346 @@
+//! Pipeline files (`pipelines/*.toml`): the declarative description of a
+//! run. [`load`] turns the file into a validated [`Pipeline`] or into every
+//! problem at once, each as `file:line:col: message`. Loading is offline:
+//! it reads the sources' header rows to check column names, nothing more.
+//!
+//! Every key is documented for users in `pipelines/README.md`.
+
+mod parse;
+pub mod reader;
+
+use crate::api::AttributeType;
+use crate::source::SourceSpec;
+use std::path::{Path, PathBuf};
+
+/// Where the embedded target keeps its database unless `database` says otherwise.
+pub const DEFAULT_BUILTIN_DB: &str = ".listpipe/server.db";
+pub const DEFAULT_CONCURRENCY: usize = 16;
+pub const DEFAULT_TIMEOUT_SECS: u64 = 30;
+pub const DEFAULT_RETRIES: u32 = 6;
+/// Where rejects, plans and reports go unless a step says otherwise.
+pub const STATE_DIR: &str = ".listpipe";
+
+#[derive(Debug, Clone)]
+pub struct Pipeline {
+    pub file: PathBuf,
+    /// Relative paths in the file are relative to its folder.
+    pub base_dir: PathBuf,
+    /// The file name without extension; names rejects and reports.
+    pub name: String,
+    pub target: Target,
+    /// In file order.
+    pub steps: Vec<Step>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum TargetUrl {
+    /// The built-in server, run in-process on an embedded database.
+    Builtin {
+        database: PathBuf,
+    },
+    Url(String),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Target {
+    pub url: TargetUrl,
+    /// An environment variable holding an access token.
+    pub token_env: Option<String>,
+    /// A credentials file (as written by `listpipe serve`): access token,
+    /// refresh token and client; refreshed on expiry and saved back.
+    pub credentials: Option<PathBuf>,
+    pub concurrency: usize,
+    pub timeout_secs: u64,
+    pub retries: u32,
+}
+
+#[derive(Debug, Clone)]
+pub enum Step {
+    Import(ImportStep),
+    Blacklist(BlacklistStep),
+}
+
+impl Step {
+    pub fn name(&self) -> &str {
+        match self {
+            Step::Import(s) => &s.name,
+            Step::Blacklist(s) => &s.name,
+        }
+    }
+}
+
+/// A group named by its name or its id.
+#[derive(Debug, Clone, PartialEq)]
+pub enum GroupRef {
+    Name(String),
+    Id(i64),
+}
+
+/// What to keep when an address appears more than once in a source.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Dedupe {
+    #[default]
+    First,
+    Last,
+    /// The first row, with empty values filled from later rows.
+    Merge,
+}
+
+#[derive(Debug, Clone)]
+pub struct ImportStep {
+    pub name: String,
+    pub source: SourceSpec,
+    pub group: GroupRef,
+    pub create_group: bool,
+    pub dedupe: Dedupe,
+    pub rejects: PathBuf,
+    /// Receiver fields (spec §2.7); always holds `email`.
+    pub fields: Vec<(ReceiverField, Mapping)>,
+    pub global_attributes: Vec<AttributeMapping>,
+    pub attributes: Vec<AttributeMapping>,
+    pub tags: Option<TagsSpec>,
+    pub orders: Option<OrdersSpec>,
+}
+
+#[derive(Debug, Clone)]
+pub struct BlacklistStep {
+    pub name: String,
+    pub source: SourceSpec,
+    pub email: Mapping,
+    pub comment: Option<Mapping>,
+    /// A group's blocklist instead of the account blacklist.
+    pub group: Option<GroupRef>,
+    pub rejects: PathBuf,
+}
+
+/// The receiver fields a column can fill.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum ReceiverField {
+    Email,
+    Registered,
+    Activated,
+    Deactivated,
+    Imported,
+    Bounced,
+    Source,
+    Points,
+    LastIp,
+    LastLocation,
+    LastClient,
+}
+
+impl ReceiverField {
+    pub const ALL: [ReceiverField; 11] = [
+        Self::Email,
+        Self::Registered,
+        Self::Activated,
+        Self::Deactivated,
+        Self::Imported,
+        Self::Bounced,
+        Self::Source,
+        Self::Points,
+        Self::LastIp,
+        Self::LastLocation,
+        Self::LastClient,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Email => "email",
+            Self::Registered => "registered",
+            Self::Activated => "activated",
+            Self::Deactivated => "deactivated",
+            Self::Imported => "imported",
+            Self::Bounced => "bounced",
+            Self::Source => "source",
+            Self::Points => "points",
+            Self::LastIp => "last_ip",
+            Self::LastLocation => "last_location",
+            Self::LastClient => "last_client",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|f| f.as_str() == s)
+    }
+
+    /// What the value must parse as.
+    pub fn kind(self) -> ValueKind {
+        match self {
+            Self::Email => ValueKind::Email,
+            Self::Registered
+            | Self::Activated
+            | Self::Deactivated
+            | Self::Imported
+            | Self::Bounced => ValueKind::Timestamp,
+            Self::Points => ValueKind::Integer,
+            _ => ValueKind::Text,
+        }
+    }
+}
+
+/// How a mapped value is checked and converted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ValueKind {
+    Text,
+    Email,
+    /// Unix seconds on the wire.
+    Timestamp,
+    /// `YYYY-MM-DD` on the wire.
+    Date,
+    Integer,
+    Number,
+}
+
+impl ValueKind {
+    pub fn of_attribute(t: AttributeType) -> Self {
+        match t {
+            AttributeType::Text | AttributeType::Gender => ValueKind::Text,
+            AttributeType::Number => ValueKind::Number,
+            AttributeType::Date => ValueKind::Date,
+        }
+    }
+}
+
+/// Where a value comes from and how it is cleaned.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Mapping {
+    pub from: ValueFrom,
+    /// Trim surrounding white space (default true).
+    pub trim: bool,
+    pub case: Case,
+    /// Exact replacements after trimming and case (`"Herr" = "m"`).
+    pub map: Vec<(String, String)>,
+    /// Used when the value is empty.
+    pub default: Option<String>,
+    /// chrono format for dates and timestamps (`%d.%m.%Y`), or `unix`.
+    pub format: Option<String>,
+    /// The decimal mark of numbers (`,` for `49,90`).
+    pub decimal: char,
+    /// Keep the value only on rows where this holds; elsewhere it is empty.
+    pub only_if: Option<Condition>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum ValueFrom {
+    Column(String),
+    Constant(String),
+}
+
+impl Default for ValueFrom {
+    fn default() -> Self {
+        ValueFrom::Constant(String::new())
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Case {
+    #[default]
+    Keep,
+    Lower,
+    Upper,
+    /// First letter of each word upper case, the rest lower.
+    Title,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Condition {
+    pub column: String,
+    /// The row qualifies when the column's trimmed value is one of these.
+    pub equals: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct AttributeMapping {
+    pub name: String,
+    pub kind: AttributeType,
+    pub mapping: Mapping,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct TagsSpec {
+    /// Columns holding tags, each split by `separator`.
+    pub columns: Vec<String>,
+    pub separator: String,
+    /// Tags every receiver of the step gets.
+    pub fixed: Vec<String>,
+    /// Put before every tag that has no origin of its own: `Shop` makes `vip` into `Shop.vip`.
+    pub origin: Option<String>,
+}
+
+#[derive(Debug, Clone)]
+pub struct OrdersSpec {
+    /// A second source joined by email; `None`: the orders are on the receiver rows.
+    pub source: Option<SourceSpec>,
+    /// The email column of the second source.
+    pub email: Option<Mapping>,
+    pub fields: Vec<(OrderField, Mapping)>,
+    pub rejects: PathBuf,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum OrderField {
+    OrderId,
+    ProductId,
+    Product,
+    Price,
+    Currency,
+    Quantity,
+    MailingId,
+    Stamp,
+}
+
+impl OrderField {
+    pub const ALL: [OrderField; 8] = [
+        Self::OrderId,
+        Self::ProductId,
+        Self::Product,
+        Self::Price,
+        Self::Currency,
+        Self::Quantity,
+        Self::MailingId,
+        Self::Stamp,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::OrderId => "order_id",
+            Self::ProductId => "product_id",
+            Self::Product => "product",
+            Self::Price => "price",
+            Self::Currency => "currency",
+            Self::Quantity => "quantity",
+            Self::MailingId => "mailing_id",
+            Self::Stamp => "stamp",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|f| f.as_str() == s)
+    }
+
+    pub fn kind(self) -> ValueKind {
+        match self {
+            Self::Price => ValueKind::Number,
+            Self::Quantity => ValueKind::Integer,
+            Self::Stamp => ValueKind::Timestamp,
+            _ => ValueKind::Text,
+        }
+    }
+}
+
+/// A pipeline file that cannot be used: every problem found, rendered.
+#[derive(Debug, thiserror::Error)]
+#[error("{}", .0.join("\n"))]
+pub struct PipelineError(pub Vec<String>);
+
+/// Reads, parses and checks a pipeline file (offline).
+pub fn load(path: &Path) -> Result<Pipeline, PipelineError> {
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        PipelineError(vec![format!(
+            "{}: cannot read the pipeline file: {e}",
+            path.display()
+        )])
+    })?;
+    parse::parse(path, &text)
+}

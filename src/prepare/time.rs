@@ -1,0 +1,144 @@
+//! Dates and timestamps from the text users' files hold. Without an
+//! explicit `format` only unambiguous spellings are accepted (ISO 8601 and
+//! Unix seconds): `01.02.2024` could be either month, so it needs
+//! `format = "%d.%m.%Y"`. Times without a zone are taken as UTC.
+
+use chrono::{DateTime, NaiveDate, NaiveDateTime, Utc};
+
+const AUTO_DATETIME: &[&str] = &[
+    "%Y-%m-%d %H:%M:%S",
+    "%Y-%m-%dT%H:%M:%S",
+    "%Y-%m-%d %H:%M",
+    "%Y-%m-%dT%H:%M",
+];
+
+fn strip_utc(s: &str) -> &str {
+    s.strip_suffix(" UTC")
+        .or_else(|| s.strip_suffix(" GMT"))
+        .unwrap_or(s)
+        .trim()
+}
+
+/// Unix seconds from text, with an explicit chrono format, `unix`, or the
+/// unambiguous spellings. The error says what was expected.
+pub fn parse_timestamp(s: &str, format: Option<&str>) -> Result<i64, String> {
+    let s = s.trim();
+    match format {
+        Some("unix") => s
+            .parse::<i64>()
+            .map_err(|_| format!("\"{s}\" is not Unix seconds")),
+        Some(fmt) => {
+            if let Ok(dt) = DateTime::parse_from_str(s, fmt) {
+                return Ok(dt.timestamp());
+            }
+            if let Ok(dt) = NaiveDateTime::parse_from_str(s, fmt) {
+                return Ok(dt.and_utc().timestamp());
+            }
+            NaiveDate::parse_from_str(s, fmt)
+                .map(|d| {
+                    d.and_hms_opt(0, 0, 0)
+                        .map_or(0, |dt| dt.and_utc().timestamp())
+                })
+                .map_err(|_| format!("\"{s}\" does not match the format {fmt}"))
+        }
+        None => {
+            if !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()) {
+                return s
+                    .parse::<i64>()
+                    .map_err(|_| format!("\"{s}\" is too large for a timestamp"));
+            }
+            if let Ok(dt) = DateTime::parse_from_rfc3339(s) {
+                return Ok(dt.timestamp());
+            }
+            let plain = strip_utc(s);
+            for fmt in AUTO_DATETIME {
+                if let Ok(dt) = NaiveDateTime::parse_from_str(plain, fmt) {
+                    return Ok(dt.and_utc().timestamp());
+                }
+            }
+            if let Ok(d) = NaiveDate::parse_from_str(plain, "%Y-%m-%d") {
+                return Ok(d
+                    .and_hms_opt(0, 0, 0)
+                    .map_or(0, |dt| dt.and_utc().timestamp()));
+            }
+            Err(format!(
+                "\"{s}\" is not a date or time listpipe can read by itself (ISO 8601 or Unix seconds); set `format`, e.g. \"%d.%m.%Y\""
+            ))
+        }
+    }
+}
+
+/// A calendar date as `YYYY-MM-DD` (the wire form of date attributes).
+pub fn parse_date(s: &str, format: Option<&str>) -> Result<String, String> {
+    let s = s.trim();
+    let date = match format {
+        Some("unix") | None if s.bytes().all(|b| b.is_ascii_digit()) && s.len() > 8 => {
+            parse_timestamp(s, Some("unix"))
+                .ok()
+                .and_then(|t| DateTime::<Utc>::from_timestamp(t, 0))
+                .map(|d| d.date_naive())
+        }
+        Some(fmt) => NaiveDate::parse_from_str(s, fmt).ok().or_else(|| {
+            NaiveDateTime::parse_from_str(s, fmt)
+                .ok()
+                .map(|dt| dt.date())
+        }),
+        None => NaiveDate::parse_from_str(s, "%Y-%m-%d").ok().or_else(|| {
+            parse_timestamp(s, None)
+                .ok()
+                .and_then(|t| DateTime::<Utc>::from_timestamp(t, 0))
+                .map(|d| d.date_naive())
+        }),
+    };
+    match (date, format) {
+        (Some(d), _) => Ok(d.format("%Y-%m-%d").to_string()),
+        (None, Some(fmt)) => Err(format!("\"{s}\" is not a date in the format {fmt}")),
+        (None, None) => Err(format!(
+            "\"{s}\" is not a date listpipe can read by itself (YYYY-MM-DD); set `format`, e.g. \"%d.%m.%Y\""
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn explicit_formats_parse_german_dates() {
+        assert_eq!(
+            parse_timestamp("01.02.2024", Some("%d.%m.%Y")),
+            Ok(1_706_745_600)
+        );
+        assert_eq!(
+            parse_date("11.02.1993", Some("%d.%m.%Y")).as_deref(),
+            Ok("1993-02-11")
+        );
+    }
+
+    #[test]
+    fn impossible_dates_are_errors_naming_the_format() {
+        assert_eq!(
+            parse_date("31.02.1990", Some("%d.%m.%Y")),
+            Err("\"31.02.1990\" is not a date in the format %d.%m.%Y".into())
+        );
+    }
+
+    #[test]
+    fn iso_spellings_and_unix_seconds_need_no_format() {
+        assert_eq!(parse_timestamp("2024-02-01", None), Ok(1_706_745_600));
+        assert_eq!(
+            parse_timestamp("2024-02-01 00:00:00 UTC", None),
+            Ok(1_706_745_600)
+        );
+        assert_eq!(
+            parse_timestamp("2024-02-01T01:00:00+01:00", None),
+            Ok(1_706_745_600)
+        );
+        assert_eq!(parse_timestamp("1706745600", None), Ok(1_706_745_600));
+        assert!(
+            parse_timestamp("01.02.2024", None)
+                .unwrap_err()
+                .contains("set `format`")
+        );
+    }
+}

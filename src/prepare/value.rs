@@ -1,0 +1,159 @@
+//! One mapped value: taken from its column or constant, cleaned (trim,
+//! case, value map, default) and converted to its wire form, or an error
+//! that becomes the row's reject reason.
+
+use super::time::{parse_date, parse_timestamp};
+use crate::pipeline::{Case, Mapping, ValueKind};
+use validator::ValidateEmail;
+
+/// Cleans a raw value as the mapping says; `None` when it ends up empty.
+pub fn clean(m: &Mapping, raw: Option<&str>) -> Option<String> {
+    let mut v = raw.unwrap_or("").to_string();
+    if m.trim {
+        v = v.trim().to_string();
+    }
+    v = match m.case {
+        Case::Keep => v,
+        Case::Lower => v.to_lowercase(),
+        Case::Upper => v.to_uppercase(),
+        Case::Title => title_case(&v),
+    };
+    if let Some((_, to)) = m.map.iter().find(|(from, _)| *from == v) {
+        v = to.clone();
+    }
+    if v.is_empty() {
+        m.default.clone().filter(|d| !d.is_empty())
+    } else {
+        Some(v)
+    }
+}
+
+fn title_case(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut start = true;
+    for c in s.chars() {
+        if start {
+            out.extend(c.to_uppercase());
+        } else {
+            out.extend(c.to_lowercase());
+        }
+        start = c.is_whitespace() || c == '-';
+    }
+    out
+}
+
+/// A valid address in its normalised form (trimmed, lower case).
+pub fn normalize_email(s: &str) -> Result<String, String> {
+    let e = s.trim().to_lowercase();
+    if e.chars().count() > 254 || !e.validate_email() {
+        return Err(format!("\"{}\" is not a valid email address", s.trim()));
+    }
+    Ok(e)
+}
+
+/// Converts a cleaned value to what the API takes for `kind`.
+pub fn convert(kind: ValueKind, m: &Mapping, v: &str) -> Result<String, String> {
+    match kind {
+        ValueKind::Text => Ok(v.to_string()),
+        ValueKind::Email => normalize_email(v),
+        ValueKind::Timestamp if v.eq_ignore_ascii_case("now") => {
+            Ok(chrono::Utc::now().timestamp().to_string())
+        }
+        ValueKind::Timestamp => parse_timestamp(v, m.format.as_deref()).map(|t| t.to_string()),
+        ValueKind::Date => parse_date(v, m.format.as_deref()),
+        ValueKind::Integer => v
+            .trim()
+            .parse::<i64>()
+            .map(|n| n.to_string())
+            .map_err(|_| format!("\"{v}\" is not a whole number")),
+        ValueKind::Number => {
+            let t = v.trim();
+            let t = if m.decimal == ',' {
+                t.replace('.', "").replace(',', ".")
+            } else {
+                t.replace(',', "")
+            };
+            match t.parse::<f64>() {
+                Ok(n) if n.is_finite() => Ok(t),
+                _ => Err(format!(
+                    "\"{v}\" is not a number{}",
+                    if m.decimal == '.' && v.contains(',') {
+                        " (set decimal = \",\")"
+                    } else {
+                        ""
+                    }
+                )),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pipeline::ValueFrom;
+
+    fn m() -> Mapping {
+        Mapping {
+            from: ValueFrom::Column("x".into()),
+            trim: true,
+            decimal: '.',
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn values_are_trimmed_cased_mapped_and_defaulted() {
+        let mapping = Mapping {
+            case: Case::Lower,
+            map: vec![("herr".into(), "m".into())],
+            default: Some("u".into()),
+            ..m()
+        };
+        assert_eq!(clean(&mapping, Some("  Herr ")).as_deref(), Some("m"));
+        assert_eq!(clean(&mapping, Some("   ")).as_deref(), Some("u"));
+        assert_eq!(
+            clean(
+                &Mapping {
+                    case: Case::Title,
+                    ..m()
+                },
+                Some("anna-lena MÜLLER")
+            )
+            .as_deref(),
+            Some("Anna-Lena Müller")
+        );
+    }
+
+    #[test]
+    fn numbers_follow_the_decimal_mark() {
+        assert_eq!(
+            convert(
+                ValueKind::Number,
+                &Mapping {
+                    decimal: ',',
+                    ..m()
+                },
+                "1.049,90"
+            ),
+            Ok("1049.90".into())
+        );
+        assert_eq!(
+            convert(ValueKind::Number, &m(), "49.90"),
+            Ok("49.90".into())
+        );
+        assert!(convert(ValueKind::Number, &m(), "abc").is_err());
+    }
+
+    #[test]
+    fn emails_are_lower_cased_and_checked() {
+        assert_eq!(
+            normalize_email("  Juergen.Schulz@Example.com "),
+            Ok("juergen.schulz@example.com".into())
+        );
+        assert_eq!(
+            normalize_email("anna @example.com"),
+            Err("\"anna @example.com\" is not a valid email address".into())
+        );
+    }
+}

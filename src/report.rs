@@ -1,0 +1,115 @@
+//! The run report: what each step read, rejected, wrote and how long each
+//! stage took. Printed as one summary line per stage, and written as JSON
+//! with `--report FILE` for schedulers and dashboards.
+
+use crate::load::blacklist::BlacklistOutcome;
+use crate::load::import::ImportOutcome;
+use crate::prepare::PrepareStats;
+use serde::Serialize;
+use std::path::PathBuf;
+
+#[derive(Debug, Clone, Serialize, Default)]
+pub struct RunReport {
+    pub pipeline: String,
+    pub target: String,
+    pub dry_run: bool,
+    /// RFC 3339.
+    pub started: String,
+    pub finished: String,
+    pub steps: Vec<StepReport>,
+    /// 0 everything written, 1 some rows rejected or failed.
+    pub exit_code: u8,
+}
+
+#[derive(Debug, Clone, Serialize, Default)]
+pub struct StepReport {
+    pub name: String,
+    pub kind: &'static str,
+    pub prepare: PrepareStats,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub import: Option<ImportOutcome>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub blacklist: Option<BlacklistOutcome>,
+    pub rejects_file: Option<PathBuf>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub plan_file: Option<PathBuf>,
+    /// Milliseconds per stage: prepare, plan (reading the target), write.
+    pub timings_ms: Timings,
+}
+
+#[derive(Debug, Clone, Serialize, Default)]
+pub struct Timings {
+    pub prepare: u64,
+    pub load: u64,
+}
+
+impl StepReport {
+    /// Rows that did not make it: rejected while preparing or refused by the target.
+    pub fn problems(&self) -> u64 {
+        self.prepare.rejected_total()
+            + self.prepare.orders_rejected
+            + self.import.as_ref().map_or(0, |i| i.failed)
+            + self.blacklist.as_ref().map_or(0, |b| b.failed)
+    }
+
+    /// The summary lines of this step, for people.
+    pub fn summary(&self) -> Vec<String> {
+        let p = &self.prepare;
+        let mut lines = vec![format!(
+            "{}: prepare: {} rows read, {} rejected{}, {} duplicates{} ({} ms)",
+            self.name,
+            p.rows_read,
+            p.rejected_total(),
+            if p.rejected.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    " ({})",
+                    p.rejected
+                        .iter()
+                        .map(|(k, v)| format!("{k}: {v}"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            },
+            p.duplicates,
+            if p.tags_changed > 0 {
+                format!(", {} tags normalised", p.tags_changed)
+            } else {
+                String::new()
+            },
+            self.timings_ms.prepare,
+        )];
+        if p.orders_read + p.orders_rejected > 0 {
+            lines.push(format!(
+                "{}: orders: {} read, {} rejected",
+                self.name, p.orders_read, p.orders_rejected
+            ));
+        }
+        if let Some(i) = &self.import {
+            lines.push(format!(
+                "{}: load: {} created, {} updated, {} unchanged, {} blocked, {} failed, {} retries{} ({} ms)",
+                self.name, i.created, i.updated, i.unchanged, i.blocked, i.failed, i.retries,
+                if i.attributes_created.is_empty() { String::new() } else { format!(", attributes created: {}", i.attributes_created.join(", ")) },
+                self.timings_ms.load
+            ));
+        }
+        if let Some(b) = &self.blacklist {
+            lines.push(format!(
+                "{}: load: {} added, {} updated, {} unchanged, {} failed, {} requests (largest batch {}), {} retries ({} ms)",
+                self.name, b.added, b.updated, b.unchanged, b.failed, b.requests, b.largest_batch, b.retries, self.timings_ms.load
+            ));
+        }
+        if let (Some(path), true) = (&self.rejects_file, self.problems() > 0) {
+            lines.push(format!(
+                "{}: rejects written to {}",
+                self.name,
+                path.display()
+            ));
+        }
+        if let Some(path) = &self.plan_file {
+            lines.push(format!("{}: plan written to {}", self.name, path.display()));
+        }
+        lines
+    }
+}

@@ -1,0 +1,235 @@
+//! Assembling the table as rows stream in: header names made usable, the union of the
+//! files' columns by name, one string builder per column fed row by row (no copy of the
+//! whole file as rows), and rows that do not fit their header kept as ragged rejects.
+//!
+//! The fit rule, shared by CSV and spreadsheets: a row may have more fields than the header
+//! when the extra ones are empty (the trailing `;` Excel leaves), and fewer when the missing
+//! ones are unnamed trailing columns (a header ending in `;`). Anything else is ragged: with
+//! a field missing or added in the middle the columns would shift, so the row is not guessed.
+
+use std::collections::{HashMap, HashSet};
+use std::path::PathBuf;
+
+use polars::prelude::{Column, DataFrame, IntoColumn, StringChunkedBuilder};
+
+use super::{Dialect, FILE_COL, ROW_COL, RawReject, SourceError, Table};
+
+/// A row's fields, however the reader holds them.
+pub(crate) trait Fields {
+    fn count(&self) -> usize;
+    /// The field's text; `None` past the end or for an empty spreadsheet cell.
+    fn field(&self, i: usize) -> Option<&str>;
+}
+
+impl Fields for ::csv::StringRecord {
+    fn count(&self) -> usize {
+        self.len()
+    }
+    fn field(&self, i: usize) -> Option<&str> {
+        self.get(i)
+    }
+}
+
+impl Fields for [Option<String>] {
+    fn count(&self) -> usize {
+        self.len()
+    }
+    fn field(&self, i: usize) -> Option<&str> {
+        self.get(i).and_then(Option::as_deref)
+    }
+}
+
+/// Whether a row holds nothing but whitespace: skipped, neither a table row nor ragged.
+pub(crate) fn is_blank(fields: &(impl Fields + ?Sized)) -> bool {
+    (0..fields.count()).all(|i| fields.field(i).is_none_or(|f| f.trim().is_empty()))
+}
+
+/// A file's header made into column names.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Header {
+    pub names: Vec<String>,
+    /// Fields up to the last one with a name in the file: rows need at least this many.
+    pub named: usize,
+}
+
+/// Trimmed, BOM stripped; an empty name becomes `column_N` (N its 1-based position); a
+/// repeated name (or one of the internal column names) gets `_2`, `_3`, ...
+pub(crate) fn header(raw: &(impl Fields + ?Sized)) -> Header {
+    let trimmed: Vec<&str> = (0..raw.count())
+        .map(|i| {
+            raw.field(i)
+                .unwrap_or("")
+                .trim_matches(|c: char| c.is_whitespace() || c == '\u{feff}')
+        })
+        .collect();
+    let named = trimmed
+        .iter()
+        .rposition(|name| !name.is_empty())
+        .map_or(0, |i| i + 1);
+    let mut taken: HashSet<String> = [FILE_COL, ROW_COL].map(String::from).into();
+    let mut names = Vec::with_capacity(trimmed.len());
+    for (i, name) in trimmed.iter().enumerate() {
+        let base = if name.is_empty() {
+            format!("column_{}", i + 1)
+        } else {
+            (*name).to_string()
+        };
+        let mut unique = base.clone();
+        let mut n = 2;
+        while taken.contains(&unique) {
+            unique = format!("{base}_{n}");
+            n += 1;
+        }
+        taken.insert(unique.clone());
+        names.push(unique);
+    }
+    Header { names, named }
+}
+
+/// Where one file's fields go in the table.
+pub(crate) struct FileColumns {
+    file: usize,
+    width: usize,
+    named: usize,
+    /// Per table column: the field index in this file, if the file has that column.
+    slots: Vec<Option<usize>>,
+}
+
+#[derive(Default)]
+pub(crate) struct TableBuilder {
+    columns: Vec<String>,
+    index: HashMap<String, usize>,
+    builders: Vec<StringChunkedBuilder>,
+    file_col: Vec<u32>,
+    row_col: Vec<u32>,
+    ragged: Vec<RawReject>,
+    files: Vec<PathBuf>,
+    dialect: Option<Dialect>,
+}
+
+impl TableBuilder {
+    /// Registers a file and its header; columns new to the table start with nulls for the
+    /// rows of earlier files.
+    pub fn start_file(&mut self, path: PathBuf, header: &Header, dialect: Dialect) -> FileColumns {
+        let rows_so_far = self.row_col.len();
+        for name in &header.names {
+            if !self.index.contains_key(name) {
+                let mut builder = StringChunkedBuilder::new(name.as_str().into(), rows_so_far);
+                for _ in 0..rows_so_far {
+                    builder.append_null();
+                }
+                self.index.insert(name.clone(), self.columns.len());
+                self.columns.push(name.clone());
+                self.builders.push(builder);
+            }
+        }
+        let mut slots = vec![None; self.columns.len()];
+        for (field, name) in header.names.iter().enumerate() {
+            if let Some(&column) = self.index.get(name) {
+                slots[column] = Some(field);
+            }
+        }
+        self.files.push(path);
+        self.dialect.get_or_insert(dialect);
+        FileColumns {
+            file: self.files.len() - 1,
+            width: header.names.len(),
+            named: header.named,
+            slots,
+        }
+    }
+
+    /// Adds a non-blank data row, or keeps it as ragged if it does not fit its header.
+    pub fn push_row(
+        &mut self,
+        file: &FileColumns,
+        row_number: u64,
+        fields: &(impl Fields + ?Sized),
+    ) {
+        let count = fields.count();
+        let extra_filled =
+            (file.width..count).any(|i| fields.field(i).is_some_and(|f| !f.trim().is_empty()));
+        if count < file.named || extra_filled {
+            self.ragged.push(RawReject {
+                file: file.file,
+                row_number,
+                values: (0..count)
+                    .map(|i| fields.field(i).unwrap_or("").to_string())
+                    .collect(),
+                reason: format!("row has {count} fields, the header has {}", file.width),
+            });
+            return;
+        }
+        for (builder, slot) in self.builders.iter_mut().zip(&file.slots) {
+            builder.append_option(slot.and_then(|i| fields.field(i)).filter(|f| !f.is_empty()));
+        }
+        // Columns added by later files are not in `slots` yet: none, as the file is current.
+        self.file_col
+            .push(u32::try_from(file.file).unwrap_or(u32::MAX));
+        self.row_col
+            .push(u32::try_from(row_number).unwrap_or(u32::MAX));
+    }
+
+    pub fn finish(self) -> Result<Table, SourceError> {
+        let height = self.row_col.len();
+        let mut columns: Vec<Column> = self
+            .builders
+            .into_iter()
+            .map(|b| b.finish().into_column())
+            .collect();
+        columns.push(Column::new(FILE_COL.into(), self.file_col));
+        columns.push(Column::new(ROW_COL.into(), self.row_col));
+        let frame = DataFrame::new(height, columns).map_err(|e| SourceError::Frame {
+            message: e.to_string(),
+        })?;
+        let dialect = self.dialect.ok_or(SourceError::NoPaths)?;
+        Ok(Table {
+            columns: self.columns,
+            frame,
+            files: self.files,
+            ragged: self.ragged,
+            dialect,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(raw: &[&str]) -> Header {
+        let cells: Vec<Option<String>> = raw.iter().map(|s| Some(s.to_string())).collect();
+        header(cells.as_slice())
+    }
+
+    #[test]
+    fn header_names_are_trimmed_and_made_unique() {
+        let h = names(&["\u{feff} Email ", "", "email", "Email", "Email_2", "__row"]);
+        assert_eq!(
+            h.names,
+            [
+                "Email",
+                "column_2",
+                "email",
+                "Email_2",
+                "Email_2_2",
+                "__row_2"
+            ]
+        );
+        assert_eq!(h.named, 6);
+    }
+
+    #[test]
+    fn trailing_unnamed_columns_are_not_required_in_rows() {
+        let h = names(&["a", "b", "", ""]);
+        assert_eq!(h.names, ["a", "b", "column_3", "column_4"]);
+        assert_eq!(h.named, 2);
+    }
+
+    #[test]
+    fn blank_means_only_whitespace_or_empty_cells() {
+        let blank: Vec<Option<String>> = vec![None, Some(" ".into()), Some(String::new())];
+        assert!(is_blank(blank.as_slice()));
+        assert!(!is_blank([None, Some("x".to_string())].as_slice()));
+    }
+}

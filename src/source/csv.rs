@@ -1,0 +1,246 @@
+//! Reading delimited text: the file is read once, decoded to UTF-8 once, and parsed by the
+//! `csv` crate in one pass, each record streamed into the table builder through one reused
+//! `StringRecord`.
+//!
+//! Row numbers are the ones a spreadsheet shows when it opens the file: every record is one
+//! row (a quoted field spanning lines included) and a blank line is a row too. The `csv`
+//! crate skips blank lines and counts physical lines, so a record's row is its first line
+//! minus the newlines inside the quoted fields of the records before it.
+
+use std::borrow::Cow;
+use std::fs::File;
+use std::io::Read;
+use std::path::Path;
+
+use ::csv::{ReaderBuilder, StringRecord};
+
+use super::builder::{self, Header, TableBuilder};
+use super::encoding;
+use super::sniff;
+use super::{Dialect, SourceError, SourceFormat, SourceSpec};
+
+/// How much of a file [`read_header`] reads first; the whole file only if the header does
+/// not end within it.
+const HEADER_PREFIX: u64 = 1 << 20;
+
+/// Reads a CSV file into the table; returns its dialect.
+pub(crate) fn read_file(
+    path: &Path,
+    spec: &SourceSpec,
+    table: &mut TableBuilder,
+) -> Result<Dialect, SourceError> {
+    let bytes = read_bytes(path, None)?;
+    let (text, dialect) = prepare(&bytes, path, spec, false)?;
+    let mut rows = Rows::new(&text, dialect.delimiter, path);
+    let header = find_header(&mut rows, spec)?.ok_or_else(|| empty_or_beyond(&rows, spec, path))?;
+    let columns = table.start_file(path.to_path_buf(), &header, dialect.clone());
+    while let Some(row) = rows.next()? {
+        table.push_row(&columns, row, &rows.record);
+    }
+    Ok(dialect)
+}
+
+/// The column names only, from the first megabyte when the header ends within it.
+pub(crate) fn read_header(path: &Path, spec: &SourceSpec) -> Result<Vec<String>, SourceError> {
+    let prefix = read_bytes(path, Some(HEADER_PREFIX))?;
+    let truncated = prefix.len() as u64 >= HEADER_PREFIX;
+    if truncated {
+        let (text, dialect) = prepare(&prefix, path, spec, true)?;
+        let mut rows = Rows::new(&text, dialect.delimiter, path);
+        if let Some(header) = find_header(&mut rows, spec)?
+            && rows.position() < text.len()
+        {
+            return Ok(header.names);
+        }
+    }
+    let bytes = if truncated {
+        read_bytes(path, None)?
+    } else {
+        prefix
+    };
+    let (text, dialect) = prepare(&bytes, path, spec, false)?;
+    let mut rows = Rows::new(&text, dialect.delimiter, path);
+    match find_header(&mut rows, spec)? {
+        Some(header) => Ok(header.names),
+        None => Err(empty_or_beyond(&rows, spec, path)),
+    }
+}
+
+fn read_bytes(path: &Path, limit: Option<u64>) -> Result<Vec<u8>, SourceError> {
+    let io_error = |source| SourceError::Io {
+        file: path.to_path_buf(),
+        source,
+    };
+    let file = File::open(path).map_err(io_error)?;
+    let mut bytes = Vec::new();
+    match limit {
+        Some(limit) => file.take(limit).read_to_end(&mut bytes),
+        None => (&file).read_to_end(&mut bytes),
+    }
+    .map_err(io_error)?;
+    if bytes.is_empty() {
+        return Err(SourceError::Empty {
+            file: path.to_path_buf(),
+        });
+    }
+    Ok(bytes)
+}
+
+/// Decodes the text and settles the dialect: line ending, delimiter (given or sniffed), and
+/// the non-RFC spaces before quotes removed when there are any.
+fn prepare<'a>(
+    bytes: &'a [u8],
+    path: &Path,
+    spec: &SourceSpec,
+    truncated: bool,
+) -> Result<(Cow<'a, str>, Dialect), SourceError> {
+    let decoded = encoding::decode(bytes, spec.encoding, path, truncated)?;
+    let (line_ending, mut text) = encoding::line_ending(decoded.text);
+    let mut named = None;
+    if let Some((delimiter, line_len)) = excel_sep_line(&text) {
+        named = Some(delimiter);
+        text = match text {
+            Cow::Borrowed(t) => Cow::Borrowed(&t[line_len..]),
+            Cow::Owned(t) => Cow::Owned(t[line_len..].to_string()),
+        };
+    }
+    let delimiter = spec
+        .delimiter
+        .or(named)
+        .unwrap_or_else(|| sniff::sniff_delimiter(&text, spec.header_row()));
+    if sniff::has_space_before_quote(&text, delimiter) {
+        text = Cow::Owned(sniff::strip_space_around_quotes(&text, delimiter));
+    }
+    let dialect = Dialect {
+        format: SourceFormat::Csv,
+        delimiter,
+        encoding: decoded.encoding,
+        line_ending,
+    };
+    Ok((text, dialect))
+}
+
+/// Excel's `sep=;` first line: the delimiter and the line's length. Excel hides the line, so
+/// it is not a row here either.
+fn excel_sep_line(text: &str) -> Option<(u8, usize)> {
+    let rest = text.strip_prefix("sep=")?;
+    let delimiter = *rest
+        .as_bytes()
+        .first()
+        .filter(|b| b.is_ascii() && !b.is_ascii_whitespace())?;
+    let after = &rest[1..];
+    let newline = if after.starts_with("\r\n") {
+        2
+    } else if after.is_empty() || after.starts_with('\n') {
+        usize::from(!after.is_empty())
+    } else {
+        return None;
+    };
+    Some((delimiter, "sep=".len() + 1 + newline))
+}
+
+/// Skips the rows above the header row; the first non-blank row from there is the header.
+fn find_header(rows: &mut Rows<'_>, spec: &SourceSpec) -> Result<Option<Header>, SourceError> {
+    while let Some(row) = rows.next()? {
+        if row >= spec.header_row() {
+            return Ok(Some(builder::header(&rows.record)));
+        }
+    }
+    Ok(None)
+}
+
+fn empty_or_beyond(rows: &Rows<'_>, spec: &SourceSpec, path: &Path) -> SourceError {
+    if rows.last_row == 0 {
+        SourceError::Empty {
+            file: path.to_path_buf(),
+        }
+    } else {
+        SourceError::HeaderBeyondEnd {
+            file: path.to_path_buf(),
+            header_row: spec.header_row(),
+            last_row: rows.last_row,
+        }
+    }
+}
+
+/// The non-blank records of a text with their row numbers.
+struct Rows<'t> {
+    reader: ::csv::Reader<&'t [u8]>,
+    text: &'t [u8],
+    record: StringRecord,
+    path: &'t Path,
+    /// Newlines inside quoted fields of the records read so far.
+    embedded: u64,
+    /// The row number of the last non-blank record read (0 before the first).
+    last_row: u64,
+}
+
+impl<'t> Rows<'t> {
+    fn new(text: &'t str, delimiter: u8, path: &'t Path) -> Self {
+        let reader = ReaderBuilder::new()
+            .has_headers(false)
+            .flexible(true)
+            .delimiter(delimiter)
+            .from_reader(text.as_bytes());
+        Rows {
+            reader,
+            text: text.as_bytes(),
+            record: StringRecord::new(),
+            path,
+            embedded: 0,
+            last_row: 0,
+        }
+    }
+
+    /// Byte offset where the next record starts.
+    fn position(&self) -> usize {
+        usize::try_from(self.reader.position().byte()).unwrap_or(usize::MAX)
+    }
+
+    /// Reads the next non-blank record into `self.record`; returns its row number.
+    fn next(&mut self) -> Result<Option<u64>, SourceError> {
+        loop {
+            let line_before = self.reader.position().line();
+            let more = self
+                .reader
+                .read_record(&mut self.record)
+                .map_err(|e| SourceError::Csv {
+                    file: self.path.to_path_buf(),
+                    row: self.last_row + 1,
+                    message: e.to_string(),
+                })?;
+            if !more {
+                return Ok(None);
+            }
+            let after = self.reader.position();
+            // One line advanced: no newline inside the record, none skipped before it.
+            let embedded = if after.line().saturating_sub(line_before) > 1 {
+                self.record
+                    .as_slice()
+                    .bytes()
+                    .filter(|&b| b == b'\n')
+                    .count() as u64
+            } else {
+                0
+            };
+            // The reader has counted the record's terminating `\n` (not yet the one of a
+            // `\r\n`, which it takes when the next record starts).
+            let end = usize::try_from(after.byte()).unwrap_or(usize::MAX);
+            let ends_in_lf = end > 0 && self.text.get(end - 1) == Some(&b'\n');
+            let first_line = after
+                .line()
+                .saturating_sub(embedded + u64::from(ends_in_lf));
+            let row = first_line.saturating_sub(self.embedded);
+            self.embedded += embedded;
+            if builder::is_blank(&self.record) {
+                continue;
+            }
+            self.last_row = row;
+            return Ok(Some(row));
+        }
+    }
+}
+
+#[cfg(test)]
+#[path = "csv_tests.rs"]
+pub(crate) mod tests;

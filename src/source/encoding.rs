@@ -1,0 +1,356 @@
+//! Text encodings: which one a file is in, turning its bytes into UTF-8 once before parsing,
+//! and turning text back into the same kind of bytes when rejects are written.
+//!
+//! Detection, when the step does not name an encoding: a BOM decides (UTF-8, UTF-16LE,
+//! UTF-16BE); else NUL bytes mean UTF-16 without BOM (by where the NULs sit) or not text at
+//! all; else valid UTF-8 is UTF-8; else Windows-1252, the encoding of "CSV" saved by a
+//! German or Western European Excel, which decodes every byte. Latin-1 is read as
+//! Windows-1252 (its superset, as browsers do).
+
+use std::borrow::Cow;
+use std::path::Path;
+
+use encoding_rs::{UTF_16BE, UTF_16LE, WINDOWS_1252};
+
+use super::{LineEnding, SourceError};
+
+const UTF8_BOM: &[u8] = b"\xEF\xBB\xBF";
+const UTF16LE_BOM: &[u8] = b"\xFF\xFE";
+const UTF16BE_BOM: &[u8] = b"\xFE\xFF";
+/// How far to look for NUL bytes and spreadsheet signatures.
+const SNIFF_BYTES: usize = 4096;
+
+/// A text file's character encoding.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TextEncoding {
+    Utf8,
+    /// UTF-8 starting with a byte order mark (as Excel writes "CSV UTF-8").
+    Utf8Bom,
+    Utf16Le,
+    Utf16Be,
+    Windows1252,
+}
+
+impl TextEncoding {
+    /// The names [`TextEncoding::parse`] accepts, for error messages.
+    pub const CHOICES: &'static str =
+        "utf-8, utf-8-bom, utf-16, utf-16le, utf-16be, windows-1252, latin-1";
+
+    /// Case-insensitive; `utf8`, `latin1`, `iso-8859-1` and `cp1252` are accepted too;
+    /// `utf-16` means little-endian (what Windows writes).
+    pub fn parse(s: &str) -> Option<Self> {
+        let name = s.trim().to_ascii_lowercase().replace('_', "-");
+        Some(match name.as_str() {
+            "utf-8" | "utf8" => Self::Utf8,
+            "utf-8-bom" | "utf8-bom" | "utf-8-sig" => Self::Utf8Bom,
+            "utf-16" | "utf16" | "utf-16le" | "utf16le" => Self::Utf16Le,
+            "utf-16be" | "utf16be" => Self::Utf16Be,
+            "windows-1252" | "windows1252" | "cp1252" | "latin-1" | "latin1" | "iso-8859-1"
+            | "iso8859-1" => Self::Windows1252,
+            _ => return None,
+        })
+    }
+
+    /// The canonical name, one of [`TextEncoding::CHOICES`].
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Utf8 => "utf-8",
+            Self::Utf8Bom => "utf-8-bom",
+            Self::Utf16Le => "utf-16le",
+            Self::Utf16Be => "utf-16be",
+            Self::Windows1252 => "windows-1252",
+        }
+    }
+}
+
+/// A file's text, BOM removed, and the encoding it was in.
+pub(crate) struct Decoded<'a> {
+    pub encoding: TextEncoding,
+    pub text: Cow<'a, str>,
+}
+
+/// Decodes a whole file (or, when `truncated`, its first bytes: a character cut at the end
+/// is then dropped instead of being an error).
+pub(crate) fn decode<'a>(
+    bytes: &'a [u8],
+    explicit: Option<TextEncoding>,
+    file: &Path,
+    truncated: bool,
+) -> Result<Decoded<'a>, SourceError> {
+    let encoding = match explicit {
+        Some(TextEncoding::Utf8) if bytes.starts_with(UTF8_BOM) => TextEncoding::Utf8Bom,
+        Some(encoding) => encoding,
+        None => match detect_by_bytes(bytes, file)? {
+            Some(encoding) => encoding,
+            // No BOM, no NULs: UTF-8 if it is valid, else Windows-1252.
+            None => {
+                return Ok(match decode_utf8(bytes, truncated) {
+                    Ok(text) => Decoded {
+                        encoding: TextEncoding::Utf8,
+                        text: Cow::Borrowed(text),
+                    },
+                    Err(_) => Decoded {
+                        encoding: TextEncoding::Windows1252,
+                        text: WINDOWS_1252.decode_without_bom_handling(bytes).0,
+                    },
+                });
+            }
+        },
+    };
+    let text = match encoding {
+        TextEncoding::Utf8 | TextEncoding::Utf8Bom => {
+            let bom = if bytes.starts_with(UTF8_BOM) { 3 } else { 0 };
+            match decode_utf8(&bytes[bom..], truncated) {
+                Ok(text) => Cow::Borrowed(text),
+                Err(offset) => {
+                    return Err(SourceError::InvalidUtf8 {
+                        file: file.to_path_buf(),
+                        offset: bom + offset,
+                    });
+                }
+            }
+        }
+        TextEncoding::Windows1252 => WINDOWS_1252.decode_without_bom_handling(bytes).0,
+        TextEncoding::Utf16Le | TextEncoding::Utf16Be => {
+            let (codec, bom) = if encoding == TextEncoding::Utf16Le {
+                (UTF_16LE, UTF16LE_BOM)
+            } else {
+                (UTF_16BE, UTF16BE_BOM)
+            };
+            let mut body = bytes.strip_prefix(bom).unwrap_or(bytes);
+            if truncated {
+                body = &body[..body.len() & !1];
+            }
+            let (text, had_errors) = codec.decode_without_bom_handling(body);
+            if had_errors && !truncated {
+                return Err(SourceError::InvalidUtf16 {
+                    file: file.to_path_buf(),
+                    encoding,
+                });
+            }
+            Cow::Owned(text.into_owned())
+        }
+    };
+    Ok(Decoded { encoding, text })
+}
+
+/// The text, or the offset of the first invalid byte.
+fn decode_utf8(bytes: &[u8], truncated: bool) -> Result<&str, usize> {
+    match std::str::from_utf8(bytes) {
+        Ok(text) => Ok(text),
+        // A character cut by the prefix limit: keep what is complete.
+        Err(e) if truncated && e.error_len().is_none() => {
+            std::str::from_utf8(&bytes[..e.valid_up_to()]).map_err(|e| e.valid_up_to())
+        }
+        Err(e) => Err(e.valid_up_to()),
+    }
+}
+
+/// The encoding a BOM or NUL bytes show; `None` when only UTF-8 validity can tell.
+fn detect_by_bytes(bytes: &[u8], file: &Path) -> Result<Option<TextEncoding>, SourceError> {
+    if bytes.starts_with(UTF8_BOM) {
+        return Ok(Some(TextEncoding::Utf8Bom));
+    }
+    if bytes.starts_with(UTF16LE_BOM) {
+        return Ok(Some(TextEncoding::Utf16Le));
+    }
+    if bytes.starts_with(UTF16BE_BOM) {
+        return Ok(Some(TextEncoding::Utf16Be));
+    }
+    // Zip (xlsx, ods) and OLE (xls) signatures: a workbook saved under a .csv name.
+    if bytes.starts_with(b"PK\x03\x04") || bytes.starts_with(b"\xD0\xCF\x11\xE0") {
+        return Err(SourceError::SpreadsheetAsText {
+            file: file.to_path_buf(),
+        });
+    }
+    let head = &bytes[..bytes.len().min(SNIFF_BYTES)];
+    if let Some(offset) = head.iter().position(|&b| b == 0) {
+        // UTF-16 without BOM: ASCII text has a NUL in every other byte.
+        let pairs = head.len() / 2;
+        let odd = head.iter().skip(1).step_by(2).filter(|&&b| b == 0).count();
+        let even = head.iter().step_by(2).filter(|&&b| b == 0).count();
+        if pairs > 0 && odd * 10 >= pairs * 4 && even * 10 < pairs {
+            return Ok(Some(TextEncoding::Utf16Le));
+        }
+        if pairs > 0 && even * 10 >= pairs * 4 && odd * 10 < pairs {
+            return Ok(Some(TextEncoding::Utf16Be));
+        }
+        return Err(SourceError::NotText {
+            file: file.to_path_buf(),
+            offset,
+        });
+    }
+    Ok(None)
+}
+
+/// The line ending of the first line, and the text with old-Mac `\r` endings turned into
+/// `\n` (the CSV parser counts lines by `\n`, and row numbers depend on it).
+pub(crate) fn line_ending(text: Cow<'_, str>) -> (LineEnding, Cow<'_, str>) {
+    let bytes = text.as_bytes();
+    match bytes.iter().position(|&b| b == b'\n' || b == b'\r') {
+        Some(i) if bytes[i] == b'\r' && bytes.get(i + 1) != Some(&b'\n') => {
+            let text = Cow::Owned(text.replace("\r\n", "\n").replace('\r', "\n"));
+            (LineEnding::Crlf, text)
+        }
+        Some(i) if bytes[i] == b'\r' => (LineEnding::Crlf, text),
+        _ => (LineEnding::Lf, text),
+    }
+}
+
+/// Text as bytes in `encoding`, with the BOM that encoding is written with. Characters
+/// Windows-1252 cannot hold become `?` (they can only come from text listpipe added, such
+/// as a reason: the rows themselves came from a Windows-1252 file).
+pub(crate) fn encode(text: &str, encoding: TextEncoding) -> Vec<u8> {
+    match encoding {
+        TextEncoding::Utf8 => text.as_bytes().to_vec(),
+        TextEncoding::Utf8Bom => [UTF8_BOM, text.as_bytes()].concat(),
+        TextEncoding::Utf16Le => UTF16LE_BOM
+            .iter()
+            .copied()
+            .chain(text.encode_utf16().flat_map(u16::to_le_bytes))
+            .collect(),
+        TextEncoding::Utf16Be => UTF16BE_BOM
+            .iter()
+            .copied()
+            .chain(text.encode_utf16().flat_map(u16::to_be_bytes))
+            .collect(),
+        TextEncoding::Windows1252 => {
+            let (bytes, _, unmappable) = WINDOWS_1252.encode(text);
+            if !unmappable {
+                return bytes.into_owned();
+            }
+            let mut out = Vec::with_capacity(text.len());
+            let mut buf = [0u8; 4];
+            for c in text.chars() {
+                let (bytes, _, unmappable) = WINDOWS_1252.encode(c.encode_utf8(&mut buf));
+                if unmappable {
+                    out.push(b'?');
+                } else {
+                    out.extend_from_slice(&bytes);
+                }
+            }
+            out
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn detect_and_decode(bytes: &[u8]) -> (TextEncoding, String) {
+        let decoded = decode(bytes, None, Path::new("f.csv"), false).unwrap();
+        (decoded.encoding, decoded.text.into_owned())
+    }
+
+    #[test]
+    fn encoding_names_parse_case_insensitively_with_aliases() {
+        assert_eq!(TextEncoding::parse("UTF-8"), Some(TextEncoding::Utf8));
+        assert_eq!(TextEncoding::parse("utf8"), Some(TextEncoding::Utf8));
+        assert_eq!(
+            TextEncoding::parse("utf-8-bom"),
+            Some(TextEncoding::Utf8Bom)
+        );
+        assert_eq!(TextEncoding::parse("UTF-16"), Some(TextEncoding::Utf16Le));
+        assert_eq!(TextEncoding::parse("utf-16be"), Some(TextEncoding::Utf16Be));
+        for alias in ["windows-1252", "CP1252", "latin-1", "Latin1", "ISO-8859-1"] {
+            assert_eq!(TextEncoding::parse(alias), Some(TextEncoding::Windows1252));
+        }
+        assert_eq!(TextEncoding::parse("ebcdic"), None);
+    }
+
+    #[test]
+    fn every_canonical_name_parses_back_to_itself() {
+        use TextEncoding::*;
+        for encoding in [Utf8, Utf8Bom, Utf16Le, Utf16Be, Windows1252] {
+            assert_eq!(TextEncoding::parse(encoding.as_str()), Some(encoding));
+        }
+    }
+
+    #[test]
+    fn detection_follows_bom_then_utf8_validity_then_windows_1252() {
+        assert_eq!(
+            detect_and_decode(b"a,b"),
+            (TextEncoding::Utf8, "a,b".into())
+        );
+        assert_eq!(
+            detect_and_decode(b"\xEF\xBB\xBFa;b"),
+            (TextEncoding::Utf8Bom, "a;b".into())
+        );
+        assert_eq!(
+            detect_and_decode(b"\xFF\xFEa\0\xFC\0"),
+            (TextEncoding::Utf16Le, "a\u{fc}".into())
+        );
+        assert_eq!(
+            detect_and_decode(b"\xFE\xFF\0a\0b"),
+            (TextEncoding::Utf16Be, "ab".into())
+        );
+        assert_eq!(
+            detect_and_decode(b"M\xFCller \x80"),
+            (TextEncoding::Windows1252, "Müller €".into())
+        );
+    }
+
+    #[test]
+    fn utf16_without_bom_is_recognised_by_its_nul_bytes() {
+        let bytes: Vec<u8> = "email,name\n"
+            .encode_utf16()
+            .flat_map(u16::to_le_bytes)
+            .collect();
+        assert_eq!(detect_and_decode(&bytes).0, TextEncoding::Utf16Le);
+    }
+
+    #[test]
+    fn binary_and_zip_files_are_refused_as_text() {
+        let err = decode(
+            b"\x01\x02\0\0\xff\0\0\0\x07",
+            None,
+            Path::new("x.csv"),
+            false,
+        );
+        assert_eq!(
+            err.err().unwrap().to_string(),
+            "x.csv is not text (NUL byte at byte 2); if it is a spreadsheet, name it .xlsx, .xls or .ods or set format = \"spreadsheet\""
+        );
+        let err = decode(b"PK\x03\x04rest", None, Path::new("x.csv"), false);
+        assert!(matches!(err, Err(SourceError::SpreadsheetAsText { .. })));
+    }
+
+    #[test]
+    fn invalid_bytes_under_explicit_utf8_name_the_file_and_offset() {
+        let err = decode(
+            b"ab\xFCc",
+            Some(TextEncoding::Utf8),
+            Path::new("in.csv"),
+            false,
+        );
+        assert_eq!(
+            err.err().unwrap().to_string(),
+            "in.csv: invalid UTF-8 at byte 2; set encoding to the file's real encoding (utf-8, utf-8-bom, utf-16, utf-16le, utf-16be, windows-1252, latin-1), for example encoding = \"windows-1252\""
+        );
+    }
+
+    #[test]
+    fn a_character_cut_by_a_prefix_read_is_dropped_not_an_error() {
+        let decoded = decode(b"ab\xC3", Some(TextEncoding::Utf8), Path::new("f"), true).unwrap();
+        assert_eq!(decoded.text, "ab");
+    }
+
+    #[test]
+    fn old_mac_line_endings_become_newlines() {
+        let (ending, text) = line_ending(Cow::Borrowed("a\rb\r"));
+        assert_eq!((ending, text.as_ref()), (LineEnding::Crlf, "a\nb\n"));
+        assert_eq!(line_ending(Cow::Borrowed("a\r\nb")).0, LineEnding::Crlf);
+        assert_eq!(line_ending(Cow::Borrowed("a\nb")).0, LineEnding::Lf);
+        assert_eq!(line_ending(Cow::Borrowed("a")).0, LineEnding::Lf);
+    }
+
+    #[test]
+    fn encoding_writes_the_bom_and_replaces_what_windows_1252_cannot_hold() {
+        assert_eq!(encode("ü", TextEncoding::Utf8Bom), b"\xEF\xBB\xBF\xC3\xBC");
+        assert_eq!(encode("ü€", TextEncoding::Windows1252), b"\xFC\x80");
+        assert_eq!(encode("ü→x", TextEncoding::Windows1252), b"\xFC?x");
+        assert_eq!(encode("a", TextEncoding::Utf16Le), b"\xFF\xFEa\0");
+        assert_eq!(encode("a", TextEncoding::Utf16Be), b"\xFE\xFF\0a");
+    }
+}

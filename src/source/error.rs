@@ -1,0 +1,110 @@
+//! The ways reading a source can fail. Each message names the file (and row or byte when
+//! known) and says what the user can change; bad rows are not errors (see `RawReject`).
+
+use std::io;
+use std::path::PathBuf;
+
+use super::TextEncoding;
+
+/// A source that cannot be read at all.
+#[derive(Debug, thiserror::Error)]
+pub enum SourceError {
+    #[error("the source names no files: set `paths` to one or more files or glob patterns")]
+    NoPaths,
+
+    #[error("no files match \"{pattern}\" (looked in {dir}); check the pattern in `paths`")]
+    NoMatch { pattern: String, dir: PathBuf },
+
+    #[error("invalid glob pattern \"{pattern}\": {message}")]
+    BadPattern { pattern: String, message: String },
+
+    #[error("{} does not exist; check the path in `paths`", .file.display())]
+    NotFound { file: PathBuf },
+
+    #[error("cannot read {}: {source}", .file.display())]
+    Io { file: PathBuf, source: io::Error },
+
+    #[error(
+        "{}: cannot tell the format from the file name; set format = \"csv\" or \"spreadsheet\"",
+        .file.display()
+    )]
+    UnknownFormat { file: PathBuf },
+
+    #[error(
+        "{} is empty (no rows, not even a header); export the list again or remove the file from `paths`",
+        .file.display()
+    )]
+    Empty { file: PathBuf },
+
+    #[error(
+        "{}: invalid UTF-8 at byte {offset}; set encoding to the file's real encoding ({}), for example encoding = \"windows-1252\"",
+        .file.display(), TextEncoding::CHOICES
+    )]
+    InvalidUtf8 { file: PathBuf, offset: usize },
+
+    #[error(
+        "{} is not valid {} text; set encoding to the file's real encoding ({})",
+        .file.display(), .encoding.as_str(), TextEncoding::CHOICES
+    )]
+    InvalidUtf16 {
+        file: PathBuf,
+        encoding: TextEncoding,
+    },
+
+    #[error(
+        "{} is not text (NUL byte at byte {offset}); if it is a spreadsheet, name it .xlsx, .xls or .ods or set format = \"spreadsheet\"",
+        .file.display()
+    )]
+    NotText { file: PathBuf, offset: usize },
+
+    #[error(
+        "{} is a spreadsheet, not CSV text; name it .xlsx (or .xls) or set format = \"spreadsheet\"",
+        .file.display()
+    )]
+    SpreadsheetAsText { file: PathBuf },
+
+    #[error(
+        "{} is not a spreadsheet ({message}); for CSV text set format = \"csv\"",
+        .file.display()
+    )]
+    NotSpreadsheet { file: PathBuf, message: String },
+
+    #[error("{}: sheet {sheet} not found (sheets: {sheets}); set `sheet` to one of them", .file.display())]
+    SheetNotFound {
+        file: PathBuf,
+        /// `"Name"` quoted, or `number N`.
+        sheet: String,
+        /// The workbook's sheet names, comma-separated.
+        sheets: String,
+    },
+
+    #[error("{}: cannot read sheet \"{sheet}\": {message}", .file.display())]
+    Sheet {
+        file: PathBuf,
+        sheet: String,
+        message: String,
+    },
+
+    #[error("{}: row {row}: {message}", .file.display())]
+    Csv {
+        file: PathBuf,
+        row: u64,
+        message: String,
+    },
+
+    #[error(
+        "header row {header_row} is beyond the end of {} (its last row is {last_row}); lower header_row",
+        .file.display()
+    )]
+    HeaderBeyondEnd {
+        file: PathBuf,
+        header_row: u64,
+        last_row: u64,
+    },
+
+    #[error("cannot write {}: {source}", .file.display())]
+    Write { file: PathBuf, source: io::Error },
+
+    #[error("internal error assembling the table: {message}")]
+    Frame { message: String },
+}

@@ -1,0 +1,172 @@
+//! Which files a source means: each entry of `paths` is a file or a glob pattern, relative to
+//! the pipeline's directory; matches are sorted so runs read files in a stable order, and a
+//! file named twice is read once. The format comes from the extension unless the step sets it.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+
+use glob::{MatchOptions, Pattern};
+
+use super::{SourceError, SourceFormat, SourceSpec};
+
+/// One file to read and how.
+pub(crate) struct Input {
+    pub path: PathBuf,
+    pub format: SourceFormat,
+}
+
+pub(crate) fn resolve(spec: &SourceSpec, base_dir: &Path) -> Result<Vec<Input>, SourceError> {
+    if spec.paths.is_empty() {
+        return Err(SourceError::NoPaths);
+    }
+    let mut seen = HashSet::new();
+    let mut inputs = Vec::new();
+    for entry in &spec.paths {
+        let paths = if is_pattern(entry) {
+            expand(entry, base_dir)?
+        } else {
+            let path = base_dir.join(entry);
+            if !path.exists() {
+                return Err(SourceError::NotFound { file: path });
+            }
+            vec![path]
+        };
+        for path in paths {
+            if !seen.insert(path.clone()) {
+                continue;
+            }
+            let format = spec
+                .format
+                .or_else(|| format_of(&path))
+                .ok_or_else(|| SourceError::UnknownFormat { file: path.clone() })?;
+            inputs.push(Input { path, format });
+        }
+    }
+    Ok(inputs)
+}
+
+/// The format an extension stands for (case-insensitive).
+pub(crate) fn format_of(path: &Path) -> Option<SourceFormat> {
+    let extension = path.extension()?.to_str()?.to_ascii_lowercase();
+    match extension.as_str() {
+        "csv" | "txt" | "tsv" => Some(SourceFormat::Csv),
+        "xlsx" | "xlsm" | "xlsb" | "xls" | "ods" => Some(SourceFormat::Spreadsheet),
+        _ => None,
+    }
+}
+
+fn is_pattern(entry: &str) -> bool {
+    entry.contains(['*', '?', '['])
+}
+
+/// The files a pattern matches, sorted; directories are left out.
+fn expand(pattern: &str, base_dir: &Path) -> Result<Vec<PathBuf>, SourceError> {
+    // The base directory is taken literally: its name may contain `[` or `*`.
+    let full = if Path::new(pattern).is_absolute() || base_dir.as_os_str().is_empty() {
+        pattern.to_string()
+    } else {
+        let base = Pattern::escape(&base_dir.to_string_lossy());
+        format!("{}/{pattern}", base.trim_end_matches('/'))
+    };
+    let options = MatchOptions {
+        require_literal_leading_dot: true,
+        ..MatchOptions::new()
+    };
+    let matches = glob::glob_with(&full, options).map_err(|e| SourceError::BadPattern {
+        pattern: pattern.to_string(),
+        message: e.to_string(),
+    })?;
+    let mut paths = Vec::new();
+    for entry in matches {
+        let path = entry.map_err(|e| SourceError::Io {
+            file: e.path().to_path_buf(),
+            source: e.into(),
+        })?;
+        if path.is_file() {
+            paths.push(path);
+        }
+    }
+    if paths.is_empty() {
+        return Err(SourceError::NoMatch {
+            pattern: pattern.to_string(),
+            dir: base_dir.to_path_buf(),
+        });
+    }
+    paths.sort();
+    Ok(paths)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(paths: &[&str]) -> SourceSpec {
+        SourceSpec {
+            paths: paths.iter().map(|p| p.to_string()).collect(),
+            ..SourceSpec::default()
+        }
+    }
+
+    #[test]
+    fn formats_come_from_extensions_in_any_case() {
+        assert_eq!(format_of(Path::new("a.CSV")), Some(SourceFormat::Csv));
+        assert_eq!(format_of(Path::new("a.tsv")), Some(SourceFormat::Csv));
+        assert_eq!(
+            format_of(Path::new("a.Xlsx")),
+            Some(SourceFormat::Spreadsheet)
+        );
+        assert_eq!(
+            format_of(Path::new("a.ods")),
+            Some(SourceFormat::Spreadsheet)
+        );
+        assert_eq!(format_of(Path::new("a.dat")), None);
+    }
+
+    #[test]
+    fn globs_are_sorted_and_a_file_named_twice_is_read_once() {
+        let dir = tempfile::tempdir().unwrap();
+        for name in ["b.csv", "a.csv", "c.txt"] {
+            std::fs::write(dir.path().join(name), "x\n").unwrap();
+        }
+        std::fs::create_dir(dir.path().join("d.csv")).unwrap();
+        let inputs = resolve(&spec(&["*.csv", "a.csv", "c.txt"]), dir.path()).unwrap();
+        let names: Vec<_> = inputs
+            .iter()
+            .map(|i| i.path.file_name().unwrap().to_owned())
+            .collect();
+        assert_eq!(names, ["a.csv", "b.csv", "c.txt"]);
+    }
+
+    #[test]
+    fn a_pattern_matching_nothing_names_the_pattern_and_directory() {
+        let err = resolve(&spec(&["x/*.csv"]), Path::new("/nowhere"))
+            .err()
+            .unwrap();
+        assert_eq!(
+            err.to_string(),
+            "no files match \"x/*.csv\" (looked in /nowhere); check the pattern in `paths`"
+        );
+    }
+
+    #[test]
+    fn a_missing_file_an_unknown_extension_and_no_paths_are_errors() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("list.dat"), "x\n").unwrap();
+        let err = resolve(&spec(&["gone.csv"]), dir.path()).err().unwrap();
+        assert!(
+            err.to_string()
+                .ends_with("gone.csv does not exist; check the path in `paths`")
+        );
+        let err = resolve(&spec(&["list.dat"]), dir.path()).err().unwrap();
+        assert!(matches!(err, SourceError::UnknownFormat { .. }));
+        let forced = SourceSpec {
+            format: Some(SourceFormat::Csv),
+            ..spec(&["list.dat"])
+        };
+        assert_eq!(resolve(&forced, dir.path()).unwrap().len(), 1);
+        assert!(matches!(
+            resolve(&spec(&[]), dir.path()),
+            Err(SourceError::NoPaths)
+        ));
+    }
+}

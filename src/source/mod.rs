@@ -1,0 +1,210 @@
+//! The source stage: the files a pipeline step names (CSV or spreadsheet exports from other
+//! tools) become one polars table of cell text, plus the rows that could not be read as rows.
+//!
+//! Everything about bytes ends here: encodings and BOMs (`encoding`), delimiters and
+//! non-RFC quoting (`sniff`), CSV parsing and row numbers (`csv`), sheets and cell types
+//! (`xlsx`), the union of several files (`builder`). Later stages see column names and cell
+//! text only, and send bad rows back through `rejects` in the input's own dialect.
+
+mod builder;
+mod csv;
+mod encoding;
+mod error;
+mod files;
+mod rejects;
+mod sniff;
+mod xlsx;
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+
+use polars::prelude::DataFrame;
+
+pub use encoding::TextEncoding;
+pub use error::SourceError;
+pub use rejects::{RejectRow, write_rejects};
+
+use builder::TableBuilder;
+use files::Input;
+
+/// Name of the internal column holding the index into [`Table::files`].
+pub const FILE_COL: &str = "__file";
+/// Name of the internal column holding a row's number in its file, as a user sees it.
+pub const ROW_COL: &str = "__row";
+
+/// What a pipeline step says about its input (built by the pipeline parser).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SourceSpec {
+    /// One or more paths or glob patterns, relative to `base_dir` given to [`read`].
+    pub paths: Vec<String>,
+    /// None: by extension (.csv .txt .tsv -> Csv; .xlsx .xlsm .xlsb .xls .ods -> Spreadsheet).
+    pub format: Option<SourceFormat>,
+    /// CSV delimiter; None: sniffed among `,` `;` TAB `|` from the first lines (outside quotes).
+    pub delimiter: Option<u8>,
+    /// None: detected (BOM -> UTF-8/UTF-16LE/UTF-16BE; else valid UTF-8; else Windows-1252).
+    pub encoding: Option<TextEncoding>,
+    /// 1-based row holding the column names (default 1; 0 also means 1). Rows above it are
+    /// skipped; if it is blank, the first non-blank row below it is the header.
+    pub header_row: usize,
+    /// Spreadsheet sheet; None: the first sheet.
+    pub sheet: Option<SheetRef>,
+}
+
+impl SourceSpec {
+    /// The header row, 1-based, with the derived `Default` (0) read as the first row.
+    fn header_row(&self) -> u64 {
+        self.header_row.max(1) as u64
+    }
+}
+
+/// How a file is laid out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SourceFormat {
+    /// Delimited text (CSV, TSV, semicolon-separated, ...).
+    Csv,
+    /// A workbook calamine reads: xlsx, xlsm, xlsb, xls, ods.
+    Spreadsheet,
+}
+
+/// Which sheet of a workbook to read.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SheetRef {
+    /// By name (exact; a unique case-insensitive match is accepted too).
+    Name(String),
+    /// 1-based
+    Index(usize),
+}
+
+/// How lines end in a text file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LineEnding {
+    /// `\r\n` (Windows, Excel, RFC 4180); also chosen for old-Mac `\r`-only files.
+    Crlf,
+    /// `\n`
+    Lf,
+}
+
+/// How the input was written, so rejects go back in the same dialect.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Dialect {
+    pub format: SourceFormat,
+    pub delimiter: u8,
+    pub encoding: TextEncoding,
+    pub line_ending: LineEnding,
+}
+
+/// A row that could not become a table row (wrong number of fields).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RawReject {
+    /// Index into [`Table::files`].
+    pub file: usize,
+    pub row_number: u64,
+    /// Every field of the row as read.
+    pub values: Vec<String>,
+    pub reason: String,
+}
+
+/// Everything a source held.
+#[derive(Debug)]
+pub struct Table {
+    /// The column names in file order (trimmed, BOM stripped; an empty name becomes
+    /// `column_N`; a repeated name gets `_2`, `_3`; the names of the two internal columns
+    /// are treated as taken).
+    pub columns: Vec<String>,
+    /// One nullable String column per name in `columns` (exact cell text; an empty cell is
+    /// null), plus [`FILE_COL`] (u32: index into `files`) and [`ROW_COL`] (u32: the row number
+    /// in its file as a user sees it: one row per record, a multi-line quoted field is one
+    /// row and a blank line is a row, as in a spreadsheet).
+    pub frame: DataFrame,
+    pub files: Vec<PathBuf>,
+    /// Rows with too few or too many fields ("row has 8 fields, the header has 9").
+    pub ragged: Vec<RawReject>,
+    /// The dialect of the first file.
+    pub dialect: Dialect,
+}
+
+/// Reads every file the spec names into one table (columns united by name).
+pub fn read(spec: &SourceSpec, base_dir: &Path) -> Result<Table, SourceError> {
+    let inputs = files::resolve(spec, base_dir)?;
+    let mut table = TableBuilder::default();
+    for Input { path, format } in inputs {
+        let dialect = match format {
+            SourceFormat::Csv => csv::read_file(&path, spec, &mut table)?,
+            SourceFormat::Spreadsheet => xlsx::read_file(&path, spec, &mut table)?,
+        };
+        tracing::debug!(
+            file = %path.display(),
+            encoding = dialect.encoding.as_str(),
+            delimiter = %char::from(dialect.delimiter).escape_default(),
+            "source file read"
+        );
+    }
+    table.finish()
+}
+
+/// Only the header (for the pipeline checker to validate column mappings before reading
+/// everything): the union of the files' column names, named as [`read`] names them.
+pub fn read_columns(spec: &SourceSpec, base_dir: &Path) -> Result<Vec<String>, SourceError> {
+    let inputs = files::resolve(spec, base_dir)?;
+    let mut columns: Vec<String> = Vec::new();
+    let mut seen = HashSet::new();
+    for Input { path, format } in inputs {
+        let names = match format {
+            SourceFormat::Csv => csv::read_header(&path, spec)?,
+            SourceFormat::Spreadsheet => xlsx::read_header(&path, spec)?,
+        };
+        for name in names {
+            if seen.insert(name.clone()) {
+                columns.push(name);
+            }
+        }
+    }
+    Ok(columns)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::csv::tests::{cells, row_numbers, some, spec};
+    use super::*;
+
+    #[test]
+    fn two_files_via_a_glob_with_different_columns_are_united_by_name() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("in")).unwrap();
+        std::fs::write(
+            dir.path().join("in/b.csv"),
+            b"email;city\r\nb@x.de;Bonn\r\n",
+        )
+        .unwrap();
+        std::fs::write(
+            dir.path().join("in/a.csv"),
+            b"name,email\nA,a@x.de\nA2,a2@x.de\n",
+        )
+        .unwrap();
+        let spec = spec(&["in/*.csv"]);
+        let table = read(&spec, dir.path()).unwrap();
+        assert_eq!(table.columns, ["name", "email", "city"]);
+        assert_eq!(
+            cells(&table.frame, "email"),
+            some(&["a@x.de", "a2@x.de", "b@x.de"])
+        );
+        assert_eq!(cells(&table.frame, "name"), some(&["A", "A2", ""]));
+        assert_eq!(cells(&table.frame, "city"), some(&["", "", "Bonn"]));
+        let files: Vec<u32> = table
+            .frame
+            .column(FILE_COL)
+            .unwrap()
+            .u32()
+            .unwrap()
+            .into_no_null_iter()
+            .collect();
+        assert_eq!(files, [0, 0, 1]);
+        assert_eq!(row_numbers(&table.frame), [2, 3, 2]);
+        assert_eq!(
+            table.files,
+            [dir.path().join("in/a.csv"), dir.path().join("in/b.csv")]
+        );
+        assert_eq!(table.dialect.delimiter, b',');
+        assert_eq!(read_columns(&spec, dir.path()).unwrap(), table.columns);
+    }
+}

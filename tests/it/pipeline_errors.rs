@@ -1,0 +1,94 @@
+//! Pipeline-file errors, pinned: input → every message, exactly.
+
+use listpipe::pipeline;
+
+/// Loads `toml` as `p.toml` beside a small CSV `in.csv` (columns email, name, joined).
+fn errors(toml: &str) -> Vec<String> {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("in.csv"),
+        "email,name,joined\na@example.com,Ann,2024-01-01\n",
+    )
+    .unwrap();
+    let path = dir.path().join("p.toml");
+    std::fs::write(&path, toml).unwrap();
+    match pipeline::load(&path) {
+        Ok(_) => vec![],
+        Err(e) => {
+            e.0.iter()
+                .map(|l| {
+                    l.replace(&path.display().to_string(), "p.toml")
+                        .replace(&dir.path().display().to_string(), "DIR")
+                })
+                .collect()
+        }
+    }
+}
+
+const VALID: &str =
+    "[[import]]\nsource = \"in.csv\"\ngroup = \"News\"\n[import.receiver]\nemail = \"email\"\n";
+
+#[test]
+fn a_valid_file_has_no_errors() {
+    assert_eq!(errors(VALID), Vec::<String>::new());
+}
+
+#[test]
+fn errors_name_file_line_column_and_the_valid_choices() {
+    let cases: &[(&str, &[&str])] = &[
+        (
+            "[[import]]\nsorce = \"in.csv\"\ngroup = \"News\"\n[import.receiver]\nemail = \"email\"\n",
+            &[
+                "p.toml:1:1: [[import]] step 1 needs `source` (a file path, or a table with `path`)",
+                "p.toml:2:1: unknown key `sorce` in [[import]] step 1; valid keys: `name`, `source`, `group`, `create_group`, `dedupe`, `rejects`, `receiver`, `global_attributes`, `attributes`, `tags` or `orders`",
+            ],
+        ),
+        (
+            "[[import]]\nsource = \"in.csv\"\ngroup = \"News\"\ndedupe = \"newest\"\n[import.receiver]\nemail = \"mail\"\nactivated = { column = \"joined\", case = \"shout\" }\n",
+            &[
+                "p.toml:4:10: unknown dedupe \"newest\"; valid values: `first`, `last` or `merge`",
+                "p.toml:6:9: the source has no column \"mail\"; its columns: `email`, `name` or `joined`",
+                "p.toml:7:41: unknown case \"shout\"; valid values: `keep`, `lower`, `upper` or `title`",
+            ],
+        ),
+        (
+            "[[import]]\nsource = \"in.csv\"\ngroup = \"News\"\n[import.receiver]\nemail = \"Email\"\n[import.global_attributes]\nname = { column = \"name\", type = \"colour\" }\n",
+            &[
+                "p.toml:5:9: the source has no column \"Email\" (did you mean \"email\"?); its columns: `email`, `name` or `joined`",
+                "p.toml:7:34: unknown attribute type \"colour\" for `name`; valid types: `text`, `number`, `gender` or `date`",
+            ],
+        ),
+        (
+            "[target]\nurl = \"ftp://x\"\nconcurrency = 0\n[[import]]\nsource = { path = \"in.csv\", encoding = \"ebcdic\" }\ngroup = \"News\"\n[import.receiver]\nemail = \"email\"\n",
+            &[
+                "p.toml:2:7: `url` must be \"builtin\" or an http:// or https:// address, not \"ftp://x\"",
+                "p.toml:3:15: `concurrency` in [target] must be a whole number from 1 to 1024",
+                "p.toml:5:40: unknown encoding \"ebcdic\"; valid encodings: utf-8, utf-8-bom, utf-16, utf-16le, utf-16be, windows-1252, latin-1",
+            ],
+        ),
+        (
+            "[[import]]\nsource = \"missing.csv\"\ngroup = \"News\"\n",
+            &[
+                "p.toml:1:1: [[import]] step 1 needs `receiver`: a [import.receiver] table with at least `email`",
+                "p.toml:2:10: DIR/missing.csv does not exist; check the path in `paths`",
+            ],
+        ),
+        (
+            "[[import]\n",
+            &["p.toml:1:10: unclosed array table, expected `]`"],
+        ),
+        (
+            "title = \"x\"\n",
+            &[
+                "p.toml:1:1: unknown key `title` in the pipeline file; valid keys: `target`, `import` or `blacklist`",
+            ],
+        ),
+        (
+            "# nothing yet\n",
+            &["p.toml:1:1: the pipeline has no steps: add an [[import]] or a [[blacklist]] table"],
+        ),
+    ];
+    for (input, expected) in cases {
+        assert_eq!(errors(input), *expected, "for input:\n{input}");
+    }
+}
