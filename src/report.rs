@@ -32,6 +32,8 @@ pub struct StepReport {
     pub blacklist: Option<BlacklistOutcome>,
     pub rejects_file: Option<PathBuf>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    pub order_rejects_file: Option<PathBuf>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub plan_file: Option<PathBuf>,
     /// Milliseconds per stage: prepare, plan (reading the target), write.
     pub timings_ms: Timings,
@@ -103,6 +105,13 @@ impl StepReport {
         if let (Some(path), true) = (&self.rejects_file, self.problems() > 0) {
             lines.push(format!(
                 "{}: rejects written to {}",
+                self.name,
+                path.display()
+            ));
+        }
+        if let (Some(path), true) = (&self.order_rejects_file, p.orders_rejected > 0) {
+            lines.push(format!(
+                "{}: order rejects written to {}",
                 self.name,
                 path.display()
             ));

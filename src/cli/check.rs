@@ -36,7 +36,7 @@ pub fn run(args: CheckArgs) -> u8 {
     for step in &pipeline.steps {
         let outcome = match step {
             Step::Import(s) => prepare::prepare_import(s, &pipeline.base_dir).map(|p| {
-                println!("\n[{}] import into {:?}", s.name, s.group);
+                println!("\n[{}] import into {}", s.name, s.group);
                 match PreparedRows::new(s, &p.frame) {
                     Ok(rows) => {
                         for i in 0..rows.len().min(args.preview) {
@@ -65,7 +65,7 @@ pub fn run(args: CheckArgs) -> u8 {
                     s.name,
                     s.group
                         .as_ref()
-                        .map(|g| format!(" of group {g:?}"))
+                        .map(|g| format!(" of {g}"))
                         .unwrap_or_default()
                 );
                 for (email, comment) in p.entries.iter().take(args.preview) {

@@ -145,7 +145,7 @@ async fn run_step(
             }
             report.rejects_file = Some(write_rejects(&s.rejects, &prepared.rejects)?);
             if let (Some(orders), Some(spec)) = (&prepared.order_rejects, &s.orders) {
-                write_rejects(&spec.rejects, orders)?;
+                report.order_rejects_file = Some(write_rejects(&spec.rejects, orders)?);
             }
         }
         Step::Blacklist(s) => {

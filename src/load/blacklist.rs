@@ -37,9 +37,7 @@ pub async fn run(
         Some(g) => Some(
             super::plan::group(conn, g, false, opts.dry_run)
                 .await?
-                .ok_or_else(|| {
-                    LoadError::Step(format!("the blocklist's group {g:?} does not exist"))
-                })?,
+                .ok_or_else(|| LoadError::Step(format!("the blocklist's {g} does not exist")))?,
         ),
     };
     let existing: HashMap<String, String> = match &group {

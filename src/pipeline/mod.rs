@@ -76,6 +76,15 @@ pub enum GroupRef {
     Id(i64),
 }
 
+impl std::fmt::Display for GroupRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            GroupRef::Name(n) => write!(f, "group \"{n}\""),
+            GroupRef::Id(id) => write!(f, "group {id}"),
+        }
+    }
+}
+
 /// What to keep when an address appears more than once in a source.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Dedupe {

@@ -424,3 +424,80 @@ fn check_previews_counts_and_writes_rejects_without_a_target() {
             .exists()
     );
 }
+
+#[tokio::test]
+async fn every_shipped_pipeline_runs_against_the_builtin_server() {
+    let mut shipped: Vec<PathBuf> = std::fs::read_dir(repo("pipelines"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "toml"))
+        .collect();
+    shipped.sort();
+    assert!(shipped.len() >= 2);
+    for pipeline in shipped {
+        let t = TestServer::start().await;
+        let (code, report, stderr) = run(&t, &pipeline, &[]).await;
+        assert!(
+            code == 0 || code == 1,
+            "{}: exit {code}\n{stderr}",
+            pipeline.display()
+        );
+        let wrote: u64 = report["steps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| {
+                s["import"]["created"]
+                    .as_u64()
+                    .or(s["blacklist"]["added"].as_u64())
+                    .unwrap_or(0)
+            })
+            .sum();
+        assert!(wrote > 0, "{} wrote nothing\n{stderr}", pipeline.display());
+        for s in report["steps"].as_array().unwrap() {
+            let failed = s["import"]["failed"]
+                .as_u64()
+                .or(s["blacklist"]["failed"].as_u64());
+            assert_eq!(failed, Some(0), "{}: {}", pipeline.display(), s["name"]);
+        }
+    }
+}
+
+#[tokio::test]
+async fn orders_on_rows_keep_every_line_of_a_customer_imported_once() {
+    let t = TestServer::start().await;
+    let (code, report, stderr) = run(&t, &repo("pipelines/orders-on-rows.toml"), &[]).await;
+    assert_eq!(code, 1, "{stderr}");
+    assert_eq!(report["steps"][0]["import"]["created"], 4);
+    let g = t
+        .client
+        .groups(None)
+        .await
+        .unwrap()
+        .into_iter()
+        .find(|g| g.name == "Shop buyers")
+        .unwrap();
+    let mia = t
+        .client
+        .group_receiver(
+            g.id,
+            "mia.schmidt@example.com",
+            detail::ORDERS | detail::TAGS,
+        )
+        .await
+        .unwrap();
+    let orders = mia.orders.unwrap();
+    assert_eq!(orders.len(), 3);
+    assert_eq!((orders[0].price, orders[1].quantity), (129.9, 2));
+    assert_eq!(mia.tags.unwrap(), ["Shop.buyer"]);
+    assert!(!mia.active, "buyers are registered, not activated");
+    let noah = t
+        .client
+        .group_receiver(g.id, "noah.fischer@example.com", detail::ORDERS)
+        .await
+        .unwrap();
+    assert!(
+        noah.orders.unwrap().iter().any(|o| o.price == 1299.0),
+        "1.299,00 with a decimal comma"
+    );
+}
