@@ -5,6 +5,7 @@
 //!
 //! Every key is documented for users in `pipelines/README.md`.
 
+mod fields;
 mod parse;
 pub mod reader;
 

@@ -6,20 +6,25 @@
 //! named by [`col`]; rows with any error leave as rejects; duplicates of the
 //! normalised email are resolved as the step says ([`dedupe`]).
 
+mod blacklist;
+mod columns;
 pub mod dedupe;
+mod orders;
 mod rows;
 pub mod tags;
 pub mod time;
 pub mod value;
 
 use crate::api::Order;
-use crate::pipeline::{
-    AttributeMapping, BlacklistStep, ImportStep, Mapping, OrderField, OrdersSpec, ReceiverField,
-    ValueFrom, ValueKind,
-};
+use crate::pipeline::{ImportStep, ReceiverField};
 use crate::source::{self, FILE_COL, ROW_COL, RejectRow, Table};
+pub use blacklist::prepare_blacklist;
+pub use columns::reject_for;
 use polars::prelude::*;
 pub use rows::PreparedRows;
+
+use columns::{Errors, attribute_columns, keep_mask, map_column, reject_rows};
+use orders::{map_orders, prepare_joined_orders};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
 
@@ -115,187 +120,6 @@ pub struct PreparedBlacklist {
     pub rows: Vec<(u32, u64)>,
     pub rejects: Rejects,
     pub stats: PrepareStats,
-}
-
-/// The errors found in a table, by row index.
-#[derive(Default)]
-struct Errors(BTreeMap<usize, Vec<(String, String)>>);
-
-impl Errors {
-    fn add(&mut self, row: usize, field: &str, reason: String) {
-        self.0
-            .entry(row)
-            .or_default()
-            .push((field.to_string(), reason));
-    }
-}
-
-/// Reads a mapping's values: the column, or the constant on every row.
-fn raw_values<'a>(
-    table: &'a Table,
-    m: &'a Mapping,
-) -> Result<Box<dyn Iterator<Item = Option<&'a str>> + 'a>, PrepareError> {
-    let n = table.frame.height();
-    Ok(match &m.from {
-        ValueFrom::Column(c) => Box::new(table.frame.column(c)?.str()?.iter()),
-        ValueFrom::Constant(v) => Box::new(std::iter::repeat_n(Some(v.as_str()), n)),
-    })
-}
-
-/// Maps one value column: cleaned, converted, errors recorded by row.
-fn map_column(
-    table: &Table,
-    m: &Mapping,
-    kind: ValueKind,
-    field: &str,
-    required: bool,
-    errors: &mut Errors,
-) -> Result<StringChunked, PrepareError> {
-    let condition: Option<(&StringChunked, &Vec<String>)> = match &m.only_if {
-        Some(c) => Some((table.frame.column(&c.column)?.str()?, &c.equals)),
-        None => None,
-    };
-    let mut out: Vec<Option<String>> = Vec::with_capacity(table.frame.height());
-    for (i, raw) in raw_values(table, m)?.enumerate() {
-        let applies = condition
-            .is_none_or(|(ca, eq)| ca.get(i).is_some_and(|v| eq.iter().any(|e| e == v.trim())));
-        let cleaned = if applies { value::clean(m, raw) } else { None };
-        out.push(match cleaned {
-            None => {
-                if required {
-                    errors.add(i, field, format!("missing {field}"));
-                }
-                None
-            }
-            Some(v) => match value::convert(kind, m, &v) {
-                Ok(v) => Some(v),
-                Err(reason) => {
-                    errors.add(i, field, reason);
-                    None
-                }
-            },
-        });
-    }
-    let mut ca: StringChunked = out.into_iter().collect();
-    ca.rename(field.into());
-    Ok(ca)
-}
-
-fn attribute_columns(
-    table: &Table,
-    attrs: &[AttributeMapping],
-    name: fn(&str) -> String,
-    errors: &mut Errors,
-) -> Result<Vec<Column>, PrepareError> {
-    attrs
-        .iter()
-        .map(|a| {
-            let kind = ValueKind::of_attribute(a.kind);
-            let mut ca = map_column(table, &a.mapping, kind, &a.name, false, errors)?;
-            ca.rename(name(&a.name).into());
-            Ok(ca.into_column())
-        })
-        .collect()
-}
-
-/// The reject rows for `errors`, with the raw values of each row.
-fn reject_rows(
-    table: &Table,
-    errors: &Errors,
-    stats: &mut PrepareStats,
-) -> Result<Vec<RejectRow>, PrepareError> {
-    let cols: Vec<&StringChunked> = table
-        .columns
-        .iter()
-        .map(|c| table.frame.column(c).and_then(|c| c.str()))
-        .collect::<Result<_, _>>()?;
-    let rows = table.frame.column(ROW_COL)?.u32()?;
-    let files = table.frame.column(FILE_COL)?.u32()?;
-    let mut out = Vec::with_capacity(errors.0.len() + table.ragged.len());
-    for r in &table.ragged {
-        *stats
-            .rejected
-            .entry("wrong number of fields".into())
-            .or_default() += 1;
-        out.push(RejectRow {
-            file: table.files.get(r.file).map(|f| f.display().to_string()),
-            values: r.values.iter().map(|v| Some(v.clone())).collect(),
-            row_number: r.row_number,
-            field: String::new(),
-            reason: r.reason.clone(),
-        });
-    }
-    for (&i, errs) in &errors.0 {
-        let (first_field, first_reason) = &errs[0];
-        let category = if first_reason.starts_with("missing") {
-            first_reason.clone()
-        } else {
-            format!("invalid {first_field}")
-        };
-        *stats.rejected.entry(category).or_default() += 1;
-        out.push(RejectRow {
-            file: files
-                .get(i)
-                .and_then(|f| table.files.get(f as usize))
-                .map(|f| f.display().to_string()),
-            values: cols.iter().map(|c| c.get(i).map(str::to_string)).collect(),
-            row_number: rows.get(i).unwrap_or(0) as u64,
-            field: errs
-                .iter()
-                .map(|(f, _)| f.as_str())
-                .collect::<Vec<_>>()
-                .join("; "),
-            reason: errs
-                .iter()
-                .map(|(_, r)| r.as_str())
-                .collect::<Vec<_>>()
-                .join("; "),
-        });
-    }
-    out.sort_by_key(|r| (r.file.clone(), r.row_number));
-    Ok(out)
-}
-
-/// The reject line for row `row` of file `file` of `table`, with its raw
-/// values (for rows that fail later, when the target refuses them).
-pub fn reject_for(table: &Table, file: u32, row: u64, field: &str, reason: String) -> RejectRow {
-    let index = (|| {
-        let rows = table.frame.column(ROW_COL).ok()?.u32().ok()?;
-        let files = table.frame.column(FILE_COL).ok()?.u32().ok()?;
-        (0..rows.len()).find(|&i| rows.get(i) == Some(row as u32) && files.get(i) == Some(file))
-    })();
-    let values = match index {
-        Some(i) => table
-            .columns
-            .iter()
-            .map(|c| {
-                table
-                    .frame
-                    .column(c)
-                    .ok()
-                    .and_then(|c| c.str().ok()?.get(i).map(str::to_string))
-            })
-            .collect(),
-        None => vec![None; table.columns.len()],
-    };
-    RejectRow {
-        file: (table.files.len() > 1)
-            .then(|| {
-                table
-                    .files
-                    .get(file as usize)
-                    .map(|f| f.display().to_string())
-            })
-            .flatten(),
-        values,
-        row_number: row,
-        field: field.to_string(),
-        reason,
-    }
-}
-
-fn keep_mask(height: usize, errors: &Errors) -> BooleanChunked {
-    (0..height).map(|i| !errors.0.contains_key(&i)).collect()
 }
 
 /// Maps, validates and deduplicates one import step's source.
@@ -413,158 +237,6 @@ pub fn prepare_import_table(
         duplicates,
         orders,
         order_rejects,
-        stats,
-    })
-}
-
-/// One `Option<Order>` per row (None where the row has no order id).
-fn map_orders(
-    table: &Table,
-    spec: &OrdersSpec,
-    errors: &mut Errors,
-) -> Result<Vec<Option<Order>>, PrepareError> {
-    let mut cols: Vec<(OrderField, StringChunked)> = Vec::new();
-    for (field, m) in &spec.fields {
-        cols.push((
-            *field,
-            map_column(table, m, field.kind(), field.as_str(), false, errors)?,
-        ));
-    }
-    let get = |f: OrderField, i: usize| {
-        cols.iter()
-            .find(|(c, _)| *c == f)
-            .and_then(|(_, ca)| ca.get(i))
-            .unwrap_or("")
-            .to_string()
-    };
-    Ok((0..table.frame.height())
-        .map(|i| {
-            let order_id = get(OrderField::OrderId, i);
-            (!order_id.is_empty()).then(|| Order {
-                order_id,
-                product_id: get(OrderField::ProductId, i),
-                product: get(OrderField::Product, i),
-                price: get(OrderField::Price, i).parse().unwrap_or(0.0),
-                currency: get(OrderField::Currency, i),
-                quantity: get(OrderField::Quantity, i).parse().unwrap_or(0),
-                mailing_id: get(OrderField::MailingId, i),
-                stamp: get(OrderField::Stamp, i).parse().unwrap_or(0),
-            })
-        })
-        .collect())
-}
-
-/// Orders from their own source, joined to the import by email. An order
-/// whose address is not among the step's receivers is rejected.
-fn prepare_joined_orders(
-    spec: &OrdersSpec,
-    table: &Table,
-    emails: &HashSet<String>,
-    stats: &mut PrepareStats,
-) -> Result<(HashMap<String, Vec<Order>>, Rejects), PrepareError> {
-    let mut errors = Errors::default();
-    let email_mapping = spec.email.clone().unwrap_or_default();
-    let by_row = map_column(
-        table,
-        &email_mapping,
-        ValueKind::Email,
-        "email",
-        true,
-        &mut errors,
-    )?;
-    let orders = map_orders(table, spec, &mut errors)?;
-    for (i, email) in by_row.iter().enumerate() {
-        if let Some(e) = email
-            && !emails.contains(e)
-            && !errors.0.contains_key(&i)
-        {
-            errors.add(
-                i,
-                "email",
-                format!("no receiver with the address \"{e}\" in this import"),
-            );
-        }
-    }
-    let mut order_stats = PrepareStats::default();
-    let mut rejects = Rejects::new(table);
-    rejects.rows = reject_rows(table, &errors, &mut order_stats)?;
-    stats.orders_rejected += order_stats.rejected_total();
-    let mut out: HashMap<String, Vec<Order>> = HashMap::new();
-    for (i, (email, order)) in by_row.iter().zip(orders).enumerate() {
-        if let (Some(email), Some(order), false) = (email, order, errors.0.contains_key(&i)) {
-            stats.orders_read += 1;
-            out.entry(email.to_string()).or_default().push(order);
-        }
-    }
-    Ok((out, rejects))
-}
-
-/// Maps and validates one blacklist step's source.
-pub fn prepare_blacklist(
-    step: &BlacklistStep,
-    base_dir: &Path,
-) -> Result<PreparedBlacklist, PrepareError> {
-    let table = source::read(&step.source, base_dir)?;
-    let height = table.frame.height();
-    let mut stats = PrepareStats {
-        rows_read: (height + table.ragged.len()) as u64,
-        ..Default::default()
-    };
-    let mut errors = Errors::default();
-    let emails = map_column(
-        &table,
-        &step.email,
-        ValueKind::Text,
-        "email",
-        true,
-        &mut errors,
-    )?;
-    let comments = match &step.comment {
-        Some(m) => Some(map_column(
-            &table,
-            m,
-            ValueKind::Text,
-            "comment",
-            false,
-            &mut errors,
-        )?),
-        None => None,
-    };
-    let rows = table.frame.column(ROW_COL)?.u32()?;
-    let files = table.frame.column(FILE_COL)?.u32()?;
-    let mut seen = HashSet::new();
-    let mut entries = Vec::new();
-    let mut kept_rows = Vec::new();
-    for (i, email) in emails.iter().enumerate() {
-        let Some(email) = email else { continue };
-        let normalised = match email.trim().strip_prefix("*@") {
-            Some(domain) => value::normalize_email(&format!("x@{domain}"))
-                .map(|_| format!("*@{}", domain.to_lowercase())),
-            None => value::normalize_email(email),
-        };
-        match normalised {
-            Err(reason) => errors.add(i, "email", reason),
-            Ok(e) if !seen.insert(e.clone()) => stats.duplicates += 1,
-            Ok(e) => {
-                entries.push((
-                    e,
-                    comments
-                        .as_ref()
-                        .and_then(|c| c.get(i))
-                        .unwrap_or("")
-                        .to_string(),
-                ));
-                kept_rows.push((files.get(i).unwrap_or(0), rows.get(i).unwrap_or(0) as u64));
-            }
-        }
-    }
-    let mut rejects = Rejects::new(&table);
-    rejects.rows = reject_rows(&table, &errors, &mut stats)?;
-    Ok(PreparedBlacklist {
-        table,
-        entries,
-        rows: kept_rows,
-        rejects,
         stats,
     })
 }

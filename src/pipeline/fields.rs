@@ -1,0 +1,329 @@
+//! The parts of a step that map values: receiver fields, attributes, tags
+//! and orders, each column name remembered for the header check.
+
+use super::parse::{
+    ATTRIBUTE_KEYS, ATTRIBUTE_TYPES, CASES, CONDITION_KEYS, ColumnRef, MAPPING_KEYS, Parser,
+    TAGS_KEYS,
+};
+use super::reader::{Table, Value, choices, type_name};
+use super::*;
+use crate::api::AttributeType;
+use crate::source;
+use toml::Spanned;
+use toml::de::DeValue;
+
+impl Parser<'_> {
+    pub(super) fn attributes(
+        &mut self,
+        t: &Table,
+        key: &str,
+        src: Option<usize>,
+    ) -> Vec<AttributeMapping> {
+        let Some(attrs) = t.table(&mut self.ctx, key) else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        for (name, v) in attrs.map.iter() {
+            let name_str = name.get_ref().to_string();
+            let mut chars = name_str.chars();
+            let valid = chars.next().is_some_and(|c| c.is_ascii_alphabetic())
+                && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+                && name_str.len() <= 64;
+            if !valid {
+                self.ctx.error(name.span(), format!("attribute name `{name_str}` must start with a letter and hold only letters, digits and _ (at most 64)"));
+            }
+            let kind = match v.get_ref() {
+                DeValue::Table(map) => match map.get("type") {
+                    None => AttributeType::Text,
+                    Some(tv) => match tv.get_ref().as_str().and_then(AttributeType::parse) {
+                        Some(k) => k,
+                        None => {
+                            let shown = tv.get_ref().as_str().map_or_else(
+                                || type_name(tv.get_ref()).to_string(),
+                                |s| format!("\"{s}\""),
+                            );
+                            self.ctx.error(tv.span(), format!("unknown attribute type {shown} for `{name_str}`; valid types: {}", choices(ATTRIBUTE_TYPES)));
+                            AttributeType::Text
+                        }
+                    },
+                },
+                _ => AttributeType::Text,
+            };
+            if let Some(mapping) = self.mapping(v, &name_str, &attrs.name, src, ATTRIBUTE_KEYS) {
+                out.push(AttributeMapping {
+                    name: name_str,
+                    kind,
+                    mapping,
+                });
+            }
+        }
+        out
+    }
+
+    pub(super) fn tags(&mut self, t: &Table, src: Option<usize>) -> Option<TagsSpec> {
+        let tags = t.table(&mut self.ctx, "tags")?;
+        tags.check_keys(&mut self.ctx, TAGS_KEYS);
+        let ctx = &mut self.ctx;
+        let columns = tags.strings(ctx, "columns").unwrap_or_default();
+        for c in &columns {
+            if let Some(s) = src {
+                self.columns.push(ColumnRef {
+                    source: s,
+                    column: c.get_ref().clone(),
+                    span: c.span(),
+                });
+            }
+        }
+        let ctx = &mut self.ctx;
+        let separator = tags
+            .str(ctx, "separator")
+            .map_or_else(|| ",".to_string(), Spanned::into_inner);
+        if separator.is_empty() {
+            ctx.error(
+                tags.span.clone(),
+                "`separator` in the tags table must not be empty",
+            );
+        }
+        let fixed = tags
+            .strings(ctx, "fixed")
+            .unwrap_or_default()
+            .into_iter()
+            .map(Spanned::into_inner)
+            .collect();
+        let origin = tags.str(ctx, "origin").map(Spanned::into_inner);
+        Some(TagsSpec {
+            columns: columns.into_iter().map(Spanned::into_inner).collect(),
+            separator,
+            fixed,
+            origin,
+        })
+    }
+
+    pub(super) fn orders(
+        &mut self,
+        t: &Table,
+        src: Option<usize>,
+        pipeline: &str,
+        step: &str,
+    ) -> Option<OrdersSpec> {
+        let o = t.table(&mut self.ctx, "orders")?;
+        let mut known: Vec<&str> = OrderField::ALL.iter().map(|f| f.as_str()).collect();
+        known.extend(["source", "email", "rejects"]);
+        o.check_keys(&mut self.ctx, &known);
+        let (source, own) = match o.get("source") {
+            Some(_) => {
+                let s = self.source(&o, "source");
+                let i = s.as_ref().map(|(_, i)| *i);
+                (s.map(|(spec, _)| spec), i)
+            }
+            None => (None, src),
+        };
+        let email = match (o.get("email"), o.get("source").is_some()) {
+            (Some(v), true) => self.mapping(v, "email", &o.name, own, MAPPING_KEYS),
+            (None, true) => {
+                o.missing(
+                    &mut self.ctx,
+                    "email",
+                    ": the column of the orders source that holds the receiver's address",
+                );
+                None
+            }
+            (Some(v), false) => {
+                self.ctx.error(v.span(), "`email` in the orders table is only for a second `source`; orders on the receiver rows use the receiver's email");
+                None
+            }
+            (None, false) => None,
+        };
+        let mut fields = Vec::new();
+        for field in OrderField::ALL {
+            if let Some(v) = o.get(field.as_str())
+                && let Some(m) = self.mapping(v, field.as_str(), &o.name, own, MAPPING_KEYS)
+            {
+                fields.push((field, m));
+            }
+        }
+        if o.get("order_id").is_none() {
+            o.missing(
+                &mut self.ctx,
+                "order_id",
+                ": the column holding the order number",
+            );
+        }
+        let rejects = match o.str(&mut self.ctx, "rejects") {
+            Some(p) => self.path(p.get_ref()),
+            None => PathBuf::from(STATE_DIR)
+                .join("rejects")
+                .join(pipeline)
+                .join(format!("{step}-orders.rejects.csv")),
+        };
+        Some(OrdersSpec {
+            source,
+            email,
+            fields,
+            rejects,
+        })
+    }
+
+    /// A value mapping: `"Column"`, or a table with `column` or `value` and the cleaning keys.
+    pub(super) fn mapping(
+        &mut self,
+        v: &Value,
+        key: &str,
+        parent: &str,
+        src: Option<usize>,
+        known: &[&str],
+    ) -> Option<Mapping> {
+        let mut m = Mapping {
+            trim: true,
+            decimal: '.',
+            ..Default::default()
+        };
+        match v.get_ref() {
+            DeValue::String(col) => {
+                m.from = ValueFrom::Column(col.to_string());
+                if let Some(s) = src {
+                    self.columns.push(ColumnRef {
+                        source: s,
+                        column: col.to_string(),
+                        span: v.span(),
+                    });
+                }
+                return Some(m);
+            }
+            DeValue::Table(_) => {}
+            other => {
+                self.ctx.error(v.span(), format!("`{key}` in {parent} must be a column name or a table with `column` or `value`, not {}", type_name(other)));
+                return None;
+            }
+        }
+        let t = Table::new(v, format!("`{key}` of {parent}"))?;
+        t.check_keys(&mut self.ctx, known);
+        let ctx = &mut self.ctx;
+        match (t.str(ctx, "column"), t.str(ctx, "value")) {
+            (Some(c), None) => {
+                if let Some(s) = src {
+                    self.columns.push(ColumnRef {
+                        source: s,
+                        column: c.get_ref().clone(),
+                        span: c.span(),
+                    });
+                }
+                m.from = ValueFrom::Column(c.into_inner());
+            }
+            (None, Some(value)) => m.from = ValueFrom::Constant(value.into_inner()),
+            (Some(_), Some(value)) => ctx.error(
+                value.span(),
+                format!("{} has both `column` and `value`; give one", t.name),
+            ),
+            (None, None) => {
+                t.missing(
+                    ctx,
+                    "column",
+                    " (the source column) or `value` (a constant)",
+                );
+                return None;
+            }
+        }
+        let ctx = &mut self.ctx;
+        m.trim = t.bool(ctx, "trim").unwrap_or(true);
+        if let Some(c) = t.str(ctx, "case") {
+            m.case = match c.get_ref().as_str() {
+                "keep" => Case::Keep,
+                "lower" => Case::Lower,
+                "upper" => Case::Upper,
+                "title" => Case::Title,
+                other => {
+                    ctx.error(
+                        c.span(),
+                        format!("unknown case \"{other}\"; valid values: {}", choices(CASES)),
+                    );
+                    Case::Keep
+                }
+            };
+        }
+        if let Some(map) = t.table(ctx, "map") {
+            for (from, to) in map.map.iter() {
+                match to.get_ref().as_str() {
+                    Some(to) => m.map.push((from.get_ref().to_string(), to.to_string())),
+                    None => ctx.error(
+                        to.span(),
+                        format!(
+                            "values in `map` must be strings (\"{}\" = \"...\")",
+                            from.get_ref()
+                        ),
+                    ),
+                }
+            }
+        }
+        m.default = t.str(ctx, "default").map(Spanned::into_inner);
+        m.format = t.str(ctx, "format").map(Spanned::into_inner);
+        if let Some(d) = t.str(ctx, "decimal") {
+            match d.get_ref().as_str() {
+                "." => m.decimal = '.',
+                "," => m.decimal = ',',
+                other => ctx.error(
+                    d.span(),
+                    format!("`decimal` must be \".\" or \",\", not \"{other}\""),
+                ),
+            }
+        }
+        if let Some(cond) = t.table(ctx, "only_if") {
+            cond.check_keys(ctx, CONDITION_KEYS);
+            let column = cond.str(ctx, "column");
+            let equals = cond.strings(ctx, "equals");
+            match (column, equals) {
+                (Some(c), Some(eq)) => {
+                    if let Some(s) = src {
+                        self.columns.push(ColumnRef {
+                            source: s,
+                            column: c.get_ref().clone(),
+                            span: c.span(),
+                        });
+                    }
+                    m.only_if = Some(Condition {
+                        column: c.into_inner(),
+                        equals: eq.into_iter().map(Spanned::into_inner).collect(),
+                    });
+                }
+                _ => cond.missing(&mut self.ctx, "column` and `equals", ""),
+            }
+        }
+        Some(m)
+    }
+
+    /// Every named column must exist in its source's header row.
+    pub(super) fn check_columns(&mut self) {
+        let mut headers: Vec<Option<Vec<String>>> = Vec::new();
+        for (spec, span) in self.sources.clone() {
+            match source::read_columns(&spec, &self.base_dir) {
+                Ok(cols) => headers.push(Some(cols)),
+                Err(e) => {
+                    self.ctx.error(span, e.to_string());
+                    headers.push(None);
+                }
+            }
+        }
+        for r in std::mem::take(&mut self.columns) {
+            let Some(Some(cols)) = headers.get(r.source) else {
+                continue;
+            };
+            if !cols.iter().any(|c| c == &r.column) {
+                let near = cols
+                    .iter()
+                    .find(|c| c.eq_ignore_ascii_case(&r.column) || c.trim() == r.column.trim());
+                let hint = near
+                    .map(|c| format!(" (did you mean \"{c}\"?)"))
+                    .unwrap_or_default();
+                let list: Vec<&str> = cols.iter().map(String::as_str).collect();
+                self.ctx.error(
+                    r.span,
+                    format!(
+                        "the source has no column \"{}\"{hint}; its columns: {}",
+                        r.column,
+                        choices(&list)
+                    ),
+                );
+            }
+        }
+    }
+}

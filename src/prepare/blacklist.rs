@@ -1,0 +1,79 @@
+//! Blacklist steps: addresses (or `*@domain` entries) and comments,
+//! validated and deduplicated.
+
+use super::columns::{Errors, map_column, reject_rows};
+use super::{PrepareError, PrepareStats, PreparedBlacklist, Rejects, value};
+use crate::pipeline::{BlacklistStep, ValueKind};
+use crate::source::{self, FILE_COL, ROW_COL};
+use std::collections::HashSet;
+use std::path::Path;
+
+/// Maps and validates one blacklist step's source.
+pub fn prepare_blacklist(
+    step: &BlacklistStep,
+    base_dir: &Path,
+) -> Result<PreparedBlacklist, PrepareError> {
+    let table = source::read(&step.source, base_dir)?;
+    let height = table.frame.height();
+    let mut stats = PrepareStats {
+        rows_read: (height + table.ragged.len()) as u64,
+        ..Default::default()
+    };
+    let mut errors = Errors::default();
+    let emails = map_column(
+        &table,
+        &step.email,
+        ValueKind::Text,
+        "email",
+        true,
+        &mut errors,
+    )?;
+    let comments = match &step.comment {
+        Some(m) => Some(map_column(
+            &table,
+            m,
+            ValueKind::Text,
+            "comment",
+            false,
+            &mut errors,
+        )?),
+        None => None,
+    };
+    let rows = table.frame.column(ROW_COL)?.u32()?;
+    let files = table.frame.column(FILE_COL)?.u32()?;
+    let mut seen = HashSet::new();
+    let mut entries = Vec::new();
+    let mut kept_rows = Vec::new();
+    for (i, email) in emails.iter().enumerate() {
+        let Some(email) = email else { continue };
+        let normalised = match email.trim().strip_prefix("*@") {
+            Some(domain) => value::normalize_email(&format!("x@{domain}"))
+                .map(|_| format!("*@{}", domain.to_lowercase())),
+            None => value::normalize_email(email),
+        };
+        match normalised {
+            Err(reason) => errors.add(i, "email", reason),
+            Ok(e) if !seen.insert(e.clone()) => stats.duplicates += 1,
+            Ok(e) => {
+                entries.push((
+                    e,
+                    comments
+                        .as_ref()
+                        .and_then(|c| c.get(i))
+                        .unwrap_or("")
+                        .to_string(),
+                ));
+                kept_rows.push((files.get(i).unwrap_or(0), rows.get(i).unwrap_or(0) as u64));
+            }
+        }
+    }
+    let mut rejects = Rejects::new(&table);
+    rejects.rows = reject_rows(&table, &errors, &mut stats)?;
+    Ok(PreparedBlacklist {
+        table,
+        entries,
+        rows: kept_rows,
+        rejects,
+        stats,
+    })
+}

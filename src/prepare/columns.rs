@@ -1,0 +1,191 @@
+//! Column-wise mapping of a source table: each mapping's values cleaned and
+//! converted into one text column, errors collected by row, and the rows
+//! with errors turned into reject lines carrying their raw values.
+
+use super::value;
+use super::{PrepareError, PrepareStats};
+use crate::pipeline::{AttributeMapping, Mapping, ValueFrom, ValueKind};
+use crate::source::{FILE_COL, ROW_COL, RejectRow, Table};
+use polars::prelude::*;
+use std::collections::BTreeMap;
+
+/// The errors found in a table, by row index.
+#[derive(Default)]
+pub(super) struct Errors(pub(super) BTreeMap<usize, Vec<(String, String)>>);
+
+impl Errors {
+    pub(super) fn add(&mut self, row: usize, field: &str, reason: String) {
+        self.0
+            .entry(row)
+            .or_default()
+            .push((field.to_string(), reason));
+    }
+}
+
+/// Reads a mapping's values: the column, or the constant on every row.
+fn raw_values<'a>(
+    table: &'a Table,
+    m: &'a Mapping,
+) -> Result<Box<dyn Iterator<Item = Option<&'a str>> + 'a>, PrepareError> {
+    let n = table.frame.height();
+    Ok(match &m.from {
+        ValueFrom::Column(c) => Box::new(table.frame.column(c)?.str()?.iter()),
+        ValueFrom::Constant(v) => Box::new(std::iter::repeat_n(Some(v.as_str()), n)),
+    })
+}
+
+/// Maps one value column: cleaned, converted, errors recorded by row.
+pub(super) fn map_column(
+    table: &Table,
+    m: &Mapping,
+    kind: ValueKind,
+    field: &str,
+    required: bool,
+    errors: &mut Errors,
+) -> Result<StringChunked, PrepareError> {
+    let condition: Option<(&StringChunked, &Vec<String>)> = match &m.only_if {
+        Some(c) => Some((table.frame.column(&c.column)?.str()?, &c.equals)),
+        None => None,
+    };
+    let mut out: Vec<Option<String>> = Vec::with_capacity(table.frame.height());
+    for (i, raw) in raw_values(table, m)?.enumerate() {
+        let applies = condition
+            .is_none_or(|(ca, eq)| ca.get(i).is_some_and(|v| eq.iter().any(|e| e == v.trim())));
+        let cleaned = if applies { value::clean(m, raw) } else { None };
+        out.push(match cleaned {
+            None => {
+                if required {
+                    errors.add(i, field, format!("missing {field}"));
+                }
+                None
+            }
+            Some(v) => match value::convert(kind, m, &v) {
+                Ok(v) => Some(v),
+                Err(reason) => {
+                    errors.add(i, field, reason);
+                    None
+                }
+            },
+        });
+    }
+    let mut ca: StringChunked = out.into_iter().collect();
+    ca.rename(field.into());
+    Ok(ca)
+}
+
+pub(super) fn attribute_columns(
+    table: &Table,
+    attrs: &[AttributeMapping],
+    name: fn(&str) -> String,
+    errors: &mut Errors,
+) -> Result<Vec<Column>, PrepareError> {
+    attrs
+        .iter()
+        .map(|a| {
+            let kind = ValueKind::of_attribute(a.kind);
+            let mut ca = map_column(table, &a.mapping, kind, &a.name, false, errors)?;
+            ca.rename(name(&a.name).into());
+            Ok(ca.into_column())
+        })
+        .collect()
+}
+
+/// The reject rows for `errors`, with the raw values of each row.
+pub(super) fn reject_rows(
+    table: &Table,
+    errors: &Errors,
+    stats: &mut PrepareStats,
+) -> Result<Vec<RejectRow>, PrepareError> {
+    let cols: Vec<&StringChunked> = table
+        .columns
+        .iter()
+        .map(|c| table.frame.column(c).and_then(|c| c.str()))
+        .collect::<Result<_, _>>()?;
+    let rows = table.frame.column(ROW_COL)?.u32()?;
+    let files = table.frame.column(FILE_COL)?.u32()?;
+    let mut out = Vec::with_capacity(errors.0.len() + table.ragged.len());
+    for r in &table.ragged {
+        *stats
+            .rejected
+            .entry("wrong number of fields".into())
+            .or_default() += 1;
+        out.push(RejectRow {
+            file: table.files.get(r.file).map(|f| f.display().to_string()),
+            values: r.values.iter().map(|v| Some(v.clone())).collect(),
+            row_number: r.row_number,
+            field: String::new(),
+            reason: r.reason.clone(),
+        });
+    }
+    for (&i, errs) in &errors.0 {
+        let (first_field, first_reason) = &errs[0];
+        let category = if first_reason.starts_with("missing") {
+            first_reason.clone()
+        } else {
+            format!("invalid {first_field}")
+        };
+        *stats.rejected.entry(category).or_default() += 1;
+        out.push(RejectRow {
+            file: files
+                .get(i)
+                .and_then(|f| table.files.get(f as usize))
+                .map(|f| f.display().to_string()),
+            values: cols.iter().map(|c| c.get(i).map(str::to_string)).collect(),
+            row_number: rows.get(i).unwrap_or(0) as u64,
+            field: errs
+                .iter()
+                .map(|(f, _)| f.as_str())
+                .collect::<Vec<_>>()
+                .join("; "),
+            reason: errs
+                .iter()
+                .map(|(_, r)| r.as_str())
+                .collect::<Vec<_>>()
+                .join("; "),
+        });
+    }
+    out.sort_by_key(|r| (r.file.clone(), r.row_number));
+    Ok(out)
+}
+
+/// The reject line for row `row` of file `file` of `table`, with its raw
+/// values (for rows that fail later, when the target refuses them).
+pub fn reject_for(table: &Table, file: u32, row: u64, field: &str, reason: String) -> RejectRow {
+    let index = (|| {
+        let rows = table.frame.column(ROW_COL).ok()?.u32().ok()?;
+        let files = table.frame.column(FILE_COL).ok()?.u32().ok()?;
+        (0..rows.len()).find(|&i| rows.get(i) == Some(row as u32) && files.get(i) == Some(file))
+    })();
+    let values = match index {
+        Some(i) => table
+            .columns
+            .iter()
+            .map(|c| {
+                table
+                    .frame
+                    .column(c)
+                    .ok()
+                    .and_then(|c| c.str().ok()?.get(i).map(str::to_string))
+            })
+            .collect(),
+        None => vec![None; table.columns.len()],
+    };
+    RejectRow {
+        file: (table.files.len() > 1)
+            .then(|| {
+                table
+                    .files
+                    .get(file as usize)
+                    .map(|f| f.display().to_string())
+            })
+            .flatten(),
+        values,
+        row_number: row,
+        field: field.to_string(),
+        reason,
+    }
+}
+
+pub(super) fn keep_mask(height: usize, errors: &Errors) -> BooleanChunked {
+    (0..height).map(|i| !errors.0.contains_key(&i)).collect()
+}
