@@ -39,7 +39,12 @@ fn main() -> ExitCode {
                 .await
                 .map(|_| exit::OK)
                 .map_err(|e| (exit::TARGET, e)),
+            Command::Auth(cmd) => cli::auth::run(cmd).await.map(|_| exit::OK),
             Command::Accounts(cmd) => cli::accounts::run(cmd)
+                .await
+                .map(|_| exit::OK)
+                .map_err(|e| (exit::USAGE, e)),
+            Command::Outbox(args) => cli::outbox::run(args)
                 .await
                 .map(|_| exit::OK)
                 .map_err(|e| (exit::USAGE, e)),

@@ -30,6 +30,8 @@ pub struct StepReport {
     pub import: Option<ImportOutcome>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub blacklist: Option<BlacklistOutcome>,
+    /// Written only when rows were rejected.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub rejects_file: Option<PathBuf>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub order_rejects_file: Option<PathBuf>,
@@ -82,11 +84,16 @@ impl StepReport {
             },
             self.timings_ms.prepare,
         )];
-        if p.orders_read + p.orders_rejected > 0 {
+        if p.orders_read > 0 {
             lines.push(format!(
-                "{}: orders: {} read, {} rejected",
-                self.name, p.orders_read, p.orders_rejected
+                "{}: orders: {} read, {} accepted, {} rejected",
+                self.name, p.orders_read, p.orders_accepted, p.orders_rejected
             ));
+        }
+        if let Some(i) = &self.import
+            && i.group_created
+        {
+            lines.push(format!("{}: load: group created", self.name));
         }
         if let Some(i) = &self.import {
             lines.push(format!(
@@ -102,14 +109,14 @@ impl StepReport {
                 self.name, b.added, b.updated, b.unchanged, b.failed, b.requests, b.largest_batch, b.retries, self.timings_ms.load
             ));
         }
-        if let (Some(path), true) = (&self.rejects_file, self.problems() > 0) {
+        if let Some(path) = &self.rejects_file {
             lines.push(format!(
                 "{}: rejects written to {}",
                 self.name,
                 path.display()
             ));
         }
-        if let (Some(path), true) = (&self.order_rejects_file, p.orders_rejected > 0) {
+        if let Some(path) = &self.order_rejects_file {
             lines.push(format!(
                 "{}: order rejects written to {}",
                 self.name,

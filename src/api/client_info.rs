@@ -40,3 +40,61 @@ pub struct Plan {
     #[serde(deserialize_with = "l::string_or_empty", default)]
     pub currency: String,
 }
+
+/// `GET /v3/clients`: a single client comes as an object, several (or none,
+/// on a page past the end) as an array (spec §4.2). Reads either.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(untagged)]
+pub enum ClientList {
+    Many(Vec<ClientInfo>),
+    One(ClientInfo),
+}
+
+impl ClientList {
+    pub fn into_vec(self) -> Vec<ClientInfo> {
+        match self {
+            ClientList::Many(v) => v,
+            ClientList::One(c) => vec![c],
+        }
+    }
+}
+
+/// One entry of `GET /v3/clients/{id}/limits`. `value` is the limit, `used`
+/// how much of it the account uses; `null` where there is no limit, or where
+/// usage is not counted (a per-request limit).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct ClientLimit {
+    #[serde(deserialize_with = "l::string_or_empty", default)]
+    pub name: String,
+    #[serde(deserialize_with = "l::opt_i64", default)]
+    pub value: Option<i64>,
+    #[serde(deserialize_with = "l::opt_i64", default)]
+    pub used: Option<i64>,
+}
+
+/// `GET /v3/clients/{id}/invoiceaddress`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct InvoiceAddress {
+    #[serde(deserialize_with = "l::string_or_empty", default)]
+    pub company: String,
+    #[serde(deserialize_with = "l::string_or_empty", default)]
+    pub street: String,
+    #[serde(deserialize_with = "l::string_or_empty", default)]
+    pub zip: String,
+    #[serde(deserialize_with = "l::string_or_empty", default)]
+    pub city: String,
+    #[serde(deserialize_with = "l::string_or_empty", default)]
+    pub country: String,
+}
+
+/// One entry of `GET /v3/clients/{id}/users`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct ClientUser {
+    pub id: Id,
+    #[serde(deserialize_with = "l::string_or_empty", default)]
+    pub email: String,
+    #[serde(deserialize_with = "l::string_or_empty", default)]
+    pub name: String,
+    #[serde(deserialize_with = "l::string_or_empty", default)]
+    pub role: String,
+}

@@ -7,6 +7,7 @@
 //! same structs decode XML and form bodies, where every value is text.
 
 pub mod attribute;
+pub mod batch;
 pub mod blacklist;
 pub mod client_info;
 pub mod debug;
@@ -24,6 +25,7 @@ pub mod tag;
 pub use attribute::{
     Attribute, AttributeInput, AttributeType, AttributeValue, AttributeValueInput,
 };
+pub use batch::{BatchReceiver, BatchStatus};
 pub use blacklist::{BlacklistBatch, BlacklistEntry, BlacklistValidate, BlocklistInput};
 pub use error::ErrorBody;
 pub use group::{Group, GroupInput, GroupStats};

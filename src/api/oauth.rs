@@ -74,4 +74,10 @@ pub struct Credentials {
     pub access_token: String,
     pub refresh_token: String,
     pub expires_in: i64,
+    /// The login of the account's first user, for the authorization page:
+    /// written only by a server's first start, kept when the file is saved back.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user_email: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user_password: Option<String>,
 }

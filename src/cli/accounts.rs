@@ -1,7 +1,7 @@
 //! `listpipe accounts`: tenants of the built-in server, worked on the
 //! database directly (the server may be running: SQLite's WAL allows it).
 
-use crate::server::store::{self, Store, accounts};
+use crate::server::store::{self, Store, accounts, redirect_uris, users};
 use crate::server::{DEFAULT_ACCOUNT, DEFAULT_TOKEN_TTL_SECS, credentials_of, write_credentials};
 use clap::{Args, Subcommand};
 use std::path::PathBuf;
@@ -14,6 +14,55 @@ pub enum AccountsCommand {
     Credentials(CredentialsArgs),
     /// Mint an OAuth authorization code (valid 30 s) for the authorization_code grant.
     Code(CodeArgs),
+    /// Add a user who can log in on the authorization page, or reset a user's password.
+    User(UserArgs),
+    /// Show the account's OAuth application; register redirect URIs, name it.
+    App(AppArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct UserArgs {
+    #[arg(long, default_value = ".listpipe/server.db")]
+    pub db: PathBuf,
+    /// The account.
+    #[arg(long, default_value = DEFAULT_ACCOUNT)]
+    pub name: String,
+    /// The user's login; an existing user of the account gets the new password.
+    #[arg(long)]
+    pub email: String,
+    /// The environment variable that holds the password (at least 8 characters).
+    #[arg(long, value_name = "VAR")]
+    pub password_env: String,
+    /// The user's full name.
+    #[arg(long)]
+    pub display_name: Option<String>,
+}
+
+#[derive(Args, Debug)]
+pub struct AppArgs {
+    #[arg(long, default_value = ".listpipe/server.db")]
+    pub db: PathBuf,
+    /// The account.
+    #[arg(long, default_value = DEFAULT_ACCOUNT)]
+    pub name: String,
+    /// Register a redirect URI (repeat for several). A loopback one
+    /// (http://127.0.0.1/…, http://[::1]/…, http://localhost/…) allows any port.
+    #[arg(long, value_name = "URI")]
+    pub redirect_uri: Vec<String>,
+    /// The name the authorization page shows for the application.
+    #[arg(long)]
+    pub app_name: Option<String>,
+}
+
+/// A password handed over in an environment variable (never on the command line,
+/// where other users of the machine could read it).
+fn password_from_env(var: &str) -> anyhow::Result<String> {
+    match std::env::var(var) {
+        Ok(p) if !p.is_empty() => Ok(p),
+        _ => anyhow::bail!(
+            "the environment variable {var} is not set; it must hold the user's password"
+        ),
+    }
 }
 
 #[derive(Args, Debug)]
@@ -22,6 +71,12 @@ pub struct CreateArgs {
     pub db: PathBuf,
     #[arg(long)]
     pub name: String,
+    /// Also add a user who can log in on the authorization page.
+    #[arg(long, value_name = "EMAIL", requires = "password_env")]
+    pub user: Option<String>,
+    /// The environment variable that holds that user's password.
+    #[arg(long, value_name = "VAR", requires = "user")]
+    pub password_env: Option<String>,
 }
 
 #[derive(Args, Debug)]
@@ -53,18 +108,78 @@ fn base_url(conn: &rusqlite::Connection) -> anyhow::Result<String> {
 pub async fn run(cmd: AccountsCommand) -> anyhow::Result<()> {
     match cmd {
         AccountsCommand::Create(a) => {
+            let user = match (&a.user, &a.password_env) {
+                (Some(email), Some(var)) => Some((
+                    email.clone(),
+                    users::hash_password(&password_from_env(var)?)?,
+                )),
+                _ => None,
+            };
             let store = Store::open(&a.db)?;
             let creds = store
                 .write(move |c| {
                     let (app, secret) = accounts::create_account(c, &a.name)?;
+                    accounts::set_app_name(c, &app, "listpipe")?;
+                    redirect_uris::register(c, app.id, redirect_uris::LOGIN_CALLBACK)?;
+                    let user = match user {
+                        Some((email, hash)) => {
+                            Some(users::upsert(c, app.account, &email, None, &hash)?.0)
+                        }
+                        None => None,
+                    };
                     let tokens =
                         accounts::issue_pair(c, app.account, app.id, DEFAULT_TOKEN_TTL_SECS)?;
                     let url =
                         base_url(c).map_err(|e| store::StoreError::Internal(e.to_string()))?;
-                    Ok(credentials_of(&url, &app.client_id, &secret, tokens))
+                    let mut creds = credentials_of(&url, &app.client_id, &secret, tokens);
+                    creds.user_email = user.map(|u| u.email);
+                    Ok(creds)
                 })
                 .await?;
             println!("{}", serde_json::to_string_pretty(&creds)?);
+        }
+        AccountsCommand::User(a) => {
+            let hash = users::hash_password(&password_from_env(&a.password_env)?)?;
+            let store = Store::open(&a.db)?;
+            let (name, email, display) = (a.name.clone(), a.email.clone(), a.display_name.clone());
+            let (user, created) = store
+                .write(move |c| {
+                    let app = accounts::app_of(c, &name)?;
+                    users::upsert(c, app.account, &email, display.as_deref(), &hash)
+                })
+                .await?;
+            eprintln!(
+                "listpipe: {} user {} of account \"{}\"",
+                if created { "added" } else { "new password for" },
+                user.email,
+                a.name
+            );
+            let out = serde_json::json!({
+                "id": user.id, "email": user.email, "name": user.name, "role": user.role,
+            });
+            println!("{}", serde_json::to_string_pretty(&out)?);
+        }
+        AccountsCommand::App(a) => {
+            let store = Store::open(&a.db)?;
+            let (name, uris, app_name) = (a.name.clone(), a.redirect_uri.clone(), a.app_name);
+            let out = store
+                .write(move |c| {
+                    let app = accounts::app_of(c, &name)?;
+                    for uri in &uris {
+                        redirect_uris::register(c, app.id, uri)?;
+                    }
+                    if let Some(n) = &app_name {
+                        accounts::set_app_name(c, &app, n)?;
+                    }
+                    let listing = accounts::app_by_client_id(c, &app.client_id)?;
+                    Ok(serde_json::json!({
+                        "client_id": app.client_id,
+                        "name": listing.map(|l| l.name).unwrap_or_default(),
+                        "redirect_uris": redirect_uris::of_app(c, app.id)?,
+                    }))
+                })
+                .await?;
+            println!("{}", serde_json::to_string_pretty(&out)?);
         }
         AccountsCommand::Credentials(a) => {
             let store = Store::open(&a.db)?;

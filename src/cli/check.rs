@@ -53,11 +53,11 @@ pub fn run(args: CheckArgs) -> u8 {
                 let rows = p.frame.height();
                 let orders: usize = p.orders.values().map(Vec::len).sum();
                 println!("  {rows} receivers to send, {orders} orders");
-                let rejects = write_rejects(&s.rejects, &p.rejects);
+                let mut written = vec![write_rejects(&s.rejects, &p.rejects)];
                 if let (Some(o), Some(spec)) = (&p.order_rejects, &s.orders) {
-                    let _ = write_rejects(&spec.rejects, o);
+                    written.push(write_rejects(&spec.rejects, o));
                 }
-                (p.stats, rejects)
+                (p.stats, written)
             }),
             Step::Blacklist(s) => prepare::prepare_blacklist(s, &pipeline.base_dir).map(|p| {
                 println!(
@@ -79,11 +79,11 @@ pub fn run(args: CheckArgs) -> u8 {
                     );
                 }
                 println!("  {} entries to send", p.entries.len());
-                (p.stats, write_rejects(&s.rejects, &p.rejects))
+                (p.stats, vec![write_rejects(&s.rejects, &p.rejects)])
             }),
         };
         match outcome {
-            Ok((stats, rejects)) => {
+            Ok((stats, written)) => {
                 println!(
                     "  {} rows read, {} rejected, {} duplicates, {} tags normalised",
                     stats.rows_read,
@@ -94,10 +94,23 @@ pub fn run(args: CheckArgs) -> u8 {
                 for (reason, n) in &stats.rejected {
                     println!("    {reason}: {n}");
                 }
-                if stats.rejected_total() + stats.orders_rejected > 0 {
-                    code = exit::PARTIAL;
-                    if let Ok(path) = rejects {
-                        println!("  rejects written to {}", path.display());
+                if stats.orders_read > 0 {
+                    println!(
+                        "  orders: {} read, {} accepted, {} rejected",
+                        stats.orders_read, stats.orders_accepted, stats.orders_rejected
+                    );
+                }
+                for file in written {
+                    match file {
+                        Ok(Some(path)) => {
+                            code = exit::PARTIAL;
+                            println!("  rejects written to {}", path.display());
+                        }
+                        Ok(None) => {}
+                        Err(e) => {
+                            code = exit::PARTIAL;
+                            eprintln!("listpipe: {}: {e}", step.name());
+                        }
                     }
                 }
             }

@@ -2,7 +2,9 @@
 //! logging and maps the outcome to an exit code.
 
 pub mod accounts;
+pub mod auth;
 pub mod check;
+pub mod outbox;
 pub mod run;
 pub mod serve;
 
@@ -30,6 +32,11 @@ pub enum Command {
     /// Manage the built-in server's accounts (tenants) and their credentials.
     #[command(subcommand)]
     Accounts(accounts::AccountsCommand),
+    /// Log in to a v3 API through the browser (OAuth authorization code) and check credentials files.
+    #[command(subcommand)]
+    Auth(auth::AuthCommand),
+    /// Print the double-opt-in mails the built-in server wrote (JSON lines, newest first).
+    Outbox(outbox::OutboxArgs),
 }
 
 /// Exit codes, the same for every command.

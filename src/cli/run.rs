@@ -143,9 +143,9 @@ async fn run_step(
                 }));
                 plan.extend(invalid_rows(&prepared.rejects));
             }
-            report.rejects_file = Some(write_rejects(&s.rejects, &prepared.rejects)?);
+            report.rejects_file = write_rejects(&s.rejects, &prepared.rejects)?;
             if let (Some(orders), Some(spec)) = (&prepared.order_rejects, &s.orders) {
-                report.order_rejects_file = Some(write_rejects(&spec.rejects, orders)?);
+                report.order_rejects_file = write_rejects(&spec.rejects, orders)?;
             }
         }
         Step::Blacklist(s) => {
@@ -160,7 +160,7 @@ async fn run_step(
             if opts.dry_run {
                 plan.extend(invalid_rows(&prepared.rejects));
             }
-            report.rejects_file = Some(write_rejects(&s.rejects, &prepared.rejects)?);
+            report.rejects_file = write_rejects(&s.rejects, &prepared.rejects)?;
         }
     }
     if opts.dry_run {
@@ -187,17 +187,18 @@ fn invalid_rows(rejects: &Rejects) -> impl Iterator<Item = PlanRow> + '_ {
     })
 }
 
-/// Writes the rejects file, or removes a stale one when nothing was rejected.
-pub fn write_rejects(path: &Path, rejects: &Rejects) -> Result<PathBuf, LoadError> {
+/// Writes the rejects file and returns its path, or removes a stale one
+/// when nothing was rejected.
+pub fn write_rejects(path: &Path, rejects: &Rejects) -> Result<Option<PathBuf>, LoadError> {
     if rejects.rows.is_empty() {
         let _ = std::fs::remove_file(path);
-    } else {
-        rejects.write(path).map_err(|e| LoadError::Output {
-            path: path.to_path_buf(),
-            message: e.to_string(),
-        })?;
+        return Ok(None);
     }
-    Ok(path.to_path_buf())
+    rejects.write(path).map_err(|e| LoadError::Output {
+        path: path.to_path_buf(),
+        message: e.to_string(),
+    })?;
+    Ok(Some(path.to_path_buf()))
 }
 
 fn write_file(path: &Path, bytes: &[u8]) -> Result<(), String> {

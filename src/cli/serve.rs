@@ -1,7 +1,9 @@
 //! `listpipe serve`: the built-in target server in the foreground.
 
+use crate::server::faults::FaultSpec;
 use crate::server::{self, DEFAULT_TOKEN_TTL_SECS, ServeOptions};
 use clap::Args;
+use std::num::NonZeroU32;
 use std::path::PathBuf;
 
 #[derive(Args, Debug)]
@@ -18,22 +20,63 @@ pub struct ServeArgs {
     /// Lifetime of access tokens in seconds.
     #[arg(long, default_value_t = DEFAULT_TOKEN_TTL_SECS)]
     pub token_ttl: i64,
+    /// Lifetime of authorization codes in seconds (the authorization page's codes).
+    #[arg(long, value_name = "SECS", default_value_t = crate::server::store::accounts::CODE_TTL_SECS)]
+    pub code_ttl: i64,
+    /// Mailing events to record on start: JSON lines
+    /// {"email", "mailing_id", "type": send|open|click|bounce, "stamp"} (for the svcevent_mail_* filter fields).
+    #[arg(long, value_name = "FILE")]
+    pub events: Option<PathBuf>,
+    /// Requests per second allowed per token on /v3; over it answers 429 with
+    /// Retry-After. No limit unless given.
+    #[arg(long, value_name = "N")]
+    pub rate_limit: Option<NonZeroU32>,
+    /// FOR TESTING CLIENTS ONLY: fail a share of /v3 requests on purpose, e.g.
+    /// 500=0.05,429=0.05,reset=0.01,reset_after=0.01,delay=200ms@0.05
+    /// (see the README, "Fault injection"). Off unless given.
+    #[arg(long, value_name = "SPEC")]
+    pub faults: Option<FaultSpec>,
+    /// The seed of --faults: the same seed gives the same faults to requests
+    /// sent one after another.
+    #[arg(long, value_name = "N", default_value_t = 0, requires = "faults")]
+    pub fault_seed: u64,
 }
 
 pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let credentials = args.credentials.clone();
-    let running = server::start(ServeOptions {
-        db: args.db.clone(),
-        listen: args.listen,
-        credentials: args.credentials,
-        token_ttl: args.token_ttl.max(1),
-    })
-    .await?;
+    let mut opts = ServeOptions::new(args.db.clone(), args.listen);
+    opts.credentials = args.credentials;
+    opts.token_ttl = args.token_ttl.max(1);
+    opts.code_ttl = args.code_ttl.max(1);
+    opts.rate_limit = args.rate_limit;
+    opts.events = args.events;
+    opts.faults = args.faults.clone();
+    opts.fault_seed = args.fault_seed;
+    let running = server::start(opts).await?;
     eprintln!(
         "listpipe: serving the v3 API at {} (database {})",
         running.base_url,
         args.db.display()
     );
+    if let Some(n) = args.rate_limit {
+        eprintln!("listpipe: rate limit: {n} requests per second per token");
+    }
+    if let Some(spec) = &args.faults {
+        eprintln!(
+            "listpipe: WARNING: FAULT INJECTION IS ON ({spec}, seed {}): this server fails requests ON PURPOSE; never use it as a real target",
+            args.fault_seed
+        );
+    }
+    if let Some(c) = &running.credentials
+        && let (Some(email), Some(password)) = (&c.user_email, &c.user_password)
+    {
+        eprintln!(
+            "listpipe: first start: user {email} of account \"default\" has the password {password} \
+             (for the login page {}/oauth/authorize.php; kept in the credentials as \"user_password\"; \
+             change it with `listpipe accounts user`)",
+            running.base_url
+        );
+    }
     match (&running.credentials, &credentials) {
         (Some(_), Some(path)) => {
             eprintln!(

@@ -5,8 +5,12 @@
 
 mod attributes;
 mod blacklist;
+mod clients;
 mod debug;
 mod error;
+mod extensions;
+mod filters;
+mod forms;
 mod groups;
 pub mod oauth;
 mod receivers;

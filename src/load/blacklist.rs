@@ -37,6 +37,7 @@ pub async fn run(
         Some(g) => Some(
             super::plan::group(conn, g, false, opts.dry_run)
                 .await?
+                .0
                 .ok_or_else(|| LoadError::Step(format!("the blocklist's {g} does not exist")))?,
         ),
     };

@@ -6,7 +6,7 @@
 use super::target::Connected;
 use super::{Action, LoadError, PlanRow, WriteOptions, plan, progress_bar, retry};
 use crate::api::{Order, Receiver, ReceiverInput};
-use crate::pipeline::ImportStep;
+use crate::pipeline::{ImportStep, ReceiverField, ValueFrom};
 use crate::prepare::{PreparedImport, PreparedRows};
 use futures::StreamExt;
 use std::collections::{HashMap, HashSet};
@@ -27,38 +27,68 @@ pub struct ImportOutcome {
     pub orders_sent: u64,
 }
 
-/// Reduces `input` to what differs from `have`; `None` when nothing does.
-fn changes(mut input: ReceiverInput, have: &Receiver) -> Option<ReceiverInput> {
-    let mut changed = false;
-    let mut differs = |same: bool| changed |= !same;
-    differs(input.registered.is_none_or(|v| v == have.registered));
-    differs(input.activated.is_none_or(|v| v == have.activated));
-    differs(input.deactivated.is_none_or(|v| v == have.deactivated));
-    differs(input.imported.is_none_or(|v| v == have.imported));
-    differs(input.bounced.is_none_or(|v| v == have.bounced));
-    differs(input.points.is_none_or(|v| v == have.points));
-    differs(input.source.as_ref().is_none_or(|v| *v == have.source));
-    differs(input.last_ip.as_ref().is_none_or(|v| *v == have.last_ip));
-    differs(
+/// Reduces `input` to what differs from `have`, with the names of what
+/// differs; `None` when nothing does.
+fn changes(
+    mut input: ReceiverInput,
+    have: &Receiver,
+) -> Option<(ReceiverInput, Vec<&'static str>)> {
+    let mut changed: Vec<&'static str> = Vec::new();
+    let mut check = |name: &'static str, same: bool| {
+        if !same {
+            changed.push(name);
+        }
+    };
+    check(
+        "registered",
+        input.registered.is_none_or(|v| v == have.registered),
+    );
+    check(
+        "activated",
+        input.activated.is_none_or(|v| v == have.activated),
+    );
+    check(
+        "deactivated",
+        input.deactivated.is_none_or(|v| v == have.deactivated),
+    );
+    check(
+        "imported",
+        input.imported.is_none_or(|v| v == have.imported),
+    );
+    check("bounced", input.bounced.is_none_or(|v| v == have.bounced));
+    check("points", input.points.is_none_or(|v| v == have.points));
+    check(
+        "source",
+        input.source.as_ref().is_none_or(|v| *v == have.source),
+    );
+    check(
+        "last_ip",
+        input.last_ip.as_ref().is_none_or(|v| *v == have.last_ip),
+    );
+    check(
+        "last_location",
         input
             .last_location
             .as_ref()
             .is_none_or(|v| *v == have.last_location),
     );
-    differs(
+    check(
+        "last_client",
         input
             .last_client
             .as_ref()
             .is_none_or(|v| *v == have.last_client),
     );
-    differs(
+    check(
+        "attributes",
         input
             .attributes
             .iter()
             .flatten()
             .all(|(k, v)| have.attributes.get(k) == Some(v)),
     );
-    differs(
+    check(
+        "global_attributes",
         input
             .global_attributes
             .iter()
@@ -66,7 +96,8 @@ fn changes(mut input: ReceiverInput, have: &Receiver) -> Option<ReceiverInput> {
             .all(|(k, v)| have.global_attributes.get(k) == Some(v)),
     );
     let have_tags: HashSet<&str> = have.tags.iter().flatten().map(String::as_str).collect();
-    differs(
+    check(
+        "tags",
         input
             .tags
             .iter()
@@ -80,10 +111,10 @@ fn changes(mut input: ReceiverInput, have: &Receiver) -> Option<ReceiverInput> {
             .into_iter()
             .filter(|o| !have_orders.iter().any(|h| same_order(h, o)))
             .collect();
-        differs(new.is_empty());
+        check("orders", new.is_empty());
         input.orders = (!new.is_empty()).then_some(new);
     }
-    changed.then_some(input)
+    (!changed.is_empty()).then_some((input, changed))
 }
 
 fn same_order(a: &Order, b: &Order) -> bool {
@@ -98,8 +129,12 @@ fn same_order(a: &Order, b: &Order) -> bool {
 }
 
 enum RowResult {
-    Done(Action),
-    Failed { index: usize, reason: String },
+    /// What was done, and for the plan what differs (or why not).
+    Done(Action, String),
+    Failed {
+        index: usize,
+        reason: String,
+    },
 }
 
 /// Runs one import step. Failed rows are added to `prepared.rejects`;
@@ -112,9 +147,8 @@ pub async fn run(
     plan_rows: &mut Vec<PlanRow>,
 ) -> Result<ImportOutcome, LoadError> {
     let mut out = ImportOutcome::default();
-    let group = plan::group(conn, &step.group, step.create_group, opts.dry_run).await?;
-    out.group_created =
-        matches!(&step.group, crate::pipeline::GroupRef::Name(_)) && group.is_none();
+    let (group, created) = plan::group(conn, &step.group, step.create_group, opts.dry_run).await?;
+    out.group_created = created;
     out.group_id = group.as_ref().map(|g| g.id.to_string());
     out.attributes_created = plan::attributes(
         conn,
@@ -142,6 +176,24 @@ pub async fn run(
         None => HashMap::new(),
     };
 
+    // Timestamps given as `value = "now"` mean "when first imported": they
+    // are sent on create only, so a later run does not move them.
+    let create_only: Vec<ReceiverField> = step
+        .fields
+        .iter()
+        .filter(|(_, m)| matches!(&m.from, ValueFrom::Constant(v) if v.eq_ignore_ascii_case("now")))
+        .map(|(f, _)| *f)
+        .collect();
+    // Consent is never invented: a step that maps none of the state
+    // timestamps creates receivers registered (awaiting activation), not active.
+    let consent_unknown = !step.fields.iter().any(|(f, _)| {
+        matches!(
+            f,
+            ReceiverField::Registered | ReceiverField::Activated | ReceiverField::Deactivated
+        )
+    });
+    let run_time = chrono::Utc::now().timestamp();
+    let (create_only, consent_unknown) = (&create_only, consent_unknown);
     let retried = AtomicU64::new(0);
     let orders_sent = AtomicU64::new(0);
     let bar = progress_bar(opts, n as u64, &step.name);
@@ -161,15 +213,28 @@ pub async fn run(
             async move {
                 let email = &emails[i];
                 let result = if blocked.contains(email) {
-                    RowResult::Done(Action::Blocked)
+                    RowResult::Done(
+                        Action::Blocked,
+                        "on the blacklist or the group's blocklist".into(),
+                    )
                 } else {
-                    let input = cols.input(i, orders.get(email));
-                    let (action, body) = match existing.get(email) {
-                        None => (Action::Create, Some(input)),
-                        Some(have) => match changes(input, have) {
-                            Some(diff) => (Action::Update, Some(diff)),
-                            None => (Action::Unchanged, None),
-                        },
+                    let mut input = cols.input(i, orders.get(email));
+                    let (action, body, detail) = match existing.get(email) {
+                        None => {
+                            if consent_unknown {
+                                input.registered = Some(run_time);
+                            }
+                            (Action::Create, Some(input), String::new())
+                        }
+                        Some(have) => {
+                            create_only.iter().for_each(|f| clear(&mut input, *f));
+                            match changes(input, have) {
+                                Some((diff, fields)) => {
+                                    (Action::Update, Some(diff), fields.join(" "))
+                                }
+                                None => (Action::Unchanged, None, String::new()),
+                            }
+                        }
                     };
                     match (body, gid, opts.dry_run) {
                         (Some(body), Some(g), false) => {
@@ -178,12 +243,12 @@ pub async fn run(
                             {
                                 Ok(a) => {
                                     orders_sent.fetch_add(sent, Ordering::Relaxed);
-                                    RowResult::Done(a)
+                                    RowResult::Done(a, detail)
                                 }
                                 Err(reason) => RowResult::Failed { index: i, reason },
                             }
                         }
-                        _ => RowResult::Done(action),
+                        _ => RowResult::Done(action, detail),
                     }
                 };
                 bar.inc(1);
@@ -197,14 +262,11 @@ pub async fn run(
 
     let mut failed_rows = Vec::new();
     for (i, r) in results {
-        let action = match r {
-            RowResult::Done(a) => a,
+        let (action, detail) = match r {
+            RowResult::Done(a, detail) => (a, detail),
             RowResult::Failed { index, reason } => {
                 failed_rows.push((index, reason.clone()));
-                if opts.dry_run {
-                    continue;
-                }
-                Action::Failed
+                (Action::Failed, reason)
             }
         };
         match action {
@@ -217,8 +279,8 @@ pub async fn run(
         }
         if opts.dry_run {
             let detail = match action {
-                Action::Create if gid.is_none() => "group will be created".to_string(),
-                _ => String::new(),
+                Action::Create if gid.is_none() => "the group will be created".to_string(),
+                _ => detail,
             };
             plan_rows.push(PlanRow {
                 row_number: cols.row_number(i),
@@ -241,6 +303,18 @@ pub async fn run(
     out.retries = retried.load(Ordering::Relaxed);
     out.orders_sent = orders_sent.load(Ordering::Relaxed);
     Ok(out)
+}
+
+/// Leaves field `f` out of a receiver body.
+fn clear(input: &mut ReceiverInput, f: ReceiverField) {
+    match f {
+        ReceiverField::Registered => input.registered = None,
+        ReceiverField::Activated => input.activated = None,
+        ReceiverField::Deactivated => input.deactivated = None,
+        ReceiverField::Imported => input.imported = None,
+        ReceiverField::Bounced => input.bounced = None,
+        _ => {}
+    }
 }
 
 /// Sends one receiver. A create that meets an existing address (another

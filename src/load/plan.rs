@@ -10,17 +10,18 @@ use std::collections::{HashMap, HashSet};
 use std::sync::atomic::AtomicU64;
 
 /// Finds the step's group; creates it when allowed (not in a dry run).
-/// `Ok(None)`: it does not exist yet and a dry run would create it.
+/// Answers the group (`None`: it does not exist yet and a dry run would
+/// create it) and whether it is (or would be) created.
 pub async fn group(
     conn: &Connected,
     group: &GroupRef,
     create: bool,
     dry_run: bool,
-) -> Result<Option<Group>, LoadError> {
+) -> Result<(Option<Group>, bool), LoadError> {
     let c = &conn.client;
     match group {
         GroupRef::Id(id) => match c.group((*id).into()).await {
-            Ok(g) => Ok(Some(g)),
+            Ok(g) => Ok((Some(g), false)),
             Err(e) if e.is_not_found() => Err(LoadError::Step(format!(
                 "the target has no group with id {id}"
             ))),
@@ -29,7 +30,7 @@ pub async fn group(
         GroupRef::Name(name) => {
             let groups = c.groups(None).await?;
             if let Some(g) = groups.iter().find(|g| g.name.eq_ignore_ascii_case(name)) {
-                return Ok(Some(g.clone()));
+                return Ok((Some(g.clone()), false));
             }
             if !create {
                 let names: Vec<&str> = groups.iter().map(|g| g.name.as_str()).collect();
@@ -43,10 +44,11 @@ pub async fn group(
                 )));
             }
             if dry_run {
-                return Ok(None);
+                return Ok((None, true));
             }
-            Ok(Some(
-                c.create_group(&GroupInput::named(name.clone())).await?,
+            Ok((
+                Some(c.create_group(&GroupInput::named(name.clone())).await?),
+                true,
             ))
         }
     }

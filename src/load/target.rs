@@ -83,22 +83,35 @@ impl Connected {
 pub async fn connect(target: &Target, overrides: &TargetOverrides) -> Result<Connected, LoadError> {
     let timeout = Duration::from_secs(target.timeout_secs);
     let url = match overrides.url.as_deref() {
-        Some("builtin") => TargetUrl::Builtin {
-            database: builtin_db(target),
+        Some("builtin") => Endpoint::Builtin(builtin_db(target)),
+        Some(u) => Endpoint::Remote(u.trim_end_matches('/').to_string()),
+        None => match &target.url {
+            TargetUrl::Builtin { database } => Endpoint::Builtin(database.clone()),
+            TargetUrl::Url(u) => Endpoint::Remote(u.clone()),
+            TargetUrl::FromCredentials => {
+                let path = target
+                    .credentials
+                    .as_deref()
+                    .unwrap_or(std::path::Path::new(""));
+                Endpoint::Remote(
+                    read_credentials(path)?
+                        .base_url
+                        .trim_end_matches('/')
+                        .to_string(),
+                )
+            }
         },
-        Some(u) => TargetUrl::Url(u.trim_end_matches('/').to_string()),
-        None => target.url.clone(),
     };
     let mut connected = match url {
-        TargetUrl::Builtin { database } => {
-            let running = server::start(ServeOptions::new(&database, "127.0.0.1:0"))
-                .await
-                .map_err(|e| {
-                    LoadError::Target(format!(
-                        "cannot start the built-in target on {}: {e}",
-                        database.display()
-                    ))
-                })?;
+        Endpoint::Builtin(database) => {
+            let mut opts = ServeOptions::new(&database, "127.0.0.1:0");
+            opts.remember_url = false;
+            let running = server::start(opts).await.map_err(|e| {
+                LoadError::Target(format!(
+                    "cannot start the built-in target on {}: {e}",
+                    database.display()
+                ))
+            })?;
             let token = match (&overrides.token, &running.credentials) {
                 (Some(t), _) => t.clone(),
                 (None, Some(c)) => c.access_token.clone(),
@@ -127,7 +140,7 @@ pub async fn connect(target: &Target, overrides: &TargetOverrides) -> Result<Con
                 server: Some(running),
             }
         }
-        TargetUrl::Url(base) => {
+        Endpoint::Remote(base) => {
             let file = match &target.credentials {
                 Some(path) => Some((path.clone(), read_credentials(path)?)),
                 None => None,
@@ -183,10 +196,16 @@ pub async fn connect(target: &Target, overrides: &TargetOverrides) -> Result<Con
     }
 }
 
+/// Where a run connects, once the overrides and the file are read.
+enum Endpoint {
+    Builtin(PathBuf),
+    Remote(String),
+}
+
 fn builtin_db(target: &Target) -> PathBuf {
     match &target.url {
         TargetUrl::Builtin { database } => database.clone(),
-        TargetUrl::Url(_) => PathBuf::from(crate::pipeline::DEFAULT_BUILTIN_DB),
+        _ => PathBuf::from(crate::pipeline::DEFAULT_BUILTIN_DB),
     }
 }
 

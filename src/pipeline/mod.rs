@@ -40,6 +40,8 @@ pub enum TargetUrl {
         database: PathBuf,
     },
     Url(String),
+    /// No `url` but a `credentials` file: its `base_url`.
+    FromCredentials,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -200,12 +202,15 @@ pub enum ValueKind {
     Date,
     Integer,
     Number,
+    /// One of the usual spellings of a gender (see `prepare::value::GENDERS`).
+    Gender,
 }
 
 impl ValueKind {
     pub fn of_attribute(t: AttributeType) -> Self {
         match t {
-            AttributeType::Text | AttributeType::Gender => ValueKind::Text,
+            AttributeType::Text => ValueKind::Text,
+            AttributeType::Gender => ValueKind::Gender,
             AttributeType::Number => ValueKind::Number,
             AttributeType::Date => ValueKind::Date,
         }

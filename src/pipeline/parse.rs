@@ -185,6 +185,9 @@ impl Parser<'_> {
         target.credentials = t
             .str(ctx, "credentials")
             .map(|c| self.base_dir.join(c.into_inner()));
+        if t.get("url").is_none() && target.credentials.is_some() {
+            target.url = TargetUrl::FromCredentials;
+        }
         let ctx = &mut self.ctx;
         target.concurrency = t
             .int(ctx, "concurrency", 1..1025)

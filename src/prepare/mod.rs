@@ -59,7 +59,10 @@ pub struct PrepareStats {
     pub rejected: BTreeMap<String, u64>,
     pub duplicates: u64,
     pub tags_changed: u64,
+    /// Order lines read (from the receiver rows or the orders source).
     pub orders_read: u64,
+    /// Order lines that will be sent with their receivers.
+    pub orders_accepted: u64,
     pub orders_rejected: u64,
 }
 
@@ -217,6 +220,7 @@ pub fn prepare_import_table(
                 (order, mask.get(i), email_by_row.get(i))
             {
                 stats.orders_read += 1;
+                stats.orders_accepted += 1;
                 orders.entry(email.to_string()).or_default().push(order);
             }
         }

@@ -38,7 +38,8 @@ pub(super) fn map_orders(
                 product: get(OrderField::Product, i),
                 price: get(OrderField::Price, i).parse().unwrap_or(0.0),
                 currency: get(OrderField::Currency, i),
-                quantity: get(OrderField::Quantity, i).parse().unwrap_or(0),
+                // An order line without a quantity is one item.
+                quantity: get(OrderField::Quantity, i).parse().unwrap_or(1),
                 mailing_id: get(OrderField::MailingId, i),
                 stamp: get(OrderField::Stamp, i).parse().unwrap_or(0),
             })
@@ -81,10 +82,11 @@ pub(super) fn prepare_joined_orders(
     let mut rejects = Rejects::new(table);
     rejects.rows = reject_rows(table, &errors, &mut order_stats)?;
     stats.orders_rejected += order_stats.rejected_total();
+    stats.orders_read += (table.frame.height() + table.ragged.len()) as u64;
     let mut out: HashMap<String, Vec<Order>> = HashMap::new();
     for (i, (email, order)) in by_row.iter().zip(orders).enumerate() {
         if let (Some(email), Some(order), false) = (email, order, errors.0.contains_key(&i)) {
-            stats.orders_read += 1;
+            stats.orders_accepted += 1;
             out.entry(email.to_string()).or_default().push(order);
         }
     }

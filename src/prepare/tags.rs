@@ -17,7 +17,8 @@ pub fn row_tags(spec: &TagsSpec, cells: &[Option<&str>]) -> (Vec<String>, usize)
         .flatten()
         .flat_map(|cell| cell.split(spec.separator.as_str()))
         .chain(spec.fixed.iter().map(String::as_str))
-        .map(str::trim)
+        // Exports such as Mailchimp's quote each tag inside the cell.
+        .map(|t| t.trim().trim_matches('"').trim())
         .filter(|t| !t.is_empty());
     for tag in raw {
         let with_origin = match &spec.origin {
@@ -51,5 +52,17 @@ mod tests {
         let (tags, changed) = row_tags(&spec, &[Some("Schuhe, Taschen & Co,,Schuhe")]);
         assert_eq!(tags, ["Shop.Schuhe", "Shop.Taschen___Co", "Shop.import"]);
         assert_eq!(changed, 1);
+    }
+
+    #[test]
+    fn quotes_around_each_tag_are_dropped() {
+        let spec = TagsSpec {
+            columns: vec!["t".into()],
+            separator: ",".into(),
+            fixed: vec![],
+            origin: None,
+        };
+        let (tags, _) = row_tags(&spec, &[Some("\"Lorem Editors\",\"VIP\"")]);
+        assert_eq!(tags, ["Lorem_Editors", "VIP"]);
     }
 }

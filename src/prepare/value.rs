@@ -51,10 +51,21 @@ pub fn normalize_email(s: &str) -> Result<String, String> {
     Ok(e)
 }
 
+/// The spellings a gender attribute takes (compared without case): short
+/// codes, English and German words and salutations.
+pub const GENDERS: &[&str] = &[
+    "m", "f", "w", "d", "x", "u", "male", "female", "diverse", "man", "woman", "mann", "frau",
+    "herr", "divers", "mr", "mr.", "mrs", "mrs.", "ms", "ms.", "miss", "mx", "mx.", "unknown",
+];
+
 /// Converts a cleaned value to what the API takes for `kind`.
 pub fn convert(kind: ValueKind, m: &Mapping, v: &str) -> Result<String, String> {
     match kind {
         ValueKind::Text => Ok(v.to_string()),
+        ValueKind::Gender if GENDERS.contains(&v.to_lowercase().as_str()) => Ok(v.to_string()),
+        ValueKind::Gender => Err(format!(
+            "\"{v}\" is not a gender spelling listpipe knows (m, f, d, male, female, Herr, Frau, Mr, Mrs...); give it a `map` entry"
+        )),
         ValueKind::Email => normalize_email(v),
         ValueKind::Timestamp if v.eq_ignore_ascii_case("now") => {
             Ok(chrono::Utc::now().timestamp().to_string())

@@ -9,6 +9,9 @@
 
 pub mod auth;
 pub mod error;
+pub mod faults;
+pub mod openapi;
+pub mod ratelimit;
 pub mod routes;
 pub mod store;
 pub mod wire;
@@ -32,17 +35,40 @@ pub const DEFAULT_ACCOUNT: &str = "default";
 #[derive(Clone)]
 pub struct AppState {
     pub store: Store,
+    /// Where this server is reached (for links it writes, such as confirmation links).
+    pub base_url: String,
     /// Access-token lifetime in seconds.
     pub token_ttl: i64,
+    /// Authorization-code lifetime in seconds (`serve --code-ttl`).
+    pub code_ttl: i64,
+    /// `serve --rate-limit`: requests per second per token; `None` is no limit.
+    pub rate_limit: Option<std::sync::Arc<ratelimit::RateLimit>>,
+    /// `serve --faults`: injected failures for tests; `None` (the default) is none.
+    pub faults: Option<std::sync::Arc<faults::Faults>>,
 }
 
 /// The whole application: routes, the token check on `/v3`, the error body
 /// for unknown routes. Wrap it with [`wire::normalize`] to serve (see [`start`]).
 pub fn app(state: AppState) -> Router {
-    let v3 = routes::v3().route_layer(from_fn_with_state(state.clone(), auth::require_token));
+    // Layers run outermost first: faults, the token check, the rate limit.
+    let (v3, mut ops) = routes::v3().into_parts();
+    ops.extend(routes::oauth::operations());
+    ops.extend(routes::forms::public_operations());
+    let openapi = std::sync::Arc::new(openapi::document(&ops));
+    let v3 = v3
+        .route_layer(from_fn_with_state(state.clone(), ratelimit::limit))
+        .route_layer(from_fn_with_state(state.clone(), auth::require_token))
+        .route_layer(from_fn_with_state(state.clone(), faults::inject));
     Router::new()
         .merge(v3)
+        .route(
+            crate::api::paths::OPENAPI,
+            axum::routing::get(move || async move { axum::Json((*openapi).clone()) }),
+        )
+        .merge(routes::old_versions())
         .merge(routes::oauth::router())
+        .merge(routes::forms::public_router())
+        .merge(routes::authorize::router())
         .fallback(|| async { ApiError::not_found("no such endpoint") })
         .method_not_allowed_fallback(|| async {
             ApiError::new(
@@ -63,6 +89,11 @@ pub enum ServeError {
         addr: String,
         source: std::io::Error,
     },
+    #[error("cannot read the events file {path}: {source}")]
+    Events {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error("cannot write credentials to {path}: {source}")]
     Credentials {
         path: PathBuf,
@@ -75,6 +106,21 @@ pub struct ServeOptions {
     pub listen: String,
     pub credentials: Option<PathBuf>,
     pub token_ttl: i64,
+    /// Lifetime of authorization codes in seconds (at least 1).
+    pub code_ttl: i64,
+    /// Record the base URL in the database, for `accounts` commands to
+    /// print (off for the in-process target, whose port is ephemeral).
+    pub remember_url: bool,
+    /// A JSON-lines file of mailing events to record on start (see `store::events`).
+    pub events: Option<PathBuf>,
+    /// Requests per second allowed per token on `/v3`; `None` (the default) is no limit.
+    pub rate_limit: Option<std::num::NonZeroU32>,
+    /// FOR TESTS ONLY: failures to inject on `/v3` (see [`faults`]); `None`,
+    /// the default, injects nothing. Only `serve --faults` sets it.
+    pub faults: Option<faults::FaultSpec>,
+    /// The seed of the fault draws (the same seed, the same faults for
+    /// requests sent one after another).
+    pub fault_seed: u64,
 }
 
 impl ServeOptions {
@@ -84,6 +130,12 @@ impl ServeOptions {
             listen: listen.into(),
             credentials: None,
             token_ttl: DEFAULT_TOKEN_TTL_SECS,
+            code_ttl: accounts::CODE_TTL_SECS,
+            remember_url: true,
+            events: None,
+            rate_limit: None,
+            faults: None,
+            fault_seed: 0,
         }
     }
 }
@@ -145,24 +197,57 @@ pub async fn start(opts: ServeOptions) -> Result<RunningServer, ServeError> {
 
     let ttl = opts.token_ttl;
     let url = base_url.clone();
+    let remember_url = opts.remember_url;
     let credentials = store
         .write(move |c| {
-            store::set_setting(c, "base_url", &url)?;
+            if remember_url {
+                store::set_setting(c, "base_url", &url)?;
+            }
             if accounts::account_count(c)? > 0 {
                 return Ok(None);
             }
             let (app, secret) = accounts::create_account(c, DEFAULT_ACCOUNT)?;
+            // The login of `listpipe auth login` works out of the box.
+            accounts::set_app_name(c, &app, "listpipe")?;
+            store::redirect_uris::register(c, app.id, store::redirect_uris::LOGIN_CALLBACK)?;
+            let (email, password) = store::users::create_first(c, app.account)?;
             let tokens = accounts::issue_pair(c, app.account, app.id, ttl)?;
-            Ok(Some(credentials_of(&url, &app.client_id, &secret, tokens)))
+            let mut creds = credentials_of(&url, &app.client_id, &secret, tokens);
+            creds.user_email = Some(email);
+            creds.user_password = Some(password);
+            Ok(Some(creds))
         })
         .await?;
     if let (Some(creds), Some(path)) = (&credentials, &opts.credentials) {
         write_credentials(path, creds)?;
     }
 
+    if let Some(path) = &opts.events {
+        let text = std::fs::read_to_string(path).map_err(|source| ServeError::Events {
+            path: path.clone(),
+            source,
+        })?;
+        let loaded = store.write(move |c| store::events::load(c, &text)).await?;
+        for skipped in &loaded.skipped {
+            tracing::warn!(file = %path.display(), "event skipped: {skipped}");
+        }
+        tracing::info!(file = %path.display(), events = loaded.events, "mailing events recorded");
+    }
+    if let Some(spec) = &opts.faults {
+        tracing::warn!(faults = %spec, seed = opts.fault_seed, "FAULT INJECTION IS ON: requests fail on purpose");
+    }
     let state = AppState {
         store: store.clone(),
+        base_url: base_url.clone(),
         token_ttl: ttl,
+        code_ttl: opts.code_ttl.max(1),
+        rate_limit: opts
+            .rate_limit
+            .map(|n| std::sync::Arc::new(ratelimit::RateLimit::per_second(n))),
+        faults: opts
+            .faults
+            .clone()
+            .map(|spec| std::sync::Arc::new(faults::Faults::new(spec, opts.fault_seed))),
     };
     let service = from_fn(wire::normalize).layer(app(state));
     let (tx, rx) = oneshot::channel::<()>();
@@ -200,6 +285,7 @@ pub fn credentials_of(
         access_token: tokens.access_token,
         refresh_token: tokens.refresh_token,
         expires_in: tokens.expires_in,
+        ..Credentials::default()
     }
 }
 

@@ -18,7 +18,7 @@ pub enum SourceError {
     #[error("invalid glob pattern \"{pattern}\": {message}")]
     BadPattern { pattern: String, message: String },
 
-    #[error("{} does not exist; check the path in `paths`", .file.display())]
+    #[error("{} does not exist; check the path in `source`", .file.display())]
     NotFound { file: PathBuf },
 
     #[error("cannot read {}: {source}", .file.display())]

@@ -155,7 +155,7 @@ mod tests {
         let err = resolve(&spec(&["gone.csv"]), dir.path()).err().unwrap();
         assert!(
             err.to_string()
-                .ends_with("gone.csv does not exist; check the path in `paths`")
+                .ends_with("gone.csv does not exist; check the path in `source`")
         );
         let err = resolve(&spec(&["list.dat"]), dir.path()).err().unwrap();
         assert!(matches!(err, SourceError::UnknownFormat { .. }));

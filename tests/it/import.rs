@@ -501,3 +501,52 @@ async fn orders_on_rows_keep_every_line_of_a_customer_imported_once() {
         "1.299,00 with a decimal comma"
     );
 }
+
+#[tokio::test]
+async fn consent_is_not_invented_and_now_timestamps_are_set_once() {
+    let t = TestServer::start().await;
+    let dir = t.dir.path();
+    std::fs::write(
+        dir.join("in.csv"),
+        "email,salutation\na@example.com,Herr\nb@example.com,Dr.\n",
+    )
+    .unwrap();
+    // No timestamps mapped: receivers are registered, not active.
+    std::fs::write(
+        dir.join("plain.toml"),
+        "[[import]]\nsource = \"in.csv\"\ngroup = \"News\"\ncreate_group = true\n[import.receiver]\nemail = \"email\"\n[import.global_attributes]\nsalutation = { column = \"salutation\", type = \"gender\" }\n",
+    )
+    .unwrap();
+    let (code, report, stderr) = run(&t, &dir.join("plain.toml"), &[]).await;
+    assert_eq!(code, 1, "{stderr}");
+    assert_eq!(report["steps"][0]["import"]["group_created"], true);
+    assert!(stderr.contains("group created"), "{stderr}");
+    assert_eq!(
+        report["steps"][0]["prepare"]["rejected"]["invalid salutation"], 1,
+        "\"Dr.\" is no gender"
+    );
+    let g = t.client.groups(None).await.unwrap().remove(0);
+    let a = t
+        .client
+        .group_receiver(g.id, "a@example.com", 0)
+        .await
+        .unwrap();
+    assert!(!a.active && a.registered > 0 && a.activated == 0);
+
+    // `value = "now"` is the time of the first import: a later run leaves it.
+    std::fs::write(
+        dir.join("now.toml"),
+        "[[import]]\nsource = \"in.csv\"\ngroup = \"Now\"\ncreate_group = true\n[import.receiver]\nemail = \"email\"\nactivated = { value = \"now\" }\n",
+    )
+    .unwrap();
+    run(&t, &dir.join("now.toml"), &[]).await;
+    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    let (_, report, _) = run(&t, &dir.join("now.toml"), &[]).await;
+    assert_eq!(
+        (
+            report["steps"][0]["import"]["updated"].as_u64(),
+            report["steps"][0]["import"]["unchanged"].as_u64()
+        ),
+        (Some(0), Some(2))
+    );
+}

@@ -5,10 +5,17 @@ mod support;
 
 mod accounts;
 mod attributes;
+mod authorize;
 mod blacklist;
+mod clients;
+mod extensions;
+mod faults;
+mod filters;
+mod forms;
 mod groups;
 mod import;
 mod oauth;
+mod openapi;
 mod pipeline_errors;
 mod receivers;
 mod tags;

@@ -70,7 +70,7 @@ fn errors_name_file_line_column_and_the_valid_choices() {
             "[[import]]\nsource = \"missing.csv\"\ngroup = \"News\"\n",
             &[
                 "p.toml:1:1: [[import]] step 1 needs `receiver`: a [import.receiver] table with at least `email`",
-                "p.toml:2:10: DIR/missing.csv does not exist; check the path in `paths`",
+                "p.toml:2:10: DIR/missing.csv does not exist; check the path in `source`",
             ],
         ),
         (

@@ -24,12 +24,6 @@ async fn a_client_written_from_the_spec_passes_against_the_server() {
             .arg("--credentials")
             .arg(&creds_path)
             .args(["--code", &code, "--redirect-uri", "http://localhost/cb"])
-            // Observes attribute precedence through the runtime filter, which
-            // the server issue (#4) serves; remove the skip with it.
-            .args([
-                "--skip",
-                "attribute_group_favoured_over_global_in_filter_rule",
-            ])
             .output()
     })
     .await

@@ -6,31 +6,66 @@ use crate::api::{AttributeInput, paths};
 use crate::server::AppState;
 use crate::server::auth::Auth;
 use crate::server::error::{ApiError, ApiResult};
+use crate::server::openapi::Routes;
 use crate::server::store::receivers::{self, ReceiverKey};
 use crate::server::store::{AccountId, StoreResult, attributes, not_found};
 use crate::server::wire::{Input, QueryInput};
+use axum::Json;
 use axum::extract::{Path, State};
-use axum::routing::{get, put};
-use axum::{Json, Router};
 use serde::Deserialize;
 use serde_json::Value;
 
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route(paths::ATTRIBUTES, get(list).post(create))
-        .route(paths::ATTRIBUTE_LIMITS, get(limits))
-        .route(paths::ATTRIBUTE, get(read).put(update).delete(remove))
-        .route(
+pub fn routes() -> Routes {
+    Routes::new("attributes")
+        .get(
+            paths::ATTRIBUTES,
+            "List global (or a group's) attributes",
+            list,
+        )
+        .post(paths::ATTRIBUTES, "Create an attribute", create)
+        .get(
+            paths::ATTRIBUTE_LIMITS,
+            "Attribute limits of the account",
+            limits,
+        )
+        .get(paths::ATTRIBUTE, "Get an attribute", read)
+        .put(paths::ATTRIBUTE, "Update an attribute", update)
+        .delete(paths::ATTRIBUTE, "Delete an attribute", remove)
+        .get(
             paths::GROUP_ATTRIBUTES,
-            get(list_in_group).post(create_in_group),
+            "List a group's attributes",
+            list_in_group,
         )
-        .route(
+        .post(
+            paths::GROUP_ATTRIBUTES,
+            "Create a group attribute",
+            create_in_group,
+        )
+        .put(
             paths::GROUP_ATTRIBUTE,
-            put(update_in_group).delete(remove_in_group),
+            "Update a group attribute",
+            update_in_group,
         )
-        .route(paths::RECEIVER_ATTRIBUTES, get(values))
-        .route(paths::GROUP_RECEIVER_ATTRIBUTE, put(set_value_in_group))
-        .route(paths::RECEIVER_ATTRIBUTE, put(set_value))
+        .delete(
+            paths::GROUP_ATTRIBUTE,
+            "Delete a group attribute",
+            remove_in_group,
+        )
+        .get(
+            paths::RECEIVER_ATTRIBUTES,
+            "Attribute values of a receiver",
+            values,
+        )
+        .put(
+            paths::GROUP_RECEIVER_ATTRIBUTE,
+            "Set a receiver's attribute value in a group",
+            set_value_in_group,
+        )
+        .put(
+            paths::RECEIVER_ATTRIBUTE,
+            "Set a receiver's attribute value",
+            set_value,
+        )
 }
 
 #[derive(Deserialize, Default)]

@@ -6,21 +6,45 @@ use crate::api::{BlacklistBatch, BlacklistEntry, BlacklistValidate, BlocklistInp
 use crate::server::AppState;
 use crate::server::auth::Auth;
 use crate::server::error::{ApiError, ApiResult};
+use crate::server::openapi::Routes;
 use crate::server::store::blacklist;
 use crate::server::wire::{Input, RawInput};
+use axum::Json;
 use axum::extract::{Path, State};
-use axum::routing::{delete, get, post};
-use axum::{Json, Router};
 use serde_json::Value;
 
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route(paths::BLACKLIST, get(list).post(add).put(update))
-        .route(paths::BLACKLIST_BATCH, post(batch))
-        .route(paths::BLACKLIST_VALIDATE, post(validate))
-        .route(paths::BLACKLIST_ENTRY, get(read).delete(remove))
-        .route(paths::GROUP_BLOCKLIST, get(group_list).post(group_add))
-        .route(paths::GROUP_BLOCKLIST_ENTRY, delete(group_remove))
+pub fn routes() -> Routes {
+    Routes::new("blacklist")
+        .get(paths::BLACKLIST, "List the blacklist", list)
+        .post(paths::BLACKLIST, "Add an address to the blacklist", add)
+        .put(paths::BLACKLIST, "Update a blacklist entry", update)
+        .post(paths::BLACKLIST_BATCH, "Add up to 1,000 entries", batch)
+        .post(
+            paths::BLACKLIST_VALIDATE,
+            "Which addresses are not blacklisted",
+            validate,
+        )
+        .get(paths::BLACKLIST_ENTRY, "Get a blacklist entry", read)
+        .delete(
+            paths::BLACKLIST_ENTRY,
+            "Remove an address from the blacklist",
+            remove,
+        )
+        .get(
+            paths::GROUP_BLOCKLIST,
+            "List a group's blocklist",
+            group_list,
+        )
+        .post(
+            paths::GROUP_BLOCKLIST,
+            "Add an address to a group's blocklist",
+            group_add,
+        )
+        .delete(
+            paths::GROUP_BLOCKLIST_ENTRY,
+            "Remove an address from a group's blocklist",
+            group_remove,
+        )
 }
 
 async fn list(State(s): State<AppState>, auth: Auth) -> ApiResult<Json<Vec<BlacklistEntry>>> {

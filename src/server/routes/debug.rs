@@ -6,17 +6,29 @@ use crate::api::{TokenResponse, paths};
 use crate::server::AppState;
 use crate::server::auth::Auth;
 use crate::server::error::ApiResult;
+use crate::server::openapi::Routes;
 use crate::server::store::{accounts, now};
+use axum::Json;
 use axum::extract::State;
-use axum::routing::get;
-use axum::{Json, Router};
 
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route(paths::DEBUG_EXCHANGE, get(exchange))
-        .route(paths::DEBUG_TTL, get(ttl))
-        .route(paths::DEBUG_VALIDATE, get(validate))
-        .route(paths::DEBUG_WHOAMI, get(whoami))
+pub fn routes() -> Routes {
+    Routes::new("debug")
+        .get(
+            paths::DEBUG_EXCHANGE,
+            "Exchange the calling token for a new one",
+            exchange,
+        )
+        .get(paths::DEBUG_TTL, "Time to live of the calling token", ttl)
+        .get(
+            paths::DEBUG_VALIDATE,
+            "Whether the calling token is valid",
+            validate,
+        )
+        .get(
+            paths::DEBUG_WHOAMI,
+            "The client the token belongs to",
+            whoami,
+        )
 }
 
 /// A new token pair; the calling token stops working at once.

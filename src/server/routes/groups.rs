@@ -6,20 +6,31 @@ use crate::api::{Group, GroupInput, GroupStats, paths};
 use crate::server::AppState;
 use crate::server::auth::Auth;
 use crate::server::error::ApiResult;
+use crate::server::openapi::Routes;
 use crate::server::store::groups;
 use crate::server::wire::{Input, QueryInput};
+use axum::Json;
 use axum::extract::{Path, State};
-use axum::routing::{delete, get};
-use axum::{Json, Router};
 use serde::Deserialize;
 
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route(paths::GROUPS, get(list).post(create))
-        .route(paths::GROUP, get(read).put(update).delete(remove))
-        .route(paths::GROUP_STATS, get(stats))
-        .route(paths::GROUP_ADVANCED_STATS, get(advanced_stats))
-        .route(paths::GROUP_CLEAR, delete(clear))
+pub fn routes() -> Routes {
+    Routes::new("groups")
+        .get(paths::GROUPS, "List groups", list)
+        .post(paths::GROUPS, "Create a group", create)
+        .get(paths::GROUP, "Get a group", read)
+        .put(paths::GROUP, "Update a group", update)
+        .delete(paths::GROUP, "Delete a group", remove)
+        .get(paths::GROUP_STATS, "Group statistics", stats)
+        .get(
+            paths::GROUP_ADVANCED_STATS,
+            "Advanced group statistics",
+            advanced_stats,
+        )
+        .delete(
+            paths::GROUP_CLEAR,
+            "Remove every receiver from a group",
+            clear,
+        )
 }
 
 #[derive(Deserialize, Default)]

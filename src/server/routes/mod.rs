@@ -1,27 +1,37 @@
 //! One router per resource, merged under `/v3` behind the token check.
 
 mod attributes;
+pub mod authorize;
 mod blacklist;
+mod clients;
 mod debug;
+mod extensions;
+mod filters;
+pub mod forms;
 mod groups;
 pub mod oauth;
 mod receivers;
 mod tags;
 
-use super::AppState;
 use super::error::{ApiError, ApiResult};
-use axum::Router;
+use super::openapi::Routes;
 
-/// Every `/v3` route (authentication is layered on by the caller).
-pub fn v3() -> Router<AppState> {
-    Router::new()
-        .merge(debug::router())
-        .merge(groups::router())
-        .merge(receivers::router())
-        .merge(attributes::router())
-        .merge(tags::router())
-        .merge(blacklist::router())
+/// Every `/v3` route with its documentation (authentication is layered on
+/// by the caller). The OpenAPI document is made from the same table.
+pub fn v3() -> Routes {
+    debug::routes()
+        .merge(groups::routes())
+        .merge(receivers::routes())
+        .merge(extensions::routes())
+        .merge(attributes::routes())
+        .merge(filters::routes())
+        .merge(tags::routes())
+        .merge(blacklist::routes())
+        .merge(clients::routes())
+        .merge(forms::routes())
 }
+
+pub use extensions::old_versions;
 
 /// A numeric path id; anything else names no resource, so it is a 404.
 pub fn path_id(segment: &str, what: &str) -> ApiResult<i64> {

@@ -21,6 +21,19 @@ pub fn router() -> Router<AppState> {
         .route("/oauth/token", post(token))
 }
 
+/// The token endpoint as documented operations, for the OpenAPI document.
+pub fn operations() -> Vec<crate::server::openapi::Operation> {
+    [paths::TOKEN, "/oauth/token"]
+        .into_iter()
+        .map(|path| crate::server::openapi::Operation {
+            method: "post",
+            path,
+            summary: "Get tokens: authorization_code, refresh_token or client_credentials grant",
+            tag: "oauth",
+        })
+        .collect()
+}
+
 fn oauth_error(status: StatusCode, error: &str, description: impl Into<String>) -> Response {
     let body = OAuthError {
         error: error.into(),
@@ -95,7 +108,7 @@ async fn token(
             ),
         );
     }
-    let ttl = s.token_ttl;
+    let (ttl, code_ttl) = (s.token_ttl, s.code_ttl);
     let result = s
         .store
         .write(move |c| {
@@ -120,7 +133,8 @@ async fn token(
                 },
                 _ => match req.code.as_deref() {
                     Some(code) => {
-                        accounts::redeem_code(c, &app, code, req.redirect_uri.as_deref(), ttl)?
+                        let redirect = req.redirect_uri.as_deref();
+                        accounts::redeem_code(c, &app, code, redirect, ttl, code_ttl)?
                     }
                     None => {
                         return Ok(Err(oauth_error(

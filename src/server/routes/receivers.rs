@@ -6,21 +6,42 @@ use crate::api::{Receiver, ReceiverInput, ReceiverQuery, paths};
 use crate::server::AppState;
 use crate::server::auth::Auth;
 use crate::server::error::ApiResult;
+use crate::server::openapi::Routes;
 use crate::server::store::receivers::{self, ReceiverKey};
 use crate::server::wire::{Input, QueryInput};
+use axum::Json;
 use axum::extract::{Path, State};
-use axum::routing::{get, post};
-use axum::{Json, Router};
 
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route(paths::GROUP_RECEIVERS, get(list).post(create))
-        .route(paths::GROUP_GET_RECEIVERS, post(list_by_body))
-        .route(
-            paths::GROUP_RECEIVER,
-            get(read_in_group).put(update).delete(remove_from_group),
+pub fn routes() -> Routes {
+    Routes::new("receivers")
+        .get(paths::GROUP_RECEIVERS, "List a group's receivers", list)
+        .post(
+            paths::GROUP_RECEIVERS,
+            "Create a receiver in a group",
+            create,
         )
-        .route(paths::RECEIVER, get(read).delete(remove))
+        .post(
+            paths::GROUP_GET_RECEIVERS,
+            "List a group's receivers, parameters in the body",
+            list_by_body,
+        )
+        .get(
+            paths::GROUP_RECEIVER,
+            "Get a receiver of a group",
+            read_in_group,
+        )
+        .put(
+            paths::GROUP_RECEIVER,
+            "Update a receiver of a group",
+            update,
+        )
+        .delete(
+            paths::GROUP_RECEIVER,
+            "Delete a receiver from a group",
+            remove_from_group,
+        )
+        .get(paths::RECEIVER, "Get a receiver by id or email", read)
+        .delete(paths::RECEIVER, "Delete a receiver", remove)
 }
 
 async fn list(

@@ -4,20 +4,25 @@ use crate::api::{TagsInput, paths};
 use crate::server::AppState;
 use crate::server::auth::Auth;
 use crate::server::error::{ApiError, ApiResult};
+use crate::server::openapi::Routes;
 use crate::server::routes::path_id;
 use crate::server::store::receivers::{self, ReceiverKey};
 use crate::server::store::tags::{self, Origin};
 use crate::server::wire::{Input, QueryInput};
+use axum::Json;
 use axum::extract::{Path, State};
-use axum::routing::{get, post};
-use axum::{Json, Router};
 use serde::Deserialize;
 
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route(paths::TAGS, get(list))
-        .route(paths::RECEIVER_TAGS, get(of_receiver).post(add))
-        .route(paths::GROUP_RECEIVER_TAGS, post(add_in_group))
+pub fn routes() -> Routes {
+    Routes::new("tags")
+        .get(paths::TAGS, "Tags set in the account", list)
+        .get(paths::RECEIVER_TAGS, "Tags of a receiver", of_receiver)
+        .post(paths::RECEIVER_TAGS, "Add tags to a receiver", add)
+        .post(
+            paths::GROUP_RECEIVER_TAGS,
+            "Add tags to a receiver of a group",
+            add_in_group,
+        )
 }
 
 #[derive(Deserialize, Default)]

@@ -14,7 +14,8 @@ const SELECTOR_BYTES: usize = 8;
 const VERIFIER_BYTES: usize = 16;
 /// Lifetime of a refresh token; it outlives the access token (spec §5.8).
 pub const REFRESH_TTL_SECS: i64 = 365 * 24 * 3600;
-/// An authorization code must be exchanged at once (spec §5.6).
+/// An authorization code must be exchanged at once (spec §5.6): its
+/// lifetime unless `serve --code-ttl` says otherwise.
 pub const CODE_TTL_SECS: i64 = 30;
 pub const SCOPE: &str = "oa basic receivers";
 
@@ -84,13 +85,18 @@ fn mint(
 }
 
 /// Finds a live token of `kind`; expired, revoked or forged ones are `None`.
-fn lookup(conn: &Connection, kind: Kind, token: &str) -> StoreResult<Option<(Caller, String)>> {
+/// Also answers the redirect URI it was minted for and when it was made.
+fn lookup(
+    conn: &Connection,
+    kind: Kind,
+    token: &str,
+) -> StoreResult<Option<(Caller, String, i64)>> {
     let Some((selector, verifier)) = split(token) else {
         return Ok(None);
     };
     let row = conn
         .query_row(
-            "SELECT verifier_hash, account_id, app_id, expires, redirect_uri FROM tokens
+            "SELECT verifier_hash, account_id, app_id, expires, redirect_uri, created FROM tokens
              WHERE selector = ?1 AND kind = ?2",
             params![selector, kind.as_str()],
             |r| {
@@ -100,11 +106,12 @@ fn lookup(conn: &Connection, kind: Kind, token: &str) -> StoreResult<Option<(Cal
                     r.get::<_, i64>(2)?,
                     r.get::<_, i64>(3)?,
                     r.get::<_, String>(4)?,
+                    r.get::<_, i64>(5)?,
                 ))
             },
         )
         .optional()?;
-    let Some((stored, account, app_id, expires, redirect)) = row else {
+    let Some((stored, account, app_id, expires, redirect, created)) = row else {
         return Ok(None);
     };
     if !constant_time_eq::constant_time_eq(&stored, &hash(verifier)) || expires <= now() {
@@ -116,12 +123,12 @@ fn lookup(conn: &Connection, kind: Kind, token: &str) -> StoreResult<Option<(Cal
         selector: selector.to_string(),
         expires,
     };
-    Ok(Some((caller, redirect)))
+    Ok(Some((caller, redirect, created)))
 }
 
 /// The account behind an access token, if the token is live.
 pub fn authenticate(conn: &Connection, token: &str) -> StoreResult<Option<Caller>> {
-    Ok(lookup(conn, Kind::Access, token)?.map(|(c, _)| c))
+    Ok(lookup(conn, Kind::Access, token)?.map(|(c, _, _)| c))
 }
 
 pub fn revoke(conn: &Connection, selector: &str) -> StoreResult<()> {
@@ -191,7 +198,7 @@ pub fn refresh(
     ttl: i64,
 ) -> StoreResult<Option<TokenResponse>> {
     match lookup(conn, Kind::Refresh, token)? {
-        Some((caller, _)) if caller.app_id == app.id => {
+        Some((caller, _, _)) if caller.app_id == app.id => {
             revoke(conn, &caller.selector)?;
             issue_pair(conn, caller.account, app.id, ttl).map(Some)
         }
@@ -199,18 +206,25 @@ pub fn refresh(
     }
 }
 
-/// Exchanges an authorization code (single use) minted for this application.
+/// Exchanges an authorization code (single use) minted for this application
+/// no more than `code_ttl` seconds ago (the server's `--code-ttl`, which
+/// also shortens codes minted with a longer life). A code bound to a
+/// redirect URI needs that same URI (RFC 6749 §4.1.3).
 pub fn redeem_code(
     conn: &Connection,
     app: &App,
     code: &str,
     redirect_uri: Option<&str>,
     ttl: i64,
+    code_ttl: i64,
 ) -> StoreResult<Option<TokenResponse>> {
     match lookup(conn, Kind::Code, code)? {
-        Some((caller, minted_for)) if caller.app_id == app.id => {
+        Some((caller, minted_for, created)) if caller.app_id == app.id => {
             revoke(conn, &caller.selector)?;
-            if redirect_uri.is_some_and(|r| !minted_for.is_empty() && r != minted_for) {
+            if !minted_for.is_empty() && redirect_uri != Some(minted_for.as_str()) {
+                return Ok(None);
+            }
+            if created + code_ttl <= now() {
                 return Ok(None);
             }
             issue_pair(conn, caller.account, app.id, ttl).map(Some)
@@ -219,14 +233,25 @@ pub fn redeem_code(
     }
 }
 
-/// Mints an authorization code for the account's application.
+/// Mints an authorization code for the account's application, valid
+/// [`CODE_TTL_SECS`].
 pub fn mint_code(conn: &Connection, app: &App, redirect_uri: &str) -> StoreResult<String> {
+    mint_code_for(conn, app, redirect_uri, CODE_TTL_SECS)
+}
+
+/// Mints an authorization code valid `code_ttl` seconds.
+pub fn mint_code_for(
+    conn: &Connection,
+    app: &App,
+    redirect_uri: &str,
+    code_ttl: i64,
+) -> StoreResult<String> {
     mint(
         conn,
         Kind::Code,
         app.account,
         app.id,
-        CODE_TTL_SECS,
+        code_ttl,
         redirect_uri,
     )
 }
@@ -271,6 +296,8 @@ pub fn rotate_secret(conn: &Connection, app: &App) -> StoreResult<String> {
         "UPDATE oauth_apps SET secret_hash = ?1 WHERE id = ?2",
         params![hash(&secret), app.id],
     )?;
+    // New credentials retire the old ones: every token of the app stops working.
+    conn.execute("DELETE FROM tokens WHERE app_id = ?1", [app.id])?;
     Ok(secret)
 }
 
@@ -284,6 +311,46 @@ pub fn app_of(conn: &Connection, name: &str) -> StoreResult<App> {
     )
     .optional()?
     .ok_or_else(|| StoreError::NotFound(format!("no account named \"{name}\"")))
+}
+
+/// An application as the authorization page shows it.
+#[derive(Debug, Clone)]
+pub struct AppListing {
+    pub app: App,
+    /// The name it was given (`accounts app --app-name`); may be empty.
+    pub name: String,
+    pub account_name: String,
+}
+
+/// The application with this client id (the public half of its credentials).
+pub fn app_by_client_id(conn: &Connection, client_id: &str) -> StoreResult<Option<AppListing>> {
+    Ok(conn
+        .query_row(
+            "SELECT o.id, o.account_id, o.name, a.name FROM oauth_apps o
+             JOIN accounts a ON a.id = o.account_id WHERE o.client_id = ?1",
+            [client_id],
+            |r| {
+                Ok(AppListing {
+                    app: App {
+                        id: r.get(0)?,
+                        account: AccountId(r.get(1)?),
+                        client_id: client_id.to_string(),
+                    },
+                    name: r.get(2)?,
+                    account_name: r.get(3)?,
+                })
+            },
+        )
+        .optional()?)
+}
+
+/// Names an application (the authorization page shows the name).
+pub fn set_app_name(conn: &Connection, app: &App, name: &str) -> StoreResult<()> {
+    conn.execute(
+        "UPDATE oauth_apps SET name = ?1 WHERE id = ?2",
+        params![name.trim(), app.id],
+    )?;
+    Ok(())
 }
 
 pub fn account_count(conn: &Connection) -> StoreResult<i64> {

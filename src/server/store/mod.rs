@@ -9,9 +9,15 @@
 pub mod accounts;
 pub mod attributes;
 pub mod blacklist;
+pub mod clients;
+pub mod events;
+pub mod filters;
+pub mod forms;
 pub mod groups;
 pub mod receivers;
+pub mod redirect_uris;
 pub mod tags;
+pub mod users;
 
 use rusqlite::Connection;
 use std::path::Path;
@@ -19,7 +25,12 @@ use std::sync::{Arc, Mutex};
 
 /// The schema, one migration per file, applied in order; `user_version`
 /// records how many have run.
-const MIGRATIONS: &[&str] = &[include_str!("migrations/001_core.sql")];
+const MIGRATIONS: &[&str] = &[
+    include_str!("migrations/001_core.sql"),
+    include_str!("migrations/002_filters.sql"),
+    include_str!("migrations/003_clients_forms.sql"),
+    include_str!("migrations/004_users.sql"),
+];
 
 /// What a store operation can fail with; routes map each to a status.
 #[derive(Debug, thiserror::Error)]

@@ -126,7 +126,13 @@ async fn envelope_errors(res: Response) -> Response {
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|c| c.starts_with("application/json"));
-    if !(res.status().is_client_error() || res.status().is_server_error()) || is_json {
+    // A page for people (the authorization page's errors) stays a page.
+    let is_html = res
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|c| c.starts_with("text/html"));
+    if !(res.status().is_client_error() || res.status().is_server_error()) || is_json || is_html {
         return res;
     }
     let status = res.status();

@@ -6,14 +6,18 @@
 //! opt-out (`deactivated` set) is undone only by `deactivated: 0`, never by
 //! a later `activated` alone (wire.md).
 
+mod activation;
+mod batch;
 mod read;
 
-pub use read::{contact_of, get, list};
+pub use activation::{Activation, set_activation};
+pub use batch::{BatchItem, BatchMode, ItemOutcome, write_batch};
+pub use read::{Selection, contact_of, count_matching, get, list, list_matching};
 
 use super::{AccountId, StoreResult, attributes, conflict, groups, invalid, not_found, now, tags};
 use crate::api::receiver::detail;
 use crate::api::{Order, Receiver, ReceiverInput};
-use read::{load, locate};
+use read::{load, locate, row};
 use rusqlite::{Connection, OptionalExtension, params};
 use validator::ValidateEmail;
 
@@ -144,6 +148,20 @@ pub fn create(
     input: &ReceiverInput,
 ) -> StoreResult<Receiver> {
     groups::ensure(conn, account, group_id)?;
+    let id = insert(conn, account, group_id, input)?;
+    groups::touch(conn, group_id)?;
+    load(conn, account, id, true, detail::ALL)
+}
+
+/// The write of [`create`] for a group known to exist, answering the new
+/// receiver's id: a batch checks the group, touches it and loads answers
+/// once per call rather than once per item.
+fn insert(
+    conn: &Connection,
+    account: AccountId,
+    group_id: i64,
+    input: &ReceiverInput,
+) -> StoreResult<i64> {
     let Some(email) = input.email.as_deref() else {
         return invalid("Bad Request: email is required");
     };
@@ -185,8 +203,7 @@ pub fn create(
     let id = conn.last_insert_rowid();
     write_parts(conn, account, group_id, contact_id, input)?;
     attributes::apply_defaults(conn, account, group_id, contact_id)?;
-    groups::touch(conn, group_id)?;
-    load(conn, account, id, true, detail::ALL)
+    Ok(id)
 }
 
 /// `PUT /v3/groups/{g}/receivers/{id}`: changes what the input gives. The
@@ -200,7 +217,22 @@ pub fn update(
 ) -> StoreResult<Receiver> {
     groups::ensure(conn, account, group_id)?;
     let (id, _, contact_id) = locate(conn, account, Some(group_id), key)?;
-    let current = load(conn, account, id, true, 0)?;
+    change(conn, account, group_id, id, contact_id, input)?;
+    groups::touch(conn, group_id)?;
+    load(conn, account, id, true, detail::ALL)
+}
+
+/// The write of [`update`] for a located receiver (see [`insert`] for why
+/// it stands apart).
+fn change(
+    conn: &Connection,
+    account: AccountId,
+    group_id: i64,
+    id: i64,
+    contact_id: i64,
+    input: &ReceiverInput,
+) -> StoreResult<()> {
+    let current = row(conn, account, id)?;
     if let Some(email) = &input.email
         && !email.trim().eq_ignore_ascii_case(&current.email)
     {
@@ -227,9 +259,7 @@ pub fn update(
             id
         ],
     )?;
-    write_parts(conn, account, group_id, contact_id, input)?;
-    groups::touch(conn, group_id)?;
-    load(conn, account, id, true, detail::ALL)
+    write_parts(conn, account, group_id, contact_id, input)
 }
 
 /// Deletes receivers: the one named, in `group` if given. An email without a

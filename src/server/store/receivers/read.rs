@@ -6,6 +6,7 @@ use super::super::{AccountId, StoreResult, groups, invalid, not_found};
 use super::{DEFAULT_PAGESIZE, MAX_PAGESIZE, ReceiverKey};
 use crate::api::receiver::detail;
 use crate::api::{Event, Order, Receiver, ReceiverQuery, ReceiverType};
+use rusqlite::types::Value;
 use rusqlite::{Connection, OptionalExtension, Row, params};
 use std::collections::HashMap;
 
@@ -201,6 +202,25 @@ fn complete(
     Ok(out)
 }
 
+/// A receiver's own columns only (no attributes, tags, orders, events): what
+/// an update needs to keep the fields its input leaves out.
+pub(super) fn row(conn: &Connection, account: AccountId, id: i64) -> StoreResult<Receiver> {
+    Ok(row_with_contact(conn, account, id)?.0)
+}
+
+fn row_with_contact(
+    conn: &Connection,
+    account: AccountId,
+    id: i64,
+) -> StoreResult<(Receiver, i64)> {
+    let mut stmt =
+        conn.prepare_cached(&format!("{SELECT} WHERE r.id = ?1 AND r.account_id = ?2"))?;
+    let row = stmt
+        .query_row(params![id, account.0], from_row)
+        .optional()?;
+    row.map_or_else(|| not_found("Not Found: invalid receiver"), Ok)
+}
+
 pub(super) fn load(
     conn: &Connection,
     account: AccountId,
@@ -208,13 +228,7 @@ pub(super) fn load(
     with_group_parts: bool,
     detail_bits: i64,
 ) -> StoreResult<Receiver> {
-    let sql = format!("{SELECT} WHERE r.id = ?1 AND r.account_id = ?2");
-    let row = conn
-        .query_row(&sql, params![id, account.0], from_row)
-        .optional()?;
-    let Some(row) = row else {
-        return not_found("Not Found: invalid receiver");
-    };
+    let row = row_with_contact(conn, account, id)?;
     let mut all = complete(conn, account, vec![row], with_group_parts, detail_bits)?;
     all.pop()
         .map_or_else(|| not_found("Not Found: invalid receiver"), Ok)
@@ -297,17 +311,35 @@ pub fn list(
     q: &ReceiverQuery,
 ) -> StoreResult<Vec<Receiver>> {
     groups::ensure(conn, account, group_id)?;
-    let pagesize = q.pagesize.unwrap_or(DEFAULT_PAGESIZE);
-    if !(1..=MAX_PAGESIZE).contains(&pagesize) {
-        return invalid(format!(
-            "Bad Request: pagesize must be from 1 to {MAX_PAGESIZE}"
-        ));
+    list_matching(conn, account, &Selection::group(group_id), q, true)
+}
+
+/// A condition on receivers (`r`) and their contacts (`c`) with its bound
+/// values in order; built by the callers (a group, a filter's rules).
+#[derive(Debug, Clone, Default)]
+pub struct Selection {
+    pub sql: String,
+    pub params: Vec<Value>,
+}
+
+impl Selection {
+    pub fn group(group_id: i64) -> Self {
+        Selection {
+            sql: "r.group_id = ?".into(),
+            params: vec![Value::Integer(group_id)],
+        }
     }
-    let page = q.page.unwrap_or(0);
-    if page < 0 {
-        return invalid("Bad Request: page is zero-based and cannot be negative");
+
+    /// Both conditions.
+    pub fn and(mut self, other: Selection) -> Self {
+        self.sql = format!("({}) AND ({})", self.sql, other.sql);
+        self.params.extend(other.params);
+        self
     }
-    let kind = match q.kind.as_deref() {
+}
+
+fn state_sql(kind: Option<&str>) -> StoreResult<&'static str> {
+    let kind = match kind {
         None => ReceiverType::All,
         Some(k) => ReceiverType::parse(k).map_or_else(
             || {
@@ -319,35 +351,89 @@ pub fn list(
             Ok,
         )?,
     };
-    let state = match kind {
+    Ok(match kind {
         ReceiverType::All => "1",
         ReceiverType::Active => ACTIVE_SQL,
         ReceiverType::Inactive => INACTIVE_SQL,
         ReceiverType::Bounce => BOUNCED_SQL,
-    };
+    })
+}
+
+/// The receiver list over any selection: paged, filtered by type and by
+/// email or id lists, ordered, with the requested detail. Group attributes
+/// are shown when `with_group_parts`.
+pub fn list_matching(
+    conn: &Connection,
+    account: AccountId,
+    sel: &Selection,
+    q: &ReceiverQuery,
+    with_group_parts: bool,
+) -> StoreResult<Vec<Receiver>> {
+    let pagesize = q.pagesize.unwrap_or(DEFAULT_PAGESIZE);
+    if !(1..=MAX_PAGESIZE).contains(&pagesize) {
+        return invalid(format!(
+            "Bad Request: pagesize must be from 1 to {MAX_PAGESIZE}"
+        ));
+    }
+    let page = q.page.unwrap_or(0);
+    if page < 0 {
+        return invalid("Bad Request: page is zero-based and cannot be negative");
+    }
+    let state = state_sql(q.kind.as_deref())?;
     let to_json = |v: Option<Vec<String>>| {
         v.map(|v| serde_json::to_string(&v).unwrap_or_else(|_| "[]".into()))
     };
     let emails = to_json(split_list(&q.email_list));
     let ids = to_json(split_list(&q.id_list));
     let sql = format!(
-        "{SELECT} WHERE r.group_id = ?1 AND {state}
-           AND (?2 IS NULL OR c.email IN (SELECT value FROM json_each(?2)))
-           AND (?3 IS NULL OR r.id IN (SELECT CAST(value AS INTEGER) FROM json_each(?3)))
-         ORDER BY {} LIMIT ?4 OFFSET ?5",
+        "{SELECT} WHERE r.account_id = ? AND ({}) AND {state}
+           AND (?1000 IS NULL OR c.email IN (SELECT value FROM json_each(?1000)))
+           AND (?1001 IS NULL OR r.id IN (SELECT CAST(value AS INTEGER) FROM json_each(?1001)))
+         ORDER BY {} LIMIT ?1002 OFFSET ?1003",
+        sel.sql,
         order_clause(q.order_by.as_deref())?
     );
     let mut stmt = conn.prepare_cached(&sql)?;
-    let rows = stmt.query_map(
-        params![
-            group_id,
-            emails,
-            ids,
-            pagesize,
-            page.saturating_mul(pagesize)
-        ],
-        from_row,
-    )?;
-    let rows: Vec<_> = rows.collect::<Result<_, _>>()?;
-    complete(conn, account, rows, true, q.detail.unwrap_or(0))
+    let mut values: Vec<Value> = Vec::with_capacity(sel.params.len() + 1);
+    values.push(Value::Integer(account.0));
+    values.extend(sel.params.iter().cloned());
+    for (i, v) in values.iter().enumerate() {
+        stmt.raw_bind_parameter(i + 1, v)?;
+    }
+    stmt.raw_bind_parameter(1000, &emails)?;
+    stmt.raw_bind_parameter(1001, &ids)?;
+    stmt.raw_bind_parameter(1002, pagesize)?;
+    stmt.raw_bind_parameter(1003, page.saturating_mul(pagesize))?;
+    let mut rows = stmt.raw_query();
+    let mut found = Vec::new();
+    while let Some(row) = rows.next()? {
+        found.push(from_row(row)?);
+    }
+    complete(
+        conn,
+        account,
+        found,
+        with_group_parts,
+        q.detail.unwrap_or(0),
+    )
+}
+
+/// How many receivers of the selection are in each state.
+pub fn count_matching(
+    conn: &Connection,
+    account: AccountId,
+    sel: &Selection,
+) -> StoreResult<(i64, i64, i64, i64)> {
+    let sql = format!(
+        "SELECT COUNT(*), COALESCE(SUM({ACTIVE_SQL}), 0), COALESCE(SUM({INACTIVE_SQL}), 0), COALESCE(SUM({BOUNCED_SQL}), 0)
+         FROM receivers r JOIN contacts c ON c.id = r.contact_id WHERE r.account_id = ? AND ({})",
+        sel.sql
+    );
+    let mut values = vec![Value::Integer(account.0)];
+    values.extend(sel.params.iter().cloned());
+    Ok(
+        conn.query_row(&sql, rusqlite::params_from_iter(values.iter()), |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+        })?,
+    )
 }

@@ -1,0 +1,76 @@
+//! Filters (spec §4.7): saved filters of a group and the runtime filter.
+
+use super::{ApiClient, Result};
+use crate::api::filter::{Filter, FilterInput, FilterStats, RuntimeFilter};
+use crate::api::paths::{self, fill};
+use crate::api::{Id, Receiver, ReceiverQuery};
+
+impl ApiClient {
+    pub async fn filters(&self, group: Id) -> Result<Vec<Filter>> {
+        self.get(&fill(paths::GROUP_FILTERS, &[&group.to_string()]), &[])
+            .await
+    }
+    pub async fn create_filter(&self, group: Id, input: &FilterInput) -> Result<Filter> {
+        self.post(&fill(paths::GROUP_FILTERS, &[&group.to_string()]), input)
+            .await
+    }
+    pub async fn filter(&self, group: Id, id: Id) -> Result<Filter> {
+        self.get(
+            &fill(paths::GROUP_FILTER, &[&group.to_string(), &id.to_string()]),
+            &[],
+        )
+        .await
+    }
+    pub async fn update_filter(&self, group: Id, id: Id, input: &FilterInput) -> Result<bool> {
+        self.put(
+            &fill(paths::GROUP_FILTER, &[&group.to_string(), &id.to_string()]),
+            input,
+        )
+        .await
+    }
+    pub async fn delete_filter(&self, group: Id, id: Id) -> Result<bool> {
+        self.delete(
+            &fill(paths::GROUP_FILTER, &[&group.to_string(), &id.to_string()]),
+            &[],
+        )
+        .await
+    }
+    pub async fn filter_stats(&self, group: Id, id: Id) -> Result<FilterStats> {
+        self.get(
+            &fill(
+                paths::GROUP_FILTER_STATS,
+                &[&group.to_string(), &id.to_string()],
+            ),
+            &[],
+        )
+        .await
+    }
+    pub async fn filter_count(&self, group: Id, id: Id) -> Result<i64> {
+        self.get(
+            &fill(
+                paths::GROUP_FILTER_COUNT,
+                &[&group.to_string(), &id.to_string()],
+            ),
+            &[],
+        )
+        .await
+    }
+    pub async fn filter_receivers(
+        &self,
+        group: Id,
+        id: Id,
+        query: &ReceiverQuery,
+    ) -> Result<Vec<Receiver>> {
+        self.get(
+            &fill(
+                paths::GROUP_FILTER_RECEIVERS,
+                &[&group.to_string(), &id.to_string()],
+            ),
+            &query.to_pairs(),
+        )
+        .await
+    }
+    pub async fn runtime_filter(&self, filter: &RuntimeFilter) -> Result<Vec<Receiver>> {
+        self.post(paths::RUNTIME_FILTER, filter).await
+    }
+}

@@ -1,0 +1,356 @@
+//! The rule engine: a filter's rules compiled to one SQL condition over
+//! receivers (`r`) and contacts (`c`), every value bound as a parameter.
+//!
+//! Fields: the receiver fields of spec §2.9, every attribute name (the
+//! group's own attribute favoured over a global one of the same name),
+//! `tags`, and the four `svcevent_mail_*` fields matched against recorded
+//! mailing events. Numbers and timestamps compare as numbers, dates as
+//! dates, text without regard to case; `ismale`/`isfemale` know the usual
+//! spellings (m/f, male/female, Herr/Frau, Mr/Mrs...).
+
+use super::super::receivers::Selection;
+use super::super::{AccountId, StoreResult, invalid};
+use crate::api::filter::Rule;
+use rusqlite::types::Value;
+use rusqlite::{Connection, OptionalExtension, params};
+
+pub const LOGICS: &[&str] = &[
+    "eq",
+    "neq",
+    "sm",
+    "bg",
+    "isnull",
+    "notisnull",
+    "contains",
+    "begins",
+    "ends",
+    "ismale",
+    "isfemale",
+];
+const TEXT_FIELDS: &[&str] = &["email", "source", "last_location", "last_client", "last_ip"];
+const NUMBER_FIELDS: &[&str] = &[
+    "imported",
+    "registered",
+    "activated",
+    "deactivated",
+    "bounced",
+    "points",
+];
+const EVENT_FIELDS: &[(&str, &str)] = &[
+    ("svcevent_mail_send", "send"),
+    ("svcevent_mail_open", "open"),
+    ("svcevent_mail_click", "click"),
+    ("svcevent_mail_bounce", "bounce"),
+];
+pub const MALE: &[&str] = &[
+    "m",
+    "male",
+    "man",
+    "mann",
+    "herr",
+    "mr",
+    "mr.",
+    "männlich",
+    "maennlich",
+];
+pub const FEMALE: &[&str] = &[
+    "f", "w", "female", "woman", "frau", "mrs", "mrs.", "ms", "ms.", "miss", "weiblich",
+];
+
+/// How a field's values compare.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Kind {
+    Text,
+    Number,
+    /// Unix seconds; a condition may also be a date.
+    Timestamp,
+    /// `YYYY-MM-DD` text.
+    Date,
+}
+
+/// A compiled field: an SQL expression with its values, and how it compares.
+struct Operand {
+    expr: String,
+    params: Vec<Value>,
+    kind: Kind,
+}
+
+/// Compiles `rules` joined by `operator` (AND or OR) into a condition.
+/// `groups` are the groups whose attributes a name may mean.
+pub fn compile(
+    conn: &Connection,
+    account: AccountId,
+    groups: &[i64],
+    rules: &[Rule],
+    operator: &str,
+) -> StoreResult<Selection> {
+    let joiner = match operator.trim().to_ascii_uppercase().as_str() {
+        "" | "AND" => " AND ",
+        "OR" => " OR ",
+        other => {
+            return invalid(format!(
+                "Bad Request: operator \"{other}\" must be AND or OR"
+            ));
+        }
+    };
+    if rules.is_empty() {
+        return invalid(
+            "Bad Request: rules is required: at least one {\"field\", \"logic\", \"condition\"}",
+        );
+    }
+    let mut parts = Vec::with_capacity(rules.len());
+    let mut params = Vec::new();
+    for (i, rule) in rules.iter().enumerate() {
+        let (sql, values) = compile_rule(conn, account, groups, rule).map_err(|e| match e {
+            super::super::StoreError::Invalid(m) => {
+                super::super::StoreError::Invalid(format!("{m} (rule {i})"))
+            }
+            other => other,
+        })?;
+        parts.push(format!("({sql})"));
+        params.extend(values);
+    }
+    Ok(Selection {
+        sql: parts.join(joiner),
+        params,
+    })
+}
+
+fn compile_rule(
+    conn: &Connection,
+    account: AccountId,
+    groups: &[i64],
+    rule: &Rule,
+) -> StoreResult<(String, Vec<Value>)> {
+    let logic = rule.logic.trim().to_ascii_lowercase();
+    if !LOGICS.contains(&logic.as_str()) {
+        return invalid(format!(
+            "Bad Request: logic \"{}\" must be one of {}",
+            rule.logic,
+            LOGICS.join(", ")
+        ));
+    }
+    let field = rule.field.trim();
+    let lower = field.to_ascii_lowercase();
+    let cond = rule.condition.trim();
+
+    if let Some((_, kind)) = EVENT_FIELDS.iter().find(|(f, _)| *f == lower) {
+        if logic != "eq" {
+            return invalid(format!(
+                "Bad Request: {lower} takes logic eq and a mailing id"
+            ));
+        }
+        return Ok((
+            "EXISTS (SELECT 1 FROM events e WHERE e.contact_id = r.contact_id AND e.type = ? AND e.mailing_id = ?)".into(),
+            vec![Value::Text((*kind).into()), Value::Text(cond.into())],
+        ));
+    }
+    if lower == "tags" || lower == "tag" {
+        return Ok(tags(&logic, cond));
+    }
+    let operand = if TEXT_FIELDS.contains(&lower.as_str()) {
+        let column = if lower == "email" {
+            "c.email".to_string()
+        } else {
+            format!("r.{lower}")
+        };
+        Operand {
+            expr: column,
+            params: vec![],
+            kind: Kind::Text,
+        }
+    } else if NUMBER_FIELDS.contains(&lower.as_str()) {
+        let kind = if lower == "points" {
+            Kind::Number
+        } else {
+            Kind::Timestamp
+        };
+        Operand {
+            expr: format!("r.{lower}"),
+            params: vec![],
+            kind,
+        }
+    } else {
+        attribute(conn, account, groups, field)?
+    };
+    compare(operand, &logic, cond)
+}
+
+/// An attribute named `name`, as its value for each receiver: the value of
+/// the receiver's group's attribute of that name, else the global one.
+fn attribute(
+    conn: &Connection,
+    account: AccountId,
+    groups: &[i64],
+    name: &str,
+) -> StoreResult<Operand> {
+    let scope = serde_json::to_string(groups).unwrap_or_else(|_| "[]".into());
+    let kind: Option<String> = conn
+        .query_row(
+            "SELECT type FROM attributes WHERE account_id = ?1 AND name = ?2
+               AND (group_id = 0 OR group_id IN (SELECT value FROM json_each(?3)))
+             ORDER BY group_id DESC LIMIT 1",
+            params![account.0, name, scope],
+            |r| r.get(0),
+        )
+        .optional()?;
+    let Some(kind) = kind else {
+        let mut known: Vec<String> = TEXT_FIELDS
+            .iter()
+            .chain(NUMBER_FIELDS)
+            .map(|s| s.to_string())
+            .collect();
+        known.extend(["tags".into()]);
+        known.extend(EVENT_FIELDS.iter().map(|(f, _)| f.to_string()));
+        let mut stmt = conn.prepare(
+            "SELECT DISTINCT name FROM attributes WHERE account_id = ?1
+               AND (group_id = 0 OR group_id IN (SELECT value FROM json_each(?2))) ORDER BY name",
+        )?;
+        let names: Vec<String> = stmt
+            .query_map(params![account.0, scope], |r| r.get(0))?
+            .collect::<Result<_, _>>()?;
+        known.extend(names);
+        return invalid(format!(
+            "Bad Request: unknown field \"{name}\"; valid fields: {}",
+            known.join(", ")
+        ));
+    };
+    let kind = match kind.as_str() {
+        "number" => Kind::Number,
+        "date" => Kind::Date,
+        _ => Kind::Text,
+    };
+    Ok(Operand {
+        expr: "(SELECT v.value FROM attribute_values v JOIN attributes a ON a.id = v.attribute_id
+                 WHERE v.contact_id = r.contact_id AND a.account_id = ? AND a.name = ?
+                   AND a.group_id IN (0, r.group_id) ORDER BY a.group_id DESC LIMIT 1)"
+            .into(),
+        params: vec![Value::Integer(account.0), Value::Text(name.into())],
+        kind,
+    })
+}
+
+fn like_pattern(cond: &str, prefix: bool, suffix: bool) -> String {
+    let escaped = cond
+        .replace('\\', "\\\\")
+        .replace('%', "\\%")
+        .replace('_', "\\_");
+    format!(
+        "{}{escaped}{}",
+        if prefix { "%" } else { "" },
+        if suffix { "%" } else { "" }
+    )
+}
+
+fn gender_list(values: &[&str]) -> String {
+    values
+        .iter()
+        .map(|v| format!("'{}'", v.replace('\'', "''")))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The condition as a number for `kind`; timestamps also take a date.
+fn number(cond: &str, kind: Kind) -> StoreResult<Value> {
+    if let Ok(n) = cond.replace(',', ".").parse::<f64>()
+        && n.is_finite()
+    {
+        return Ok(Value::Real(n));
+    }
+    if kind == Kind::Timestamp
+        && let Ok(t) = crate::prepare::time::parse_timestamp(cond, None)
+    {
+        return Ok(Value::Real(t as f64));
+    }
+    invalid(format!("Bad Request: condition \"{cond}\" is not a number"))
+}
+
+fn date(cond: &str) -> StoreResult<Value> {
+    crate::prepare::time::parse_date(cond, None)
+        .map(Value::Text)
+        .or_else(|_| {
+            invalid(format!(
+                "Bad Request: condition \"{cond}\" is not a date (YYYY-MM-DD)"
+            ))
+        })
+}
+
+fn compare(op: Operand, logic: &str, cond: &str) -> StoreResult<(String, Vec<Value>)> {
+    let e = &op.expr;
+    // The expression's own values, once per place it appears in the SQL.
+    let uses =
+        |n: usize| -> Vec<Value> { (0..n).flat_map(|_| op.params.iter().cloned()).collect() };
+    let numeric = matches!(op.kind, Kind::Number | Kind::Timestamp);
+    // Receiver timestamps and points are never NULL: 0 is "empty".
+    let empty = if numeric && op.params.is_empty() {
+        format!("COALESCE({e}, 0) = 0")
+    } else {
+        format!("COALESCE({e}, '') = ''")
+    };
+    Ok(match logic {
+        "isnull" => (empty, uses(1)),
+        "notisnull" => (format!("NOT ({empty})"), uses(1)),
+        "ismale" => (
+            format!("LOWER(TRIM(COALESCE({e}, ''))) IN ({})", gender_list(MALE)),
+            uses(1),
+        ),
+        "isfemale" => (
+            format!(
+                "LOWER(TRIM(COALESCE({e}, ''))) IN ({})",
+                gender_list(FEMALE)
+            ),
+            uses(1),
+        ),
+        "contains" | "begins" | "ends" => {
+            let mut params = uses(1);
+            params.push(Value::Text(like_pattern(
+                cond,
+                logic != "begins",
+                logic != "ends",
+            )));
+            (format!("CAST({e} AS TEXT) LIKE ? ESCAPE '\\'"), params)
+        }
+        _ => {
+            let (lhs, value) = match op.kind {
+                Kind::Number | Kind::Timestamp => {
+                    (format!("CAST({e} AS REAL)"), number(cond, op.kind)?)
+                }
+                Kind::Date => (e.clone(), date(cond)?),
+                Kind::Text => (format!("{e} COLLATE NOCASE"), Value::Text(cond.to_string())),
+            };
+            let (sql, mut params) = match logic {
+                "eq" => (format!("{lhs} = ?"), uses(1)),
+                // An empty value equals nothing, so it is "not equal".
+                "neq" => (format!("({e} IS NULL OR {lhs} <> ?)"), uses(2)),
+                "sm" => (format!("{lhs} < ?"), uses(1)),
+                _ => (format!("{lhs} > ?"), uses(1)),
+            };
+            params.push(value);
+            (sql, params)
+        }
+    })
+}
+
+fn tags(logic: &str, cond: &str) -> (String, Vec<Value>) {
+    let any = "EXISTS (SELECT 1 FROM tags t WHERE t.contact_id = r.contact_id";
+    match logic {
+        "isnull" => (format!("NOT {any})"), vec![]),
+        "notisnull" => (format!("{any})"), vec![]),
+        "neq" => (
+            format!("NOT {any} AND t.tag = ? COLLATE NOCASE)"),
+            vec![Value::Text(cond.into())],
+        ),
+        "contains" | "begins" | "ends" => (
+            format!("{any} AND t.tag LIKE ? ESCAPE '\\')"),
+            vec![Value::Text(like_pattern(
+                cond,
+                logic != "begins",
+                logic != "ends",
+            ))],
+        ),
+        _ => (
+            format!("{any} AND t.tag = ? COLLATE NOCASE)"),
+            vec![Value::Text(cond.into())],
+        ),
+    }
+}
