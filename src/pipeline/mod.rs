@@ -5,9 +5,12 @@
 //!
 //! Every key is documented for users in `pipelines/README.md`.
 
+pub mod export;
 mod fields;
 mod parse;
 pub mod reader;
+
+pub use export::{ExportFormat, ExportStep, ExportWhat};
 
 use crate::api::AttributeType;
 use crate::source::SourceSpec;
@@ -61,6 +64,7 @@ pub struct Target {
 pub enum Step {
     Import(ImportStep),
     Blacklist(BlacklistStep),
+    Export(ExportStep),
 }
 
 impl Step {
@@ -68,6 +72,7 @@ impl Step {
         match self {
             Step::Import(s) => &s.name,
             Step::Blacklist(s) => &s.name,
+            Step::Export(s) => &s.name,
         }
     }
 }

@@ -9,7 +9,7 @@ use std::ops::Range;
 use toml::Spanned;
 use toml::de::{DeTable, DeValue};
 
-const TOP_KEYS: &[&str] = &["target", "import", "blacklist"];
+const TOP_KEYS: &[&str] = &["target", "import", "blacklist", "export"];
 const TARGET_KEYS: &[&str] = &[
     "url",
     "token_env",
@@ -96,7 +96,11 @@ pub fn parse(path: &Path, text: &str) -> Result<Pipeline, PipelineError> {
     top.check_keys(&mut p.ctx, TOP_KEYS);
     let target = p.target(&top);
     let mut steps: Vec<(usize, Step)> = Vec::new();
-    for (key, kind) in [("import", "[[import]]"), ("blacklist", "[[blacklist]]")] {
+    for (key, kind) in [
+        ("import", "[[import]]"),
+        ("blacklist", "[[blacklist]]"),
+        ("export", "[[export]]"),
+    ] {
         let Some(v) = top.get(key) else { continue };
         let DeValue::Array(items) = v.get_ref() else {
             p.ctx.error(
@@ -112,10 +116,10 @@ pub fn parse(path: &Path, text: &str) -> Result<Pipeline, PipelineError> {
                     .error(item.span(), format!("each {kind} must be a table"));
                 continue;
             };
-            let step = if key == "import" {
-                p.import(&t, &name, n).map(Step::Import)
-            } else {
-                p.blacklist(&t, &name, n).map(Step::Blacklist)
+            let step = match key {
+                "import" => p.import(&t, &name, n).map(Step::Import),
+                "blacklist" => p.blacklist(&t, &name, n).map(Step::Blacklist),
+                _ => p.export(&t, n).map(Step::Export),
             };
             if let Some(step) = step {
                 steps.push((item.span().start, step));
@@ -125,7 +129,7 @@ pub fn parse(path: &Path, text: &str) -> Result<Pipeline, PipelineError> {
     if steps.is_empty() && p.ctx.diags.is_empty() {
         p.ctx.error(
             0..0,
-            "the pipeline has no steps: add an [[import]] or a [[blacklist]] table",
+            "the pipeline has no steps: add an [[import]], a [[blacklist]] or an [[export]] table",
         );
     }
     p.check_columns();

@@ -10,6 +10,7 @@
 pub mod auth;
 pub mod error;
 pub mod faults;
+pub mod html;
 pub mod openapi;
 pub mod ratelimit;
 pub mod routes;

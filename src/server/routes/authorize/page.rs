@@ -2,6 +2,7 @@
 //! (inline CSS, no script, no external assets) that reads well with a
 //! screen reader and a keyboard. Every value from the request is escaped.
 
+use crate::server::html::escape;
 /// What the login-and-approve form shows and carries.
 pub struct LoginForm<'a> {
     pub app_name: &'a str,
@@ -32,22 +33,6 @@ button { font: inherit; padding: .55rem 1.1rem; border-radius: .35rem; border: 1
 button.primary { background: #1d4ed8; border-color: #1d4ed8; color: #fff; }
 :focus-visible { outline: 3px solid #f59e0b; outline-offset: 2px; }
 ";
-
-/// Escapes text for HTML content and double-quoted attributes.
-pub fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
 
 fn document(title: &str, body: &str) -> String {
     format!(

@@ -1,24 +1,9 @@
 //! The small HTML the public form endpoints answer a person with, and the
 //! escaping every value put into HTML goes through.
 
+pub use crate::server::html::escape;
 use axum::http::header;
 use axum::response::{Html, IntoResponse, Response};
-
-/// Escapes text for an HTML element or a quoted attribute value.
-pub fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for ch in text.chars() {
-        match ch {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
 
 /// A complete page with a heading and one paragraph (both escaped here).
 /// Not cached, and the link that led here (it may carry a one-time token)
@@ -41,17 +26,4 @@ pub fn page(title: &str, message: &str) -> Response {
         header::HeaderValue::from_static("no-referrer"),
     );
     res
-}
-
-#[cfg(test)]
-mod tests {
-    use super::escape;
-
-    #[test]
-    fn escape_neutralises_markup_and_quotes() {
-        assert_eq!(
-            escape(r#"<a href="x">Tom & 'Jerry'</a>"#),
-            "&lt;a href=&quot;x&quot;&gt;Tom &amp; &#39;Jerry&#39;&lt;/a&gt;"
-        );
-    }
 }

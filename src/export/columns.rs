@@ -1,0 +1,227 @@
+//! The columns of an export: where each value comes from, its type, and how
+//! a receiver (or a blacklist entry, or an order) becomes a row of typed
+//! [`Cell`]s. The writers only see names, kinds and cells.
+
+use crate::api::{BlacklistEntry, Order, Receiver};
+
+/// A column's type, which the typed formats (Parquet, XLSX, JSON lines) keep.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Text,
+    Int,
+    Float,
+    Bool,
+    /// Unix seconds on the wire; written as the step's `timestamps` say.
+    Time,
+}
+
+/// One value. `Time(None)`/`Int(None)` are empty (a timestamp of 0 is "never").
+#[derive(Debug, Clone, PartialEq)]
+pub enum Cell {
+    Text(String),
+    Int(Option<i64>),
+    Float(f64),
+    Bool(bool),
+    Time(Option<i64>),
+}
+
+/// Where a column's value comes from.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Source {
+    Id,
+    Email,
+    GroupId,
+    Registered,
+    Activated,
+    Deactivated,
+    Imported,
+    Bounced,
+    Source,
+    Points,
+    LastIp,
+    LastLocation,
+    LastClient,
+    Active,
+    Global(String),
+    Group(String),
+    Tags,
+    /// Blacklist entries only.
+    Comment,
+    Stamp,
+}
+
+/// The receiver fields in their default order.
+pub const RECEIVER_FIELDS: &[(&str, Source)] = &[
+    ("id", Source::Id),
+    ("email", Source::Email),
+    ("group_id", Source::GroupId),
+    ("registered", Source::Registered),
+    ("activated", Source::Activated),
+    ("deactivated", Source::Deactivated),
+    ("imported", Source::Imported),
+    ("bounced", Source::Bounced),
+    ("source", Source::Source),
+    ("points", Source::Points),
+    ("last_ip", Source::LastIp),
+    ("last_location", Source::LastLocation),
+    ("last_client", Source::LastClient),
+    ("active", Source::Active),
+];
+
+/// The columns of a blacklist export.
+pub const BLACKLIST_FIELDS: &[(&str, Source)] = &[
+    ("email", Source::Email),
+    ("comment", Source::Comment),
+    ("stamp", Source::Stamp),
+];
+
+/// The columns of the orders file.
+pub const ORDER_COLUMNS: &[(&str, Kind)] = &[
+    ("email", Kind::Text),
+    ("order_id", Kind::Text),
+    ("product_id", Kind::Text),
+    ("product", Kind::Text),
+    ("price", Kind::Float),
+    ("currency", Kind::Text),
+    ("quantity", Kind::Int),
+    ("mailing_id", Kind::Text),
+    ("stamp", Kind::Time),
+];
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Column {
+    /// The header written.
+    pub name: String,
+    pub source: Source,
+}
+
+impl Source {
+    pub fn kind(&self) -> Kind {
+        match self {
+            Source::Registered
+            | Source::Activated
+            | Source::Deactivated
+            | Source::Imported
+            | Source::Bounced
+            | Source::Stamp => Kind::Time,
+            Source::Points => Kind::Int,
+            Source::Active => Kind::Bool,
+            _ => Kind::Text,
+        }
+    }
+
+    fn receiver(&self, r: &Receiver, tags_separator: &str) -> Cell {
+        let time = |t: i64| Cell::Time((t != 0).then_some(t));
+        match self {
+            Source::Id => Cell::Text(r.id.to_string()),
+            Source::Email => Cell::Text(r.email.clone()),
+            Source::GroupId => Cell::Text(r.group_id.to_string()),
+            Source::Registered => time(r.registered),
+            Source::Activated => time(r.activated),
+            Source::Deactivated => time(r.deactivated),
+            Source::Imported => time(r.imported),
+            Source::Bounced => time(r.bounced),
+            Source::Source => Cell::Text(r.source.clone()),
+            Source::Points => Cell::Int(Some(r.points)),
+            Source::LastIp => Cell::Text(r.last_ip.clone()),
+            Source::LastLocation => Cell::Text(r.last_location.clone()),
+            Source::LastClient => Cell::Text(r.last_client.clone()),
+            Source::Active => Cell::Bool(r.active),
+            Source::Global(n) => Cell::Text(r.global_attributes.get(n).cloned().unwrap_or_default()),
+            Source::Group(n) => Cell::Text(r.attributes.get(n).cloned().unwrap_or_default()),
+            Source::Tags => Cell::Text(r.tags.as_deref().unwrap_or_default().join(tags_separator)),
+            Source::Comment => Cell::Text(String::new()),
+            Source::Stamp => Cell::Time(None),
+        }
+    }
+
+    fn entry(&self, e: &BlacklistEntry) -> Cell {
+        match self {
+            Source::Email => Cell::Text(e.email.clone()),
+            Source::Comment => Cell::Text(e.comment.clone()),
+            Source::Stamp => Cell::Time((e.stamp != 0).then_some(e.stamp)),
+            other => match other.kind() {
+                Kind::Time => Cell::Time(None),
+                Kind::Int => Cell::Int(None),
+                Kind::Bool => Cell::Bool(false),
+                _ => Cell::Text(String::new()),
+            },
+        }
+    }
+}
+
+/// The default receiver columns: fields, then each global attribute, then
+/// each group attribute, then tags. A name already taken (a group attribute
+/// named like a global one) gets a `group.` prefix, so no header repeats.
+pub fn receiver_columns(globals: &[String], group: &[String]) -> Vec<Column> {
+    let mut cols: Vec<Column> = RECEIVER_FIELDS
+        .iter()
+        .map(|(n, s)| Column { name: n.to_string(), source: s.clone() })
+        .collect();
+    let taken = |cols: &[Column], n: &str| cols.iter().any(|c| c.name == n);
+    for g in globals {
+        let name = if taken(&cols, g) { format!("global.{g}") } else { g.clone() };
+        cols.push(Column { name, source: Source::Global(g.clone()) });
+    }
+    for g in group {
+        let name = if taken(&cols, g) { format!("group.{g}") } else { g.clone() };
+        cols.push(Column { name, source: Source::Group(g.clone()) });
+    }
+    cols.push(Column { name: "tags".into(), source: Source::Tags });
+    cols
+}
+
+pub fn blacklist_columns() -> Vec<Column> {
+    BLACKLIST_FIELDS
+        .iter()
+        .map(|(n, s)| Column { name: n.to_string(), source: s.clone() })
+        .collect()
+}
+
+/// Picks and renames columns from the defaults: `(column, header)` pairs.
+/// An unknown name is an error naming the columns there are.
+pub fn select(all: &[Column], chosen: &[(String, String)]) -> Result<Vec<Column>, String> {
+    let mut out = Vec::new();
+    for (from, to) in chosen {
+        match all.iter().find(|c| &c.name == from) {
+            Some(c) => out.push(Column { name: to.clone(), source: c.source.clone() }),
+            None => {
+                let names: Vec<&str> = all.iter().map(|c| c.name.as_str()).collect();
+                return Err(format!(
+                    "no column \"{from}\" to export; the columns are: {}",
+                    names.join(", ")
+                ));
+            }
+        }
+    }
+    Ok(out)
+}
+
+pub fn receiver_row(cols: &[Column], r: &Receiver, tags_separator: &str) -> Vec<Cell> {
+    cols.iter().map(|c| c.source.receiver(r, tags_separator)).collect()
+}
+
+pub fn entry_row(cols: &[Column], e: &BlacklistEntry) -> Vec<Cell> {
+    cols.iter().map(|c| c.source.entry(e)).collect()
+}
+
+pub fn order_row(email: &str, o: &Order) -> Vec<Cell> {
+    vec![
+        Cell::Text(email.to_string()),
+        Cell::Text(o.order_id.clone()),
+        Cell::Text(o.product_id.clone()),
+        Cell::Text(o.product.clone()),
+        Cell::Float(o.price),
+        Cell::Text(o.currency.clone()),
+        Cell::Int(Some(o.quantity)),
+        Cell::Text(o.mailing_id.clone()),
+        Cell::Time((o.stamp != 0).then_some(o.stamp)),
+    ]
+}
+
+/// An ISO 8601 UTC timestamp (`2024-02-01T14:22:00Z`), as imports read it.
+pub fn iso(secs: i64) -> String {
+    chrono::DateTime::from_timestamp(secs, 0)
+        .map(|t| t.format("%Y-%m-%dT%H:%M:%SZ").to_string())
+        .unwrap_or_else(|| secs.to_string())
+}

@@ -1,0 +1,505 @@
+//! `[[export]]` steps: what to read from the target (a group, a saved
+//! filter, a runtime filter, the blacklist or a group blocklist), which
+//! columns, and how the file is written. The same [`ExportStep`] is built
+//! by `listpipe export` from its flags, so both share one model and one set
+//! of checks ([`ExportFormat::from_path`], [`Timestamps::parse`], ...).
+
+use super::parse::Parser;
+use super::reader::{Table, choices, type_name};
+use super::*;
+use crate::api::ReceiverType;
+use crate::api::filter::Rule;
+use toml::Spanned;
+use toml::de::DeValue;
+
+pub(super) const EXPORT_KEYS: &[&str] = &[
+    "name",
+    "group",
+    "filter",
+    "rules",
+    "operator",
+    "activeonly",
+    "blacklist",
+    "type",
+    "out",
+    "format",
+    "columns",
+    "tags_separator",
+    "timestamps",
+    "delimiter",
+    "encoding",
+    "bom",
+    "quoting",
+    "orders_out",
+];
+const RULE_KEYS: &[&str] = &["field", "logic", "condition"];
+pub const FORMAT_CHOICES: &[&str] = &["csv", "xlsx", "parquet", "jsonl"];
+pub const OPERATORS: &[&str] = &["AND", "OR"];
+pub const ENCODINGS: &[&str] = &["utf-8", "windows-1252"];
+pub const QUOTINGS: &[&str] = &["necessary", "always"];
+pub const TIMESTAMPS: &[&str] = &["iso", "unix"];
+/// Tags are joined with this unless `tags_separator` says otherwise.
+pub const DEFAULT_TAGS_SEPARATOR: &str = ",";
+
+/// One export: what, which columns, where and how.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ExportStep {
+    pub name: String,
+    pub what: ExportWhat,
+    pub out: PathBuf,
+    pub format: ExportFormat,
+    /// `None`: every column (fields, global attributes, group attributes,
+    /// tags). Otherwise (column, header) pairs in this order.
+    pub columns: Option<Vec<(String, String)>>,
+    pub tags_separator: String,
+    pub timestamps: Timestamps,
+    pub csv: CsvOptions,
+    /// One row per order, with the receiver's email; same format rules.
+    pub orders_out: Option<PathBuf>,
+}
+
+/// What an export reads.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ExportWhat {
+    /// A group's receivers of one state (`type`).
+    Group { group: GroupRef, kind: ReceiverType },
+    /// The receivers a group's saved filter selects.
+    Filter { group: GroupRef, filter: FilterRef },
+    /// Rules evaluated on the fly over some groups (none: every group).
+    Runtime {
+        groups: Vec<GroupRef>,
+        rules: Vec<Rule>,
+        operator: String,
+        activeonly: bool,
+    },
+    /// The account blacklist.
+    Blacklist,
+    /// A group's blocklist.
+    Blocklist { group: GroupRef },
+}
+
+/// A saved filter by name or id.
+#[derive(Debug, Clone, PartialEq)]
+pub enum FilterRef {
+    Name(String),
+    Id(i64),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExportFormat {
+    Csv,
+    Xlsx,
+    Parquet,
+    Jsonl,
+}
+
+impl ExportFormat {
+    pub fn parse(s: &str) -> Option<Self> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "csv" => Some(Self::Csv),
+            "xlsx" => Some(Self::Xlsx),
+            "parquet" => Some(Self::Parquet),
+            "jsonl" | "ndjson" => Some(Self::Jsonl),
+            _ => None,
+        }
+    }
+
+    /// The format a file name implies: `.csv`/`.txt`/`.tsv`, `.xlsx`,
+    /// `.parquet`/`.pq`, `.jsonl`/`.ndjson`.
+    pub fn from_path(path: &Path) -> Option<Self> {
+        let ext = path.extension()?.to_str()?.to_ascii_lowercase();
+        match ext.as_str() {
+            "csv" | "txt" | "tsv" => Some(Self::Csv),
+            "xlsx" => Some(Self::Xlsx),
+            "parquet" | "pq" => Some(Self::Parquet),
+            "jsonl" | "ndjson" => Some(Self::Jsonl),
+            _ => None,
+        }
+    }
+
+    pub fn extension(self) -> &'static str {
+        match self {
+            Self::Csv => "csv",
+            Self::Xlsx => "xlsx",
+            Self::Parquet => "parquet",
+            Self::Jsonl => "jsonl",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Timestamps {
+    /// `2024-02-01T14:22:00Z` (UTC).
+    #[default]
+    Iso,
+    /// Seconds since 1970.
+    Unix,
+}
+
+impl Timestamps {
+    pub fn parse(s: &str) -> Option<Self> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "iso" | "iso8601" => Some(Self::Iso),
+            "unix" => Some(Self::Unix),
+            _ => None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CsvEncoding {
+    #[default]
+    Utf8,
+    Windows1252,
+}
+
+impl CsvEncoding {
+    pub fn parse(s: &str) -> Option<Self> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "utf-8" | "utf8" => Some(Self::Utf8),
+            "windows-1252" | "cp1252" | "latin-1" => Some(Self::Windows1252),
+            _ => None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Quoting {
+    /// Only fields holding the delimiter, a quote or a line break.
+    #[default]
+    Necessary,
+    Always,
+}
+
+impl Quoting {
+    pub fn parse(s: &str) -> Option<Self> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "necessary" => Some(Self::Necessary),
+            "always" => Some(Self::Always),
+            _ => None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CsvOptions {
+    pub delimiter: u8,
+    pub encoding: CsvEncoding,
+    /// A UTF-8 byte order mark first, so Excel reads the file as UTF-8.
+    pub bom: bool,
+    pub quoting: Quoting,
+}
+
+impl Default for CsvOptions {
+    fn default() -> Self {
+        CsvOptions {
+            delimiter: b',',
+            encoding: CsvEncoding::Utf8,
+            bom: false,
+            quoting: Quoting::Necessary,
+        }
+    }
+}
+
+/// `"tab"` or one ASCII character.
+pub fn parse_delimiter(s: &str) -> Option<u8> {
+    match s {
+        "tab" | "\t" => Some(b'\t'),
+        s if s.len() == 1 && s.is_ascii() => Some(s.as_bytes()[0]),
+        _ => None,
+    }
+}
+
+/// `FIELD:LOGIC:CONDITION` (the condition may hold colons).
+pub fn parse_rule(s: &str) -> Option<Rule> {
+    let mut parts = s.splitn(3, ':');
+    let field = parts.next()?.trim();
+    let logic = parts.next()?.trim();
+    let condition = parts.next().unwrap_or("");
+    if field.is_empty() || logic.is_empty() {
+        return None;
+    }
+    Some(Rule {
+        field: field.to_string(),
+        logic: logic.to_string(),
+        condition: condition.to_string(),
+    })
+}
+
+impl Parser<'_> {
+    pub(super) fn export(&mut self, t: &Table, n: usize) -> Option<ExportStep> {
+        t.check_keys(&mut self.ctx, EXPORT_KEYS);
+        let name = t
+            .str(&mut self.ctx, "name")
+            .map(Spanned::into_inner)
+            .unwrap_or_else(|| format!("export-{n}"));
+        let groups = self.export_groups(t);
+        let what = self.export_what(t, groups)?;
+
+        let ctx = &mut self.ctx;
+        let out = match t.str(ctx, "out") {
+            Some(o) => Some((self.base_dir.join(o.get_ref()), o.span())),
+            None => {
+                t.missing(ctx, "out", ": the file to write (its extension picks the format)");
+                None
+            }
+        };
+        let ctx = &mut self.ctx;
+        let format = match t.str(ctx, "format") {
+            Some(f) => match ExportFormat::parse(f.get_ref()) {
+                Some(f) => Some(f),
+                None => {
+                    ctx.error(
+                        f.span(),
+                        format!(
+                            "unknown format \"{}\"; valid formats: {}",
+                            f.get_ref(),
+                            choices(FORMAT_CHOICES)
+                        ),
+                    );
+                    None
+                }
+            },
+            None => match &out {
+                Some((path, span)) => {
+                    let f = ExportFormat::from_path(path);
+                    if f.is_none() {
+                        ctx.error(span.clone(), format!("cannot tell the format of \"{}\" from its extension; set `format` to {}", path.display(), choices(FORMAT_CHOICES)));
+                    }
+                    f
+                }
+                None => None,
+            },
+        };
+        let columns = self.export_columns(t);
+        let ctx = &mut self.ctx;
+        let tags_separator = t
+            .str(ctx, "tags_separator")
+            .map(Spanned::into_inner)
+            .unwrap_or_else(|| DEFAULT_TAGS_SEPARATOR.to_string());
+        let timestamps = pick(ctx, t, "timestamps", TIMESTAMPS, Timestamps::parse).unwrap_or_default();
+        let mut csv = CsvOptions::default();
+        if let Some(d) = t.str(ctx, "delimiter") {
+            match parse_delimiter(d.get_ref()) {
+                Some(b) => csv.delimiter = b,
+                None => ctx.error(d.span(), format!("`delimiter` must be one character (such as \",\", \";\", \"|\") or \"tab\", not \"{}\"", d.get_ref())),
+            }
+        } else if out.as_ref().is_some_and(|(p, _)| p.extension().is_some_and(|e| e == "tsv")) {
+            csv.delimiter = b'\t';
+        }
+        csv.encoding = pick(ctx, t, "encoding", ENCODINGS, CsvEncoding::parse).unwrap_or_default();
+        csv.quoting = pick(ctx, t, "quoting", QUOTINGS, Quoting::parse).unwrap_or_default();
+        csv.bom = t.bool(ctx, "bom").unwrap_or(false);
+        if csv.bom && csv.encoding == CsvEncoding::Windows1252
+            && let Some(v) = t.get("bom")
+        {
+            ctx.error(v.span(), "`bom` is a UTF-8 byte order mark: it cannot go with `encoding = \"windows-1252\"`");
+        }
+        let orders_out = t
+            .str(ctx, "orders_out")
+            .map(|o| self.base_dir.join(o.get_ref()));
+        if matches!(what, ExportWhat::Blacklist | ExportWhat::Blocklist { .. })
+            && let Some(v) = t.get("orders_out")
+        {
+            self.ctx.error(v.span(), "`orders_out` needs receivers: a blacklist has no orders");
+        }
+        Some(ExportStep {
+            name,
+            what,
+            out: out?.0,
+            format: format?,
+            columns,
+            tags_separator,
+            timestamps,
+            csv,
+            orders_out,
+        })
+    }
+
+    /// `group`: a name, an id, or (runtime filters only) a list of them.
+    fn export_groups(&mut self, t: &Table) -> Option<(Vec<GroupRef>, Range)> {
+        let v = t.get("group")?;
+        let one = |v: &DeValue| match v {
+            DeValue::String(s) if !s.trim().is_empty() => Some(GroupRef::Name(s.trim().to_string())),
+            DeValue::Integer(i) => i64::from_str_radix(&i.as_str().replace('_', ""), i.radix())
+                .ok()
+                .filter(|n| *n > 0)
+                .map(GroupRef::Id),
+            _ => None,
+        };
+        let groups = match v.get_ref() {
+            DeValue::Array(items) => items.iter().map(|i| one(i.get_ref())).collect::<Option<Vec<_>>>(),
+            other => one(other).map(|g| vec![g]),
+        };
+        match groups {
+            Some(g) => Some((g, v.span())),
+            None => {
+                self.ctx.error(
+                    v.span(),
+                    format!(
+                        "`group` in {} must be a group's name or its id as a positive number (a list of them for a runtime filter), not {}",
+                        t.name,
+                        type_name(v.get_ref())
+                    ),
+                );
+                None
+            }
+        }
+    }
+
+    fn export_what(&mut self, t: &Table, groups: Option<(Vec<GroupRef>, Range)>) -> Option<ExportWhat> {
+        let ctx = &mut self.ctx;
+        let blacklist = t.bool(ctx, "blacklist").unwrap_or(false);
+        let filter = t.get("filter").and_then(|v| match v.get_ref() {
+            DeValue::String(s) if !s.trim().is_empty() => Some(FilterRef::Name(s.trim().to_string())),
+            DeValue::Integer(_) => t.int(ctx, "filter", 1..i64::MAX).map(FilterRef::Id),
+            other => {
+                ctx.error(v.span(), format!("`filter` must be a saved filter's name or its id as a number, not {}", type_name(other)));
+                None
+            }
+        });
+        let rules = self.rules(t);
+        let ctx = &mut self.ctx;
+        let operator = t.str(ctx, "operator").and_then(|o| {
+            let up = o.get_ref().trim().to_ascii_uppercase();
+            if OPERATORS.contains(&up.as_str()) {
+                Some(up)
+            } else {
+                ctx.error(o.span(), format!("unknown operator \"{}\"; valid operators: {}", o.get_ref(), choices(OPERATORS)));
+                None
+            }
+        });
+        let activeonly = t.bool(ctx, "activeonly");
+        let kind = pick(ctx, t, "type", &["all", "active", "inactive", "bounce"], ReceiverType::parse);
+        // Keys that only make sense for one kind of export are errors elsewhere,
+        // so a misplaced key never silently widens what is exported.
+        let misplaced = |ctx: &mut super::reader::Ctx, key: &str, why: &str| {
+            if let Some(v) = t.get(key) {
+                ctx.error(v.span(), format!("`{key}` {why}"));
+            }
+        };
+        let one_group = |ctx: &mut super::reader::Ctx, groups: Option<(Vec<GroupRef>, Range)>, what: &str| match groups {
+            Some((mut g, span)) => {
+                if g.len() != 1 {
+                    ctx.error(span, format!("{what} needs exactly one `group`"));
+                    return None;
+                }
+                g.pop()
+            }
+            None => {
+                t.missing(ctx, "group", &format!(" for {what} (the group's name, or its id as a number)"));
+                None
+            }
+        };
+        if blacklist {
+            for key in ["filter", "rules", "operator", "activeonly", "type"] {
+                misplaced(ctx, key, "cannot go with `blacklist = true`");
+            }
+            return match groups {
+                None => Some(ExportWhat::Blacklist),
+                Some(_) => one_group(ctx, groups, "a group blocklist").map(|group| ExportWhat::Blocklist { group }),
+            };
+        }
+        if let Some(rules) = rules {
+            for key in ["filter", "type"] {
+                misplaced(ctx, key, "cannot go with `rules` (a runtime filter); use `activeonly = true` for active receivers only");
+            }
+            return Some(ExportWhat::Runtime {
+                groups: groups.map(|(g, _)| g).unwrap_or_default(),
+                rules,
+                operator: operator.unwrap_or_else(|| "AND".into()),
+                activeonly: activeonly.unwrap_or(false),
+            });
+        }
+        for key in ["operator", "activeonly"] {
+            misplaced(ctx, key, "belongs to a runtime filter: add `rules`");
+        }
+        if let Some(v) = t.get("filter") {
+            misplaced(ctx, "type", "cannot go with a saved `filter` (its rules decide)");
+            let group = one_group(ctx, groups, "a saved filter");
+            let _ = v;
+            return Some(ExportWhat::Filter { group: group?, filter: filter? });
+        }
+        let group = one_group(ctx, groups, "a group export");
+        Some(ExportWhat::Group { group: group?, kind: kind.unwrap_or_default() })
+    }
+
+    /// `rules = [{ field, logic, condition }, ...]`.
+    fn rules(&mut self, t: &Table) -> Option<Vec<Rule>> {
+        let v = t.get("rules")?;
+        let DeValue::Array(items) = v.get_ref() else {
+            self.ctx.error(v.span(), format!("`rules` must be an array of tables {{ field, logic, condition }}, not {}", type_name(v.get_ref())));
+            return None;
+        };
+        let mut rules = Vec::new();
+        for (i, item) in items.iter().enumerate() {
+            let Some(r) = Table::new(item, format!("rule {} of {}", i + 1, t.name)) else {
+                self.ctx.error(item.span(), "each rule must be a table { field, logic, condition }");
+                continue;
+            };
+            r.check_keys(&mut self.ctx, RULE_KEYS);
+            let field = r.str(&mut self.ctx, "field");
+            let logic = r.str(&mut self.ctx, "logic");
+            let condition = r.str(&mut self.ctx, "condition").map(Spanned::into_inner).unwrap_or_default();
+            if field.is_none() {
+                r.missing(&mut self.ctx, "field", ": a receiver field, an attribute or `tags`");
+            }
+            if logic.is_none() {
+                r.missing(&mut self.ctx, "logic", ": eq, neq, sm, bg, isnull, notisnull, contains, begins, ends, ismale or isfemale");
+            }
+            if let (Some(field), Some(logic)) = (field, logic) {
+                rules.push(Rule { field: field.into_inner(), logic: logic.into_inner(), condition });
+            }
+        }
+        if rules.is_empty() && items.is_empty() {
+            self.ctx.error(v.span(), "`rules` is empty: give at least one { field, logic, condition }");
+        }
+        Some(rules)
+    }
+
+    /// `columns = ["email", "firstname"]` or `columns = { email = "E-Mail" }`.
+    fn export_columns(&mut self, t: &Table) -> Option<Vec<(String, String)>> {
+        let v = t.get("columns")?;
+        let mut out = Vec::new();
+        match v.get_ref() {
+            DeValue::Array(_) => {
+                for s in t.strings(&mut self.ctx, "columns").unwrap_or_default() {
+                    let s = s.into_inner();
+                    out.push((s.clone(), s));
+                }
+            }
+            DeValue::Table(map) => {
+                // The map is ordered by key; the file's order is the columns' order.
+                let mut entries: Vec<_> = map.iter().collect();
+                entries.sort_by_key(|(k, _)| k.span().start);
+                for (k, val) in entries {
+                    match val.get_ref() {
+                        DeValue::String(s) => out.push((k.get_ref().to_string(), s.to_string())),
+                        other => self.ctx.error(val.span(), format!("`columns.{}` must be the column's new name (a string), not {}", k.get_ref(), type_name(other))),
+                    }
+                }
+            }
+            other => {
+                self.ctx.error(v.span(), format!("`columns` must be an array of column names, or a table old = \"new name\", not {}", type_name(other)));
+                return None;
+            }
+        }
+        if out.is_empty() {
+            self.ctx.error(v.span(), "`columns` is empty: name at least one column, or leave it out for all");
+            return None;
+        }
+        Some(out)
+    }
+}
+
+type Range = std::ops::Range<usize>;
+
+/// A string key that must be one of `valid`.
+fn pick<T>(ctx: &mut super::reader::Ctx, t: &Table, key: &str, valid: &[&str], parse: impl Fn(&str) -> Option<T>) -> Option<T> {
+    let s = t.str(ctx, key)?;
+    let parsed = parse(s.get_ref());
+    if parsed.is_none() {
+        ctx.error(s.span(), format!("unknown {key} \"{}\"; valid values: {}", s.get_ref(), choices(valid)));
+    }
+    parsed
+}
