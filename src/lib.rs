@@ -5,6 +5,7 @@
 //! - [`source`]: CSV and spreadsheet files read into polars frames.
 //! - [`prepare`]: mapping, validation and dedupe: rows to send and rejects.
 //! - [`load`]: the target compared and written, with concurrency and retries.
+//! - [`export`]: groups, segments and blacklists read back out to files.
 //! - [`report`]: what a run did.
 //! - [`api`]: the v3 wire model, shared by the client and the server.
 //! - [`client`]: `ApiClient`, typed async calls to a v3 API over HTTP.
@@ -14,6 +15,7 @@
 pub mod api;
 pub mod cli;
 pub mod client;
+pub mod export;
 pub mod load;
 pub mod pipeline;
 pub mod prepare;

@@ -35,6 +35,7 @@ fn main() -> ExitCode {
         match cli.command {
             Command::Run(args) => Ok(cli::run::run(args).await),
             Command::Check(args) => Ok(cli::check::run(args)),
+            Command::Export(args) => cli::export::run(*args).await,
             Command::Serve(args) => cli::serve::run(args)
                 .await
                 .map(|_| exit::OK)

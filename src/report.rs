@@ -2,6 +2,7 @@
 //! stage took. Printed as one summary line per stage, and written as JSON
 //! with `--report FILE` for schedulers and dashboards.
 
+use crate::export::ExportOutcome;
 use crate::load::blacklist::BlacklistOutcome;
 use crate::load::import::ImportOutcome;
 use crate::prepare::PrepareStats;
@@ -30,6 +31,12 @@ pub struct StepReport {
     pub import: Option<ImportOutcome>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub blacklist: Option<BlacklistOutcome>,
+    /// Rows written, the file(s), milliseconds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub export: Option<ExportOutcome>,
+    /// An export step of a dry run: not written.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub export_skipped: bool,
     /// Written only when rows were rejected.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rejects_file: Option<PathBuf>,
@@ -48,6 +55,30 @@ pub struct Timings {
 }
 
 impl StepReport {
+    fn export_summary(&self) -> Vec<String> {
+        let Some(e) = &self.export else {
+            return vec![format!("{}: export: skipped in a dry run", self.name)];
+        };
+        let mut lines = vec![format!(
+            "{}: export: {} rows written to {} ({}, {} pages, {} retries, {} ms)",
+            self.name,
+            e.rows,
+            e.file.display(),
+            e.format,
+            e.pages,
+            e.retries,
+            e.ms
+        )];
+        if let (Some(n), Some(path)) = (e.orders, &e.orders_file) {
+            lines.push(format!(
+                "{}: export: {n} orders written to {}",
+                self.name,
+                path.display()
+            ));
+        }
+        lines
+    }
+
     /// Rows that did not make it: rejected while preparing or refused by the target.
     pub fn problems(&self) -> u64 {
         self.prepare.rejected_total()
@@ -58,6 +89,9 @@ impl StepReport {
 
     /// The summary lines of this step, for people.
     pub fn summary(&self) -> Vec<String> {
+        if self.kind == "export" {
+            return self.export_summary();
+        }
         let p = &self.prepare;
         let mut lines = vec![format!(
             "{}: prepare: {} rows read, {} rejected{}, {} duplicates{} ({} ms)",

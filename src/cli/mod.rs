@@ -4,6 +4,7 @@
 pub mod accounts;
 pub mod auth;
 pub mod check;
+pub mod export;
 pub mod outbox;
 pub mod run;
 pub mod serve;
@@ -25,6 +26,8 @@ pub struct Cli {
 pub enum Command {
     /// Run a pipeline: import (and export) as its steps say, against its target.
     Run(run::RunArgs),
+    /// Export a group, a segment (saved or runtime filter) or the blacklist to CSV, XLSX, Parquet or JSON lines.
+    Export(Box<export::ExportArgs>),
     /// Check a pipeline offline: parse it, read and prepare every source, preview, count, write rejects.
     Check(check::CheckArgs),
     /// Run the built-in target server: every v3 endpoint and the OAuth token service on SQLite.

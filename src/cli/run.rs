@@ -2,6 +2,7 @@
 //! load, then the report. Reading this file top to bottom is reading a run.
 
 use super::exit;
+use crate::export::{self, ExportOptions};
 use crate::load::target::{self, TargetOverrides};
 use crate::load::{self, Action, LoadError, PlanRow, WriteOptions};
 use crate::pipeline::{self, Pipeline, STATE_DIR, Step};
@@ -124,6 +125,25 @@ async fn run_step(
         ..Default::default()
     };
     let mut plan: Vec<PlanRow> = Vec::new();
+    if let Step::Export(s) = step {
+        report.kind = "export";
+        // An export changes nothing on the target, but in a dry run the
+        // steps before it wrote nothing either: its file would mislead.
+        if opts.dry_run {
+            report.export_skipped = true;
+            return Ok(report);
+        }
+        let export_opts = ExportOptions {
+            concurrency: opts.concurrency.min(export::reader::DEFAULT_CONCURRENCY),
+            retries: opts.retries,
+            progress: opts.progress,
+            ..Default::default()
+        };
+        let outcome = export::run(conn, s, &export_opts).await?;
+        report.timings_ms.load = outcome.ms;
+        report.export = Some(outcome);
+        return Ok(report);
+    }
     match step {
         Step::Import(s) => {
             report.kind = "import";
@@ -162,6 +182,7 @@ async fn run_step(
             }
             report.rejects_file = write_rejects(&s.rejects, &prepared.rejects)?;
         }
+        Step::Export(_) => unreachable!("exports return above"),
     }
     if opts.dry_run {
         let path = Path::new(STATE_DIR)

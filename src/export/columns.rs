@@ -127,7 +127,9 @@ impl Source {
             Source::LastLocation => Cell::Text(r.last_location.clone()),
             Source::LastClient => Cell::Text(r.last_client.clone()),
             Source::Active => Cell::Bool(r.active),
-            Source::Global(n) => Cell::Text(r.global_attributes.get(n).cloned().unwrap_or_default()),
+            Source::Global(n) => {
+                Cell::Text(r.global_attributes.get(n).cloned().unwrap_or_default())
+            }
             Source::Group(n) => Cell::Text(r.attributes.get(n).cloned().unwrap_or_default()),
             Source::Tags => Cell::Text(r.tags.as_deref().unwrap_or_default().join(tags_separator)),
             Source::Comment => Cell::Text(String::new()),
@@ -156,25 +158,48 @@ impl Source {
 pub fn receiver_columns(globals: &[String], group: &[String]) -> Vec<Column> {
     let mut cols: Vec<Column> = RECEIVER_FIELDS
         .iter()
-        .map(|(n, s)| Column { name: n.to_string(), source: s.clone() })
+        .map(|(n, s)| Column {
+            name: n.to_string(),
+            source: s.clone(),
+        })
         .collect();
     let taken = |cols: &[Column], n: &str| cols.iter().any(|c| c.name == n);
     for g in globals {
-        let name = if taken(&cols, g) { format!("global.{g}") } else { g.clone() };
-        cols.push(Column { name, source: Source::Global(g.clone()) });
+        let name = if taken(&cols, g) {
+            format!("global.{g}")
+        } else {
+            g.clone()
+        };
+        cols.push(Column {
+            name,
+            source: Source::Global(g.clone()),
+        });
     }
     for g in group {
-        let name = if taken(&cols, g) { format!("group.{g}") } else { g.clone() };
-        cols.push(Column { name, source: Source::Group(g.clone()) });
+        let name = if taken(&cols, g) {
+            format!("group.{g}")
+        } else {
+            g.clone()
+        };
+        cols.push(Column {
+            name,
+            source: Source::Group(g.clone()),
+        });
     }
-    cols.push(Column { name: "tags".into(), source: Source::Tags });
+    cols.push(Column {
+        name: "tags".into(),
+        source: Source::Tags,
+    });
     cols
 }
 
 pub fn blacklist_columns() -> Vec<Column> {
     BLACKLIST_FIELDS
         .iter()
-        .map(|(n, s)| Column { name: n.to_string(), source: s.clone() })
+        .map(|(n, s)| Column {
+            name: n.to_string(),
+            source: s.clone(),
+        })
         .collect()
 }
 
@@ -184,7 +209,10 @@ pub fn select(all: &[Column], chosen: &[(String, String)]) -> Result<Vec<Column>
     let mut out = Vec::new();
     for (from, to) in chosen {
         match all.iter().find(|c| &c.name == from) {
-            Some(c) => out.push(Column { name: to.clone(), source: c.source.clone() }),
+            Some(c) => out.push(Column {
+                name: to.clone(),
+                source: c.source.clone(),
+            }),
             None => {
                 let names: Vec<&str> = all.iter().map(|c| c.name.as_str()).collect();
                 return Err(format!(
@@ -198,7 +226,9 @@ pub fn select(all: &[Column], chosen: &[(String, String)]) -> Result<Vec<Column>
 }
 
 pub fn receiver_row(cols: &[Column], r: &Receiver, tags_separator: &str) -> Vec<Cell> {
-    cols.iter().map(|c| c.source.receiver(r, tags_separator)).collect()
+    cols.iter()
+        .map(|c| c.source.receiver(r, tags_separator))
+        .collect()
 }
 
 pub fn entry_row(cols: &[Column], e: &BlacklistEntry) -> Vec<Cell> {

@@ -238,9 +238,15 @@ impl Parser<'_> {
 
         let ctx = &mut self.ctx;
         let out = match t.str(ctx, "out") {
-            Some(o) => Some((self.base_dir.join(o.get_ref()), o.span())),
+            // Outputs go where listpipe runs (like `.listpipe/`), not beside
+            // the pipeline file: running a shipped example writes nothing into the repository.
+            Some(o) => Some((PathBuf::from(o.get_ref()), o.span())),
             None => {
-                t.missing(ctx, "out", ": the file to write (its extension picks the format)");
+                t.missing(
+                    ctx,
+                    "out",
+                    ": the file to write (its extension picks the format)",
+                );
                 None
             }
         };
@@ -277,31 +283,40 @@ impl Parser<'_> {
             .str(ctx, "tags_separator")
             .map(Spanned::into_inner)
             .unwrap_or_else(|| DEFAULT_TAGS_SEPARATOR.to_string());
-        let timestamps = pick(ctx, t, "timestamps", TIMESTAMPS, Timestamps::parse).unwrap_or_default();
+        let timestamps =
+            pick(ctx, t, "timestamps", TIMESTAMPS, Timestamps::parse).unwrap_or_default();
         let mut csv = CsvOptions::default();
         if let Some(d) = t.str(ctx, "delimiter") {
             match parse_delimiter(d.get_ref()) {
                 Some(b) => csv.delimiter = b,
                 None => ctx.error(d.span(), format!("`delimiter` must be one character (such as \",\", \";\", \"|\") or \"tab\", not \"{}\"", d.get_ref())),
             }
-        } else if out.as_ref().is_some_and(|(p, _)| p.extension().is_some_and(|e| e == "tsv")) {
+        } else if out
+            .as_ref()
+            .is_some_and(|(p, _)| p.extension().is_some_and(|e| e == "tsv"))
+        {
             csv.delimiter = b'\t';
         }
         csv.encoding = pick(ctx, t, "encoding", ENCODINGS, CsvEncoding::parse).unwrap_or_default();
         csv.quoting = pick(ctx, t, "quoting", QUOTINGS, Quoting::parse).unwrap_or_default();
         csv.bom = t.bool(ctx, "bom").unwrap_or(false);
-        if csv.bom && csv.encoding == CsvEncoding::Windows1252
+        if csv.bom
+            && csv.encoding == CsvEncoding::Windows1252
             && let Some(v) = t.get("bom")
         {
-            ctx.error(v.span(), "`bom` is a UTF-8 byte order mark: it cannot go with `encoding = \"windows-1252\"`");
+            ctx.error(
+                v.span(),
+                "`bom` is a UTF-8 byte order mark: it cannot go with `encoding = \"windows-1252\"`",
+            );
         }
-        let orders_out = t
-            .str(ctx, "orders_out")
-            .map(|o| self.base_dir.join(o.get_ref()));
+        let orders_out = t.str(ctx, "orders_out").map(|o| PathBuf::from(o.get_ref()));
         if matches!(what, ExportWhat::Blacklist | ExportWhat::Blocklist { .. })
             && let Some(v) = t.get("orders_out")
         {
-            self.ctx.error(v.span(), "`orders_out` needs receivers: a blacklist has no orders");
+            self.ctx.error(
+                v.span(),
+                "`orders_out` needs receivers: a blacklist has no orders",
+            );
         }
         Some(ExportStep {
             name,
@@ -320,7 +335,9 @@ impl Parser<'_> {
     fn export_groups(&mut self, t: &Table) -> Option<(Vec<GroupRef>, Range)> {
         let v = t.get("group")?;
         let one = |v: &DeValue| match v {
-            DeValue::String(s) if !s.trim().is_empty() => Some(GroupRef::Name(s.trim().to_string())),
+            DeValue::String(s) if !s.trim().is_empty() => {
+                Some(GroupRef::Name(s.trim().to_string()))
+            }
             DeValue::Integer(i) => i64::from_str_radix(&i.as_str().replace('_', ""), i.radix())
                 .ok()
                 .filter(|n| *n > 0)
@@ -328,7 +345,10 @@ impl Parser<'_> {
             _ => None,
         };
         let groups = match v.get_ref() {
-            DeValue::Array(items) => items.iter().map(|i| one(i.get_ref())).collect::<Option<Vec<_>>>(),
+            DeValue::Array(items) => items
+                .iter()
+                .map(|i| one(i.get_ref()))
+                .collect::<Option<Vec<_>>>(),
             other => one(other).map(|g| vec![g]),
         };
         match groups {
@@ -347,14 +367,26 @@ impl Parser<'_> {
         }
     }
 
-    fn export_what(&mut self, t: &Table, groups: Option<(Vec<GroupRef>, Range)>) -> Option<ExportWhat> {
+    fn export_what(
+        &mut self,
+        t: &Table,
+        groups: Option<(Vec<GroupRef>, Range)>,
+    ) -> Option<ExportWhat> {
         let ctx = &mut self.ctx;
         let blacklist = t.bool(ctx, "blacklist").unwrap_or(false);
         let filter = t.get("filter").and_then(|v| match v.get_ref() {
-            DeValue::String(s) if !s.trim().is_empty() => Some(FilterRef::Name(s.trim().to_string())),
+            DeValue::String(s) if !s.trim().is_empty() => {
+                Some(FilterRef::Name(s.trim().to_string()))
+            }
             DeValue::Integer(_) => t.int(ctx, "filter", 1..i64::MAX).map(FilterRef::Id),
             other => {
-                ctx.error(v.span(), format!("`filter` must be a saved filter's name or its id as a number, not {}", type_name(other)));
+                ctx.error(
+                    v.span(),
+                    format!(
+                        "`filter` must be a saved filter's name or its id as a number, not {}",
+                        type_name(other)
+                    ),
+                );
                 None
             }
         });
@@ -365,12 +397,25 @@ impl Parser<'_> {
             if OPERATORS.contains(&up.as_str()) {
                 Some(up)
             } else {
-                ctx.error(o.span(), format!("unknown operator \"{}\"; valid operators: {}", o.get_ref(), choices(OPERATORS)));
+                ctx.error(
+                    o.span(),
+                    format!(
+                        "unknown operator \"{}\"; valid operators: {}",
+                        o.get_ref(),
+                        choices(OPERATORS)
+                    ),
+                );
                 None
             }
         });
         let activeonly = t.bool(ctx, "activeonly");
-        let kind = pick(ctx, t, "type", &["all", "active", "inactive", "bounce"], ReceiverType::parse);
+        let kind = pick(
+            ctx,
+            t,
+            "type",
+            &["all", "active", "inactive", "bounce"],
+            ReceiverType::parse,
+        );
         // Keys that only make sense for one kind of export are errors elsewhere,
         // so a misplaced key never silently widens what is exported.
         let misplaced = |ctx: &mut super::reader::Ctx, key: &str, why: &str| {
@@ -378,7 +423,9 @@ impl Parser<'_> {
                 ctx.error(v.span(), format!("`{key}` {why}"));
             }
         };
-        let one_group = |ctx: &mut super::reader::Ctx, groups: Option<(Vec<GroupRef>, Range)>, what: &str| match groups {
+        let one_group = |ctx: &mut super::reader::Ctx,
+                         groups: Option<(Vec<GroupRef>, Range)>,
+                         what: &str| match groups {
             Some((mut g, span)) => {
                 if g.len() != 1 {
                     ctx.error(span, format!("{what} needs exactly one `group`"));
@@ -387,7 +434,11 @@ impl Parser<'_> {
                 g.pop()
             }
             None => {
-                t.missing(ctx, "group", &format!(" for {what} (the group's name, or its id as a number)"));
+                t.missing(
+                    ctx,
+                    "group",
+                    &format!(" for {what} (the group's name, or its id as a number)"),
+                );
                 None
             }
         };
@@ -397,12 +448,17 @@ impl Parser<'_> {
             }
             return match groups {
                 None => Some(ExportWhat::Blacklist),
-                Some(_) => one_group(ctx, groups, "a group blocklist").map(|group| ExportWhat::Blocklist { group }),
+                Some(_) => one_group(ctx, groups, "a group blocklist")
+                    .map(|group| ExportWhat::Blocklist { group }),
             };
         }
         if let Some(rules) = rules {
             for key in ["filter", "type"] {
-                misplaced(ctx, key, "cannot go with `rules` (a runtime filter); use `activeonly = true` for active receivers only");
+                misplaced(
+                    ctx,
+                    key,
+                    "cannot go with `rules` (a runtime filter); use `activeonly = true` for active receivers only",
+                );
             }
             return Some(ExportWhat::Runtime {
                 groups: groups.map(|(g, _)| g).unwrap_or_default(),
@@ -415,44 +471,77 @@ impl Parser<'_> {
             misplaced(ctx, key, "belongs to a runtime filter: add `rules`");
         }
         if let Some(v) = t.get("filter") {
-            misplaced(ctx, "type", "cannot go with a saved `filter` (its rules decide)");
+            misplaced(
+                ctx,
+                "type",
+                "cannot go with a saved `filter` (its rules decide)",
+            );
             let group = one_group(ctx, groups, "a saved filter");
             let _ = v;
-            return Some(ExportWhat::Filter { group: group?, filter: filter? });
+            return Some(ExportWhat::Filter {
+                group: group?,
+                filter: filter?,
+            });
         }
         let group = one_group(ctx, groups, "a group export");
-        Some(ExportWhat::Group { group: group?, kind: kind.unwrap_or_default() })
+        Some(ExportWhat::Group {
+            group: group?,
+            kind: kind.unwrap_or_default(),
+        })
     }
 
     /// `rules = [{ field, logic, condition }, ...]`.
     fn rules(&mut self, t: &Table) -> Option<Vec<Rule>> {
         let v = t.get("rules")?;
         let DeValue::Array(items) = v.get_ref() else {
-            self.ctx.error(v.span(), format!("`rules` must be an array of tables {{ field, logic, condition }}, not {}", type_name(v.get_ref())));
+            self.ctx.error(
+                v.span(),
+                format!(
+                    "`rules` must be an array of tables {{ field, logic, condition }}, not {}",
+                    type_name(v.get_ref())
+                ),
+            );
             return None;
         };
         let mut rules = Vec::new();
         for (i, item) in items.iter().enumerate() {
             let Some(r) = Table::new(item, format!("rule {} of {}", i + 1, t.name)) else {
-                self.ctx.error(item.span(), "each rule must be a table { field, logic, condition }");
+                self.ctx.error(
+                    item.span(),
+                    "each rule must be a table { field, logic, condition }",
+                );
                 continue;
             };
             r.check_keys(&mut self.ctx, RULE_KEYS);
             let field = r.str(&mut self.ctx, "field");
             let logic = r.str(&mut self.ctx, "logic");
-            let condition = r.str(&mut self.ctx, "condition").map(Spanned::into_inner).unwrap_or_default();
+            let condition = r
+                .str(&mut self.ctx, "condition")
+                .map(Spanned::into_inner)
+                .unwrap_or_default();
             if field.is_none() {
-                r.missing(&mut self.ctx, "field", ": a receiver field, an attribute or `tags`");
+                r.missing(
+                    &mut self.ctx,
+                    "field",
+                    ": a receiver field, an attribute or `tags`",
+                );
             }
             if logic.is_none() {
                 r.missing(&mut self.ctx, "logic", ": eq, neq, sm, bg, isnull, notisnull, contains, begins, ends, ismale or isfemale");
             }
             if let (Some(field), Some(logic)) = (field, logic) {
-                rules.push(Rule { field: field.into_inner(), logic: logic.into_inner(), condition });
+                rules.push(Rule {
+                    field: field.into_inner(),
+                    logic: logic.into_inner(),
+                    condition,
+                });
             }
         }
         if rules.is_empty() && items.is_empty() {
-            self.ctx.error(v.span(), "`rules` is empty: give at least one { field, logic, condition }");
+            self.ctx.error(
+                v.span(),
+                "`rules` is empty: give at least one { field, logic, condition }",
+            );
         }
         Some(rules)
     }
@@ -475,7 +564,14 @@ impl Parser<'_> {
                 for (k, val) in entries {
                     match val.get_ref() {
                         DeValue::String(s) => out.push((k.get_ref().to_string(), s.to_string())),
-                        other => self.ctx.error(val.span(), format!("`columns.{}` must be the column's new name (a string), not {}", k.get_ref(), type_name(other))),
+                        other => self.ctx.error(
+                            val.span(),
+                            format!(
+                                "`columns.{}` must be the column's new name (a string), not {}",
+                                k.get_ref(),
+                                type_name(other)
+                            ),
+                        ),
                     }
                 }
             }
@@ -485,7 +581,10 @@ impl Parser<'_> {
             }
         }
         if out.is_empty() {
-            self.ctx.error(v.span(), "`columns` is empty: name at least one column, or leave it out for all");
+            self.ctx.error(
+                v.span(),
+                "`columns` is empty: name at least one column, or leave it out for all",
+            );
             return None;
         }
         Some(out)
@@ -495,11 +594,24 @@ impl Parser<'_> {
 type Range = std::ops::Range<usize>;
 
 /// A string key that must be one of `valid`.
-fn pick<T>(ctx: &mut super::reader::Ctx, t: &Table, key: &str, valid: &[&str], parse: impl Fn(&str) -> Option<T>) -> Option<T> {
+fn pick<T>(
+    ctx: &mut super::reader::Ctx,
+    t: &Table,
+    key: &str,
+    valid: &[&str],
+    parse: impl Fn(&str) -> Option<T>,
+) -> Option<T> {
     let s = t.str(ctx, key)?;
     let parsed = parse(s.get_ref());
     if parsed.is_none() {
-        ctx.error(s.span(), format!("unknown {key} \"{}\"; valid values: {}", s.get_ref(), choices(valid)));
+        ctx.error(
+            s.span(),
+            format!(
+                "unknown {key} \"{}\"; valid values: {}",
+                s.get_ref(),
+                choices(valid)
+            ),
+        );
     }
     parsed
 }

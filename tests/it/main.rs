@@ -8,6 +8,7 @@ mod attributes;
 mod authorize;
 mod blacklist;
 mod clients;
+mod export;
 mod extensions;
 mod faults;
 mod filters;

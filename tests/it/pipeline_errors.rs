@@ -80,12 +80,14 @@ fn errors_name_file_line_column_and_the_valid_choices() {
         (
             "title = \"x\"\n",
             &[
-                "p.toml:1:1: unknown key `title` in the pipeline file; valid keys: `target`, `import` or `blacklist`",
+                "p.toml:1:1: unknown key `title` in the pipeline file; valid keys: `target`, `import`, `blacklist` or `export`",
             ],
         ),
         (
             "# nothing yet\n",
-            &["p.toml:1:1: the pipeline has no steps: add an [[import]] or a [[blacklist]] table"],
+            &[
+                "p.toml:1:1: the pipeline has no steps: add an [[import]], a [[blacklist]] or an [[export]] table",
+            ],
         ),
     ];
     for (input, expected) in cases {

@@ -1,0 +1,317 @@
+//! `listpipe export`: one export without a pipeline file. The flags build
+//! the same [`ExportStep`] an `[[export]]` table does, then `export::run`.
+
+use super::exit;
+use crate::api::ReceiverType;
+use crate::export::{self, ExportOptions};
+use crate::load::LoadError;
+use crate::load::target::{self, TargetOverrides};
+use crate::pipeline::export::{
+    self as model, CsvEncoding, CsvOptions, ExportStep, ExportWhat, FilterRef, Quoting, Timestamps,
+};
+use crate::pipeline::{ExportFormat, GroupRef, Target, TargetUrl};
+use clap::Args;
+use std::io::IsTerminal;
+use std::path::PathBuf;
+
+#[derive(Args, Debug)]
+pub struct ExportArgs {
+    /// The target's base URL, or "builtin" (the built-in server on .listpipe/server.db).
+    #[arg(long, env = "LISTPIPE_URL", default_value = "builtin")]
+    pub target_url: String,
+    /// An access token (the built-in target needs none).
+    #[arg(long, env = "LISTPIPE_TOKEN", hide_env_values = true)]
+    pub token: Option<String>,
+    /// The group, by name or id; repeat it for a runtime filter over several groups.
+    #[arg(long, value_name = "NAME|ID")]
+    pub group: Vec<String>,
+    /// A saved filter of the group, by name or id.
+    #[arg(long, value_name = "NAME|ID")]
+    pub filter: Option<String>,
+    /// A runtime filter rule, e.g. `email:contains:@example.com`; repeatable.
+    #[arg(long, value_name = "FIELD:LOGIC:CONDITION")]
+    pub rule: Vec<String>,
+    /// How runtime filter rules combine.
+    #[arg(long, value_name = "AND|OR")]
+    pub operator: Option<String>,
+    /// Runtime filter: active receivers only.
+    #[arg(long)]
+    pub activeonly: bool,
+    /// The account blacklist (with --group: that group's blocklist).
+    #[arg(long)]
+    pub blacklist: bool,
+    /// Which receivers of the group: active, inactive, bounce or all.
+    #[arg(long = "type", value_name = "TYPE", default_value = "all")]
+    pub kind: String,
+    /// The file to write (default `export.<format>`); its extension picks the format.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// csv, xlsx, parquet or jsonl (default: from --out, else csv).
+    #[arg(long)]
+    pub format: Option<String>,
+    /// Orders to this second file, one row per order with the receiver's email.
+    #[arg(long)]
+    pub orders_out: Option<PathBuf>,
+    /// Only these columns, in this order; `old=new` renames (repeatable or comma-separated).
+    #[arg(long, value_delimiter = ',')]
+    pub columns: Vec<String>,
+    /// Joins a receiver's tags.
+    #[arg(long, default_value = model::DEFAULT_TAGS_SEPARATOR)]
+    pub tags_separator: String,
+    /// Timestamps as `iso` (2024-02-01T14:22:00Z) or `unix` seconds.
+    #[arg(long, default_value = "iso")]
+    pub timestamps: String,
+    /// CSV: one character, or `tab`.
+    #[arg(long, default_value = ",")]
+    pub delimiter: String,
+    /// CSV: utf-8 or windows-1252.
+    #[arg(long, default_value = "utf-8")]
+    pub encoding: String,
+    /// CSV: start with a UTF-8 byte order mark (Excel then reads UTF-8).
+    #[arg(long)]
+    pub bom: bool,
+    /// CSV: quote `necessary` fields only, or `always`.
+    #[arg(long, default_value = "necessary")]
+    pub quoting: String,
+    /// Pages read at once.
+    #[arg(long, default_value_t = export::reader::DEFAULT_CONCURRENCY)]
+    pub concurrency: usize,
+    /// Retries of a page that failed with 408, 429, 5xx or a dropped connection.
+    #[arg(long, default_value_t = crate::pipeline::DEFAULT_RETRIES)]
+    pub retries: u32,
+    /// Receivers per page (tests use small pages; the API allows at most 5000).
+    #[arg(long, default_value_t = export::reader::MAX_PAGESIZE, hide = true)]
+    pub page_size: i64,
+    /// No progress bar and no summary.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+fn group_ref(s: &str) -> GroupRef {
+    match s.trim().parse::<i64>() {
+        Ok(id) if id > 0 => GroupRef::Id(id),
+        _ => GroupRef::Name(s.trim().to_string()),
+    }
+}
+
+fn bad(msg: impl Into<String>) -> (u8, anyhow::Error) {
+    (exit::USAGE, anyhow::anyhow!(msg.into()))
+}
+
+/// The flags as a step; a usage error names the valid choices.
+pub fn step(a: &ExportArgs) -> Result<ExportStep, (u8, anyhow::Error)> {
+    let choices = |v: &[&str]| v.join(", ");
+    let kind = ReceiverType::parse(&a.kind).ok_or_else(|| {
+        bad(format!(
+            "unknown --type \"{}\"; valid: {}",
+            a.kind,
+            ReceiverType::CHOICES
+        ))
+    })?;
+    let mut groups: Vec<GroupRef> = a.group.iter().map(|g| group_ref(g)).collect();
+    let one_group = |groups: &mut Vec<GroupRef>, what: &str| {
+        if groups.len() == 1 {
+            Ok(groups.remove(0))
+        } else {
+            Err(bad(format!("{what} needs exactly one --group NAME|ID")))
+        }
+    };
+    let what = if a.blacklist {
+        if a.filter.is_some() || !a.rule.is_empty() {
+            return Err(bad("--blacklist cannot go with --filter or --rule"));
+        }
+        match groups.len() {
+            0 => ExportWhat::Blacklist,
+            _ => ExportWhat::Blocklist {
+                group: one_group(&mut groups, "a group blocklist")?,
+            },
+        }
+    } else if !a.rule.is_empty() {
+        if a.filter.is_some() {
+            return Err(bad(
+                "--rule (a runtime filter) cannot go with --filter (a saved one)",
+            ));
+        }
+        let rules = a
+            .rule
+            .iter()
+            .map(|r| {
+                model::parse_rule(r).ok_or_else(|| {
+                    bad(format!("--rule \"{r}\" must be FIELD:LOGIC:CONDITION, e.g. email:contains:@example.com"))
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let operator = a
+            .operator
+            .as_deref()
+            .unwrap_or("AND")
+            .trim()
+            .to_ascii_uppercase();
+        if !model::OPERATORS.contains(&operator.as_str()) {
+            return Err(bad(format!(
+                "unknown --operator \"{operator}\"; valid: AND, OR"
+            )));
+        }
+        ExportWhat::Runtime {
+            groups,
+            rules,
+            operator,
+            activeonly: a.activeonly,
+        }
+    } else if let Some(f) = &a.filter {
+        let filter = match f.trim().parse::<i64>() {
+            Ok(id) if id > 0 => FilterRef::Id(id),
+            _ => FilterRef::Name(f.trim().to_string()),
+        };
+        ExportWhat::Filter {
+            group: one_group(&mut groups, "--filter")?,
+            filter,
+        }
+    } else {
+        if groups.is_empty() {
+            return Err(bad(
+                "what to export? give --group NAME|ID (with --filter or --rule for a segment), or --blacklist",
+            ));
+        }
+        ExportWhat::Group {
+            group: one_group(&mut groups, "a group export")?,
+            kind,
+        }
+    };
+    let format = match &a.format {
+        Some(f) => Some(ExportFormat::parse(f).ok_or_else(|| {
+            bad(format!(
+                "unknown --format \"{f}\"; valid: {}",
+                choices(model::FORMAT_CHOICES)
+            ))
+        })?),
+        None => None,
+    };
+    let format = format
+        .or_else(|| a.out.as_deref().and_then(ExportFormat::from_path))
+        .unwrap_or(ExportFormat::Csv);
+    let out = a
+        .out
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(format!("export.{}", format.extension())));
+    let csv = CsvOptions {
+        delimiter: model::parse_delimiter(&a.delimiter).ok_or_else(|| {
+            bad(format!(
+                "--delimiter must be one character or \"tab\", not \"{}\"",
+                a.delimiter
+            ))
+        })?,
+        encoding: CsvEncoding::parse(&a.encoding).ok_or_else(|| {
+            bad(format!(
+                "unknown --encoding \"{}\"; valid: {}",
+                a.encoding,
+                choices(model::ENCODINGS)
+            ))
+        })?,
+        bom: a.bom,
+        quoting: Quoting::parse(&a.quoting).ok_or_else(|| {
+            bad(format!(
+                "unknown --quoting \"{}\"; valid: {}",
+                a.quoting,
+                choices(model::QUOTINGS)
+            ))
+        })?,
+    };
+    if csv.bom && csv.encoding == CsvEncoding::Windows1252 {
+        return Err(bad(
+            "--bom is a UTF-8 byte order mark: it cannot go with --encoding windows-1252",
+        ));
+    }
+    let timestamps = Timestamps::parse(&a.timestamps).ok_or_else(|| {
+        bad(format!(
+            "unknown --timestamps \"{}\"; valid: {}",
+            a.timestamps,
+            choices(model::TIMESTAMPS)
+        ))
+    })?;
+    let columns = (!a.columns.is_empty()).then(|| {
+        a.columns
+            .iter()
+            .map(|c| match c.split_once('=') {
+                Some((from, to)) => (from.trim().to_string(), to.trim().to_string()),
+                None => (c.trim().to_string(), c.trim().to_string()),
+            })
+            .collect()
+    });
+    if a.orders_out.is_some()
+        && matches!(what, ExportWhat::Blacklist | ExportWhat::Blocklist { .. })
+    {
+        return Err(bad(
+            "--orders-out needs receivers: a blacklist has no orders",
+        ));
+    }
+    if !(1..=export::reader::MAX_PAGESIZE).contains(&a.page_size) {
+        return Err(bad("--page-size must be from 1 to 5000"));
+    }
+    Ok(ExportStep {
+        name: "export".into(),
+        what,
+        out,
+        format,
+        columns,
+        tags_separator: a.tags_separator.clone(),
+        timestamps,
+        csv,
+        orders_out: a.orders_out.clone(),
+    })
+}
+
+/// Runs the export; the exit code says how it went (see `cli::exit`).
+pub async fn run(args: ExportArgs) -> Result<u8, (u8, anyhow::Error)> {
+    let step = step(&args)?;
+    let target = Target {
+        url: TargetUrl::Builtin {
+            database: PathBuf::from(crate::pipeline::DEFAULT_BUILTIN_DB),
+        },
+        token_env: None,
+        credentials: None,
+        concurrency: args.concurrency.max(1),
+        timeout_secs: crate::pipeline::DEFAULT_TIMEOUT_SECS,
+        retries: args.retries,
+    };
+    let overrides = TargetOverrides {
+        url: Some(args.target_url.clone()),
+        token: args.token.clone(),
+    };
+    let conn = target::connect(&target, &overrides)
+        .await
+        .map_err(|e| (exit::TARGET, anyhow::anyhow!(e)))?;
+    let opts = ExportOptions {
+        pagesize: args.page_size,
+        concurrency: args.concurrency.max(1),
+        retries: args.retries,
+        progress: !args.quiet && std::io::stderr().is_terminal(),
+    };
+    let result = export::run(&conn, &step, &opts).await;
+    conn.close().await;
+    match result {
+        Ok(o) => {
+            if !args.quiet {
+                eprintln!(
+                    "export: {} rows written to {} ({}, {} ms)",
+                    o.rows,
+                    o.file.display(),
+                    o.format,
+                    o.ms
+                );
+                if let (Some(n), Some(p)) = (o.orders, &o.orders_file) {
+                    eprintln!("export: {n} orders written to {}", p.display());
+                }
+            }
+            Ok(exit::OK)
+        }
+        Err(e) => {
+            let code = match &e {
+                LoadError::Target(_) => exit::TARGET,
+                LoadError::Step(_) => exit::USAGE,
+                LoadError::Output { .. } => exit::PARTIAL,
+            };
+            Err((code, anyhow::anyhow!(e)))
+        }
+    }
+}

@@ -1,0 +1,455 @@
+//! Export: the way back out. An [`ExportStep`] (from a pipeline's
+//! `[[export]]` or from `listpipe export`) is planned against the target
+//! (group, filter, attribute names → columns, known total), then rows are
+//! streamed page by page from [`reader`] to a [`writer`], into a temporary
+//! file beside the output that is renamed only when complete: a failed
+//! export never leaves a half file that looks whole.
+
+pub mod columns;
+pub mod reader;
+pub mod writer;
+
+use crate::api::filter::RuntimeFilter;
+use crate::api::{Group, Id, ReceiverType, detail};
+use crate::client::ClientError;
+use crate::load::LoadError;
+use crate::load::retry::retrying;
+use crate::load::target::Connected;
+use crate::pipeline::export::{ExportStep, ExportWhat, FilterRef};
+use crate::pipeline::{ExportFormat, GroupRef};
+use columns::{Column, Kind, ORDER_COLUMNS, Source};
+use futures::StreamExt;
+use reader::{Query, ReadOptions};
+use serde::Serialize;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
+use writer::{Layout, Sink};
+
+/// How an export reads (the step says what and where).
+#[derive(Debug, Clone, Copy)]
+pub struct ExportOptions {
+    /// Receivers per page (at most 5,000).
+    pub pagesize: i64,
+    /// Pages in flight at once.
+    pub concurrency: usize,
+    pub retries: u32,
+    /// Show a progress bar (a terminal and not `--quiet`).
+    pub progress: bool,
+}
+
+impl Default for ExportOptions {
+    fn default() -> Self {
+        ExportOptions {
+            pagesize: reader::MAX_PAGESIZE,
+            concurrency: reader::DEFAULT_CONCURRENCY,
+            retries: crate::pipeline::DEFAULT_RETRIES,
+            progress: false,
+        }
+    }
+}
+
+/// What an export wrote (the report's `export` section).
+#[derive(Debug, Clone, Serialize, Default)]
+pub struct ExportOutcome {
+    pub rows: u64,
+    pub file: PathBuf,
+    pub format: &'static str,
+    pub columns: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub orders: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub orders_file: Option<PathBuf>,
+    pub pages: u64,
+    pub retries: u64,
+    pub ms: u64,
+}
+
+/// The temporary file an output is written to: removed when dropped unless
+/// [`Temp::commit`] renamed it to its final name.
+struct Temp {
+    tmp: PathBuf,
+    out: PathBuf,
+    done: bool,
+}
+
+impl Temp {
+    fn new(out: &Path) -> Result<Temp, LoadError> {
+        if let Some(dir) = out.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|e| output(out, e))?;
+        }
+        let mut name = out.file_name().unwrap_or_default().to_os_string();
+        name.push(".tmp");
+        Ok(Temp {
+            tmp: out.with_file_name(name),
+            out: out.to_path_buf(),
+            done: false,
+        })
+    }
+
+    fn commit(mut self) -> Result<(), LoadError> {
+        std::fs::rename(&self.tmp, &self.out).map_err(|e| output(&self.out, e))?;
+        self.done = true;
+        Ok(())
+    }
+}
+
+impl Drop for Temp {
+    fn drop(&mut self) {
+        if !self.done {
+            let _ = std::fs::remove_file(&self.tmp);
+        }
+    }
+}
+
+fn output(path: &Path, e: impl std::fmt::Display) -> LoadError {
+    LoadError::Output {
+        path: path.to_path_buf(),
+        message: e.to_string(),
+    }
+}
+
+/// The format of the orders file: its own extension, else the main file's.
+fn orders_format(step: &ExportStep, path: &Path) -> ExportFormat {
+    ExportFormat::from_path(path).unwrap_or(step.format)
+}
+
+/// A read that failed midway: says how far it got and that nothing was kept.
+fn read_failed(step: &ExportStep, rows: u64, e: ClientError) -> LoadError {
+    LoadError::Target(format!(
+        "the export stopped after {rows} rows: {e}; {} was not written (nothing is kept from a failed export)",
+        step.out.display()
+    ))
+}
+
+/// Runs one export to the end, or fails leaving no output file behind.
+pub async fn run(
+    conn: &Connected,
+    step: &ExportStep,
+    opts: &ExportOptions,
+) -> Result<ExportOutcome, LoadError> {
+    let started = Instant::now();
+    let retried = AtomicU64::new(0);
+    let mut outcome = ExportOutcome {
+        file: step.out.clone(),
+        format: step.format.extension(),
+        ..Default::default()
+    };
+    let plan = plan(conn, step).await?;
+    let cols = match &step.columns {
+        None => plan.columns.clone(),
+        Some(chosen) => columns::select(&plan.columns, chosen).map_err(LoadError::Step)?,
+    };
+    outcome.columns = cols.iter().map(|c| c.name.clone()).collect();
+    let layout = |cols: Vec<(String, Kind)>| Layout {
+        names: cols.iter().map(|(n, _)| n.clone()).collect(),
+        kinds: cols.iter().map(|(_, k)| *k).collect(),
+        timestamps: step.timestamps,
+        csv: &step.csv,
+    };
+    let main = Temp::new(&step.out)?;
+    let mut sink = writer::open(
+        step.format,
+        &main.tmp,
+        layout(
+            cols.iter()
+                .map(|c| (c.name.clone(), c.source.kind()))
+                .collect(),
+        ),
+    )
+    .map_err(|e| output(&step.out, e))?;
+    // The sink first: fields drop in order, so the file is closed before the temp guard removes it.
+    let mut orders: Option<(Box<dyn Sink>, Temp)> = match (&step.orders_out, &plan.query) {
+        (Some(path), Some(_)) => {
+            let t = Temp::new(path)?;
+            let s = writer::open(
+                orders_format(step, path),
+                &t.tmp,
+                layout(
+                    ORDER_COLUMNS
+                        .iter()
+                        .map(|(n, k)| (n.to_string(), *k))
+                        .collect(),
+                ),
+            )
+            .map_err(|e| output(path, e))?;
+            Some((s, t))
+        }
+        _ => None,
+    };
+    let bar = progress(opts.progress, plan.total, &step.name);
+
+    match &plan.query {
+        None => {
+            // The blacklists come whole: the API has no pages for them.
+            let entries = retrying(conn, opts.retries, &retried, || async {
+                match &plan.blocklist_of {
+                    Some(g) => conn.client.group_blocklist(*g).await,
+                    None => conn.client.blacklist().await,
+                }
+            })
+            .await
+            .map_err(|e| read_failed(step, 0, e))?;
+            bar.set_length(entries.len() as u64);
+            for chunk in entries.chunks(opts.pagesize.max(1) as usize) {
+                let rows: Vec<_> = chunk.iter().map(|e| columns::entry_row(&cols, e)).collect();
+                sink.write(&rows).map_err(|e| output(&step.out, e))?;
+                outcome.rows += rows.len() as u64;
+                bar.inc(rows.len() as u64);
+            }
+            outcome.pages = 1;
+        }
+        Some(query) => {
+            let ropts = ReadOptions {
+                pagesize: opts.pagesize.clamp(1, reader::MAX_PAGESIZE),
+                concurrency: opts.concurrency.max(1),
+                retries: opts.retries,
+                detail: plan.detail(&cols, orders.is_some()),
+            };
+            let mut pages = std::pin::pin!(reader::pages(conn, query, &ropts, &retried));
+            let mut order_rows = 0u64;
+            while let Some(page) = pages.next().await {
+                let page = page.map_err(|e| read_failed(step, outcome.rows, e))?;
+                outcome.pages += 1;
+                let rows: Vec<_> = page
+                    .iter()
+                    .map(|r| columns::receiver_row(&cols, r, &step.tags_separator))
+                    .collect();
+                sink.write(&rows).map_err(|e| output(&step.out, e))?;
+                if let Some((s, t)) = &mut orders {
+                    let lines: Vec<_> = page
+                        .iter()
+                        .flat_map(|r| {
+                            r.orders
+                                .iter()
+                                .flatten()
+                                .map(|o| columns::order_row(&r.email, o))
+                        })
+                        .collect();
+                    s.write(&lines).map_err(|e| output(&t.out, e))?;
+                    order_rows += lines.len() as u64;
+                }
+                outcome.rows += page.len() as u64;
+                bar.inc(page.len() as u64);
+                if (page.len() as i64) < ropts.pagesize {
+                    break;
+                }
+            }
+            if orders.is_some() {
+                outcome.orders = Some(order_rows);
+            }
+        }
+    }
+    sink.finish().map_err(|e| output(&step.out, e))?;
+    if let Some((s, t)) = orders {
+        s.finish().map_err(|e| output(&t.out, e))?;
+        outcome.orders_file = Some(t.out.clone());
+        t.commit()?;
+    }
+    main.commit()?;
+    bar.finish_and_clear();
+    outcome.retries = retried.load(Ordering::Relaxed);
+    outcome.ms = started.elapsed().as_millis() as u64;
+    Ok(outcome)
+}
+
+/// What the target says before reading: which receivers, which columns,
+/// how many (when the API can tell).
+struct Plan {
+    /// `None`: a blacklist export.
+    query: Option<Query>,
+    blocklist_of: Option<Id>,
+    columns: Vec<Column>,
+    total: Option<u64>,
+}
+
+impl Plan {
+    /// Ask for tags and orders only when they are written.
+    fn detail(&self, cols: &[Column], orders: bool) -> i64 {
+        let tags = cols.iter().any(|c| c.source == Source::Tags);
+        (if tags { detail::TAGS } else { 0 }) | (if orders { detail::ORDERS } else { 0 })
+    }
+}
+
+async fn plan(conn: &Connected, step: &ExportStep) -> Result<Plan, LoadError> {
+    let c = &conn.client;
+    let globals = || async {
+        Ok::<_, LoadError>(
+            c.attributes(None)
+                .await?
+                .into_iter()
+                .filter(|a| a.group_id == 0)
+                .map(|a| a.name)
+                .collect::<Vec<_>>(),
+        )
+    };
+    let group_attrs = |id: Id| async move {
+        Ok::<_, LoadError>(
+            c.group_attributes(id)
+                .await?
+                .into_iter()
+                .map(|a| a.name)
+                .collect::<Vec<_>>(),
+        )
+    };
+    Ok(match &step.what {
+        ExportWhat::Group { group, kind } => {
+            let g = find_group(conn, group).await?;
+            let stats = c.group_stats(g.id).await?;
+            let total = match kind {
+                ReceiverType::All => stats.total_count,
+                ReceiverType::Active => stats.active_count,
+                ReceiverType::Inactive => stats.inactive_count,
+                ReceiverType::Bounce => stats.bounce_count,
+            };
+            Plan {
+                query: Some(Query::Group {
+                    group: g.id,
+                    kind: *kind,
+                }),
+                blocklist_of: None,
+                columns: columns::receiver_columns(&globals().await?, &group_attrs(g.id).await?),
+                total: Some(total.max(0) as u64),
+            }
+        }
+        ExportWhat::Filter { group, filter } => {
+            let g = find_group(conn, group).await?;
+            let filters = c.filters(g.id).await?;
+            let f = filters
+                .iter()
+                .find(|f| match filter {
+                    FilterRef::Id(id) => f.id.0 == *id,
+                    FilterRef::Name(n) => f.name.eq_ignore_ascii_case(n),
+                })
+                .ok_or_else(|| {
+                    let names: Vec<&str> = filters.iter().map(|f| f.name.as_str()).collect();
+                    LoadError::Step(format!(
+                        "the group \"{}\" has no filter {}; its filters: {}",
+                        g.name,
+                        match filter {
+                            FilterRef::Id(id) => format!("with id {id}"),
+                            FilterRef::Name(n) => format!("named \"{n}\""),
+                        },
+                        if names.is_empty() {
+                            "none".into()
+                        } else {
+                            names.join(", ")
+                        }
+                    ))
+                })?;
+            let total = c.filter_stats(g.id, f.id).await?.total_count;
+            Plan {
+                query: Some(Query::Filter {
+                    group: g.id,
+                    filter: f.id,
+                }),
+                blocklist_of: None,
+                columns: columns::receiver_columns(&globals().await?, &group_attrs(g.id).await?),
+                total: Some(total.max(0) as u64),
+            }
+        }
+        ExportWhat::Runtime {
+            groups,
+            rules,
+            operator,
+            activeonly,
+        } => {
+            let ids: Vec<Id> = if groups.is_empty() {
+                c.groups(None).await?.into_iter().map(|g| g.id).collect()
+            } else {
+                let mut ids = Vec::new();
+                for g in groups {
+                    ids.push(find_group(conn, g).await?.id);
+                }
+                ids
+            };
+            let mut local: Vec<String> = Vec::new();
+            for id in &ids {
+                for name in group_attrs(*id).await? {
+                    if !local.contains(&name) {
+                        local.push(name);
+                    }
+                }
+            }
+            Plan {
+                query: Some(Query::Runtime(RuntimeFilter {
+                    rules: Some(rules.clone()),
+                    groups: (!groups.is_empty())
+                        .then(|| ids.iter().map(|i| i.to_string()).collect()),
+                    operator: Some(operator.clone()),
+                    activeonly: Some(*activeonly),
+                    ..Default::default()
+                })),
+                blocklist_of: None,
+                columns: columns::receiver_columns(&globals().await?, &local),
+                total: None,
+            }
+        }
+        ExportWhat::Blacklist => Plan {
+            query: None,
+            blocklist_of: None,
+            columns: columns::blacklist_columns(),
+            total: None,
+        },
+        ExportWhat::Blocklist { group } => Plan {
+            query: None,
+            blocklist_of: Some(find_group(conn, group).await?.id),
+            columns: columns::blacklist_columns(),
+            total: None,
+        },
+    })
+}
+
+async fn find_group(conn: &Connected, group: &GroupRef) -> Result<Group, LoadError> {
+    let c = &conn.client;
+    match group {
+        GroupRef::Id(id) => match c.group((*id).into()).await {
+            Ok(g) => Ok(g),
+            Err(e) if e.is_not_found() => Err(LoadError::Step(format!(
+                "the target has no group with id {id}"
+            ))),
+            Err(e) => Err(e.into()),
+        },
+        GroupRef::Name(name) => {
+            let groups = c.groups(None).await?;
+            groups
+                .iter()
+                .find(|g| g.name.eq_ignore_ascii_case(name))
+                .cloned()
+                .ok_or_else(|| {
+                    let names: Vec<&str> = groups.iter().map(|g| g.name.as_str()).collect();
+                    LoadError::Step(format!(
+                        "the target has no group named \"{name}\"; its groups: {}",
+                        if names.is_empty() {
+                            "none".into()
+                        } else {
+                            names.join(", ")
+                        }
+                    ))
+                })
+        }
+    }
+}
+
+/// A bar with the known total, a counter without one; hidden when off.
+fn progress(on: bool, total: Option<u64>, label: &str) -> indicatif::ProgressBar {
+    if !on {
+        return indicatif::ProgressBar::hidden();
+    }
+    let (bar, template) = match total {
+        Some(n) => (
+            indicatif::ProgressBar::new(n),
+            "{prefix:>12} [{bar:30}] {pos}/{len} {per_sec} eta {eta}",
+        ),
+        None => (
+            indicatif::ProgressBar::no_length(),
+            "{prefix:>12} {spinner} {pos} rows {per_sec}",
+        ),
+    };
+    let style = indicatif::ProgressStyle::with_template(template)
+        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
+        .progress_chars("=> ");
+    bar.set_style(style);
+    bar.set_prefix(label.to_string());
+    bar
+}

@@ -1,0 +1,147 @@
+//! CSV: any one-byte delimiter, UTF-8 (optionally with a byte order mark,
+//! so Excel opens it as UTF-8) or Windows-1252, quoting where needed or
+//! everywhere. Characters Windows-1252 lacks become `?` (encoding_rs would
+//! write an HTML entity, which would silently change the data).
+
+use super::{Layout, Sink, WriteError, text};
+use crate::export::columns::Cell;
+use crate::pipeline::export::{CsvEncoding, Quoting, Timestamps};
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::Path;
+
+pub struct CsvSink {
+    out: csv::Writer<BufWriter<File>>,
+    encoding: CsvEncoding,
+    timestamps: Timestamps,
+}
+
+impl CsvSink {
+    pub fn create(path: &Path, layout: Layout) -> Result<Self, WriteError> {
+        let mut file = BufWriter::new(File::create(path)?);
+        if layout.csv.bom && layout.csv.encoding == CsvEncoding::Utf8 {
+            file.write_all(b"\xEF\xBB\xBF")?;
+        }
+        let out = csv::WriterBuilder::new()
+            .delimiter(layout.csv.delimiter)
+            .quote_style(match layout.csv.quoting {
+                Quoting::Necessary => csv::QuoteStyle::Necessary,
+                Quoting::Always => csv::QuoteStyle::Always,
+            })
+            .from_writer(file);
+        let mut sink = CsvSink {
+            out,
+            encoding: layout.csv.encoding,
+            timestamps: layout.timestamps,
+        };
+        let header: Vec<Vec<u8>> = layout.names.iter().map(|n| sink.encode(n)).collect();
+        sink.out.write_record(&header).map_err(csv_error)?;
+        Ok(sink)
+    }
+
+    fn encode(&self, s: &str) -> Vec<u8> {
+        match self.encoding {
+            CsvEncoding::Utf8 => s.as_bytes().to_vec(),
+            CsvEncoding::Windows1252 => windows_1252(s),
+        }
+    }
+}
+
+/// Windows-1252 bytes, `?` for a character it cannot hold.
+pub fn windows_1252(s: &str) -> Vec<u8> {
+    let mut out = Vec::with_capacity(s.len());
+    let mut buf = [0u8; 4];
+    for c in s.chars() {
+        let (bytes, _, unmappable) = encoding_rs::WINDOWS_1252.encode(c.encode_utf8(&mut buf));
+        if unmappable {
+            out.push(b'?');
+        } else {
+            out.extend_from_slice(&bytes);
+        }
+    }
+    out
+}
+
+fn csv_error(e: csv::Error) -> WriteError {
+    WriteError(e.to_string())
+}
+
+impl Sink for CsvSink {
+    fn write(&mut self, rows: &[Vec<Cell>]) -> Result<(), WriteError> {
+        for row in rows {
+            let record: Vec<Vec<u8>> = row
+                .iter()
+                .map(|c| self.encode(&text(c, self.timestamps)))
+                .collect();
+            self.out.write_record(&record).map_err(csv_error)?;
+        }
+        Ok(())
+    }
+
+    fn finish(self: Box<Self>) -> Result<(), WriteError> {
+        let mut file = self
+            .out
+            .into_inner()
+            .map_err(|e| WriteError(e.error().to_string()))?;
+        file.flush()?;
+        file.get_ref().sync_all()?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pipeline::export::CsvOptions;
+
+    fn write(opts: CsvOptions, rows: &[Vec<Cell>]) -> Vec<u8> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("x.csv");
+        let layout = Layout {
+            names: vec!["email".into(), "city".into(), "registered".into()],
+            kinds: vec![],
+            timestamps: Timestamps::Iso,
+            csv: &opts,
+        };
+        let mut sink = Box::new(CsvSink::create(&path, layout).unwrap());
+        sink.write(rows).unwrap();
+        sink.finish().unwrap();
+        std::fs::read(path).unwrap()
+    }
+
+    fn row(city: &str) -> Vec<Cell> {
+        vec![
+            Cell::Text("a@example.com".into()),
+            Cell::Text(city.into()),
+            Cell::Time(Some(1_706_745_600)),
+        ]
+    }
+
+    #[test]
+    fn windows_1252_semicolons_and_quotes_everywhere() {
+        let opts = CsvOptions {
+            delimiter: b';',
+            encoding: CsvEncoding::Windows1252,
+            bom: false,
+            quoting: Quoting::Always,
+        };
+        let bytes = write(opts, &[row("Görlitz ☃")]);
+        assert_eq!(
+            bytes,
+            b"\"email\";\"city\";\"registered\"\n\"a@example.com\";\"G\xF6rlitz ?\";\"2024-02-01T00:00:00Z\"\n"
+        );
+    }
+
+    #[test]
+    fn utf8_with_a_byte_order_mark_quotes_only_what_needs_it() {
+        let opts = CsvOptions {
+            bom: true,
+            ..Default::default()
+        };
+        let bytes = write(opts, &[row("Halle, Saale")]);
+        assert_eq!(
+            String::from_utf8(bytes).unwrap(),
+            "\u{feff}email,city,registered\na@example.com,\"Halle, Saale\",2024-02-01T00:00:00Z\n"
+        );
+    }
+}
