@@ -98,4 +98,46 @@ mod tests {
         assert_eq!(normalize_tag("shop."), None);
         assert_eq!(normalize_tag(".plain").as_deref(), Some("plain"));
     }
+
+    mod properties {
+        use super::super::*;
+        use proptest::prelude::*;
+
+        /// Text rich in the characters normalisation cares about.
+        fn raw_tag() -> impl Strategy<Value = String> {
+            prop::collection::vec(
+                prop_oneof![
+                    Just('.'),
+                    Just(' '),
+                    Just('_'),
+                    Just('-'),
+                    Just('\u{3000}'),
+                    Just('\u{200b}'),
+                    prop::char::range('a', 'e'),
+                    any::<char>(),
+                ],
+                0..80,
+            )
+            .prop_map(|v| v.into_iter().collect())
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+
+            #[test]
+            fn normalisation_is_idempotent_and_keeps_only_allowed_characters(raw in raw_tag()) {
+                let Some(tag) = normalize_tag(&raw) else {
+                    return Ok(());
+                };
+                prop_assert_eq!(normalize_tag(&tag), Some(tag.clone()));
+                prop_assert!(tag.matches('.').count() <= 1, "{tag:?}");
+                prop_assert!(
+                    tag.chars().all(|c| c.is_alphanumeric() || c == '_' || c == '-' || c == '.'),
+                    "{tag:?}"
+                );
+                prop_assert!(!tag.starts_with('.') && !tag.ends_with('.'), "{tag:?}");
+                prop_assert!(tag_origin(&tag).chars().count() <= MAX_ORIGIN_CHARS, "{tag:?}");
+            }
+        }
+    }
 }

@@ -52,4 +52,6 @@ pub mod exit {
     pub const USAGE: u8 = 2;
     /// Target unreachable, authentication failed, or the server could not start.
     pub const TARGET: u8 = 3;
+    /// Stopped by Ctrl-C or SIGTERM; `run --resume` continues (128 + SIGINT).
+    pub const STOPPED: u8 = 130;
 }

@@ -3,8 +3,9 @@
 
 use super::exit;
 use crate::export::{self, ExportOptions};
+use crate::load::journal::{self, JournalOptions};
 use crate::load::target::{self, TargetOverrides};
-use crate::load::{self, Action, LoadError, PlanRow, WriteOptions};
+use crate::load::{self, Action, LoadError, PlanRow, Stop, WriteOptions};
 use crate::pipeline::{self, Pipeline, STATE_DIR, Step};
 use crate::prepare::{self, Rejects};
 use crate::report::{RunReport, StepReport};
@@ -32,6 +33,13 @@ pub struct RunArgs {
     /// No progress bars and no summary (errors still go to stderr).
     #[arg(long, short)]
     pub quiet: bool,
+    /// Continue a run that did not finish (crash, kill, Ctrl-C) from its
+    /// journal: rows the target confirmed are not sent again.
+    #[arg(long, conflicts_with = "discard_journal")]
+    pub resume: bool,
+    /// Delete the journal an unfinished run left, then run from the start.
+    #[arg(long)]
+    pub discard_journal: bool,
 }
 
 /// Runs the pipeline; the exit code says how it went (see `cli::exit`).
@@ -43,6 +51,20 @@ pub async fn run(args: RunArgs) -> u8 {
             return exit::USAGE;
         }
     };
+    // A leftover journal means an earlier run did not finish: continue it
+    // (`--resume`) or drop it (`--discard-journal`), never write past it.
+    if !args.dry_run {
+        let found = journal::leftover(&pipeline.name);
+        if args.discard_journal {
+            if let Err(e) = journal::discard(&pipeline.name) {
+                eprintln!("listpipe: cannot discard the journal: {e}");
+                return exit::USAGE;
+            }
+        } else if !found.is_empty() && !args.resume {
+            eprintln!("{}", journal::leftover_message(&args.pipeline, &found));
+            return exit::USAGE;
+        }
+    }
     let overrides = TargetOverrides {
         url: args.target_url.clone(),
         token: args.token.clone(),
@@ -59,7 +81,13 @@ pub async fn run(args: RunArgs) -> u8 {
         retries: pipeline.target.retries,
         dry_run: args.dry_run,
         progress: !args.quiet && std::io::stderr().is_terminal(),
+        journal: (!args.dry_run).then(|| JournalOptions {
+            pipeline: pipeline.name.clone(),
+            resume: args.resume,
+        }),
+        stop: Stop::default(),
     };
+    let signals = tokio::spawn(stop_on_signal(opts.stop.clone()));
     let mut report = RunReport {
         pipeline: pipeline.file.display().to_string(),
         target: conn.base_url.clone(),
@@ -68,11 +96,27 @@ pub async fn run(args: RunArgs) -> u8 {
         ..Default::default()
     };
     let mut code = exit::OK;
+    // The journal stays when rows may still need sending: a stop, the
+    // target lost, or rows failed with transient errors through every retry.
+    let mut unfinished = false;
     for step in &pipeline.steps {
+        if opts.stop.is_set() {
+            unfinished = true;
+            break;
+        }
         match run_step(&pipeline, step, &conn, &opts).await {
             Ok(step_report) => {
                 if step_report.problems() > 0 {
                     code = code.max(exit::PARTIAL);
+                }
+                if let Some(i) = &step_report.import {
+                    unfinished |= i.stopped || i.failed_transient > 0;
+                    if !args.quiet && (i.resumed > 0 || i.in_flight_checked > 0 || i.stopped) {
+                        eprintln!(
+                            "{}: journal: {} confirmed earlier and skipped, {} in flight checked, {} not started",
+                            step_report.name, i.resumed, i.in_flight_checked, i.not_started
+                        );
+                    }
                 }
                 if !args.quiet {
                     step_report.summary().iter().for_each(|l| eprintln!("{l}"));
@@ -82,6 +126,7 @@ pub async fn run(args: RunArgs) -> u8 {
             Err(StepError::Load(LoadError::Target(e))) => {
                 eprintln!("listpipe: {}: {e}", step.name());
                 code = exit::TARGET;
+                unfinished = true;
                 break;
             }
             Err(e) => {
@@ -90,7 +135,29 @@ pub async fn run(args: RunArgs) -> u8 {
             }
         }
     }
+    signals.abort();
     conn.close().await;
+    if opts.stop.is_set() {
+        code = exit::STOPPED;
+        unfinished = true;
+    }
+    if !args.dry_run {
+        if unfinished {
+            if code == exit::STOPPED {
+                eprintln!(
+                    "listpipe: stopped; resume with: listpipe run {} --resume",
+                    args.pipeline.display()
+                );
+            } else if !journal::leftover(&pipeline.name).is_empty() {
+                eprintln!(
+                    "listpipe: the run did not finish; resume with: listpipe run {} --resume",
+                    args.pipeline.display()
+                );
+            }
+        } else if let Err(e) = journal::discard(&pipeline.name) {
+            eprintln!("listpipe: cannot remove the journal: {e}");
+        }
+    }
     report.finished = chrono::Utc::now().to_rfc3339();
     report.exit_code = code;
     if let Some(path) = &args.report {
@@ -103,6 +170,38 @@ pub async fn run(args: RunArgs) -> u8 {
         }
     }
     code
+}
+
+/// Ctrl-C or SIGTERM sets `stop`: the write loops take no new rows, rows
+/// in flight finish, the journal and the report are written. A second
+/// signal exits at once (code 130); the journal then shows the rows in
+/// flight as started, and `--resume` checks them against the target.
+async fn stop_on_signal(stop: Stop) {
+    #[cfg(unix)]
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+    loop {
+        #[cfg(unix)]
+        let term_recv = async {
+            match term.as_mut() {
+                Some(t) => t.recv().await,
+                None => std::future::pending().await,
+            }
+        };
+        #[cfg(not(unix))]
+        let term_recv = std::future::pending::<Option<()>>();
+        tokio::select! {
+            r = tokio::signal::ctrl_c() => if r.is_err() { return },
+            _ = term_recv => {}
+        }
+        if stop.is_set() {
+            eprintln!("listpipe: stopped at once; resume with --resume");
+            std::process::exit(i32::from(exit::STOPPED));
+        }
+        stop.set();
+        eprintln!(
+            "listpipe: stopping: no new rows; finishing the requests in flight (again to quit at once)"
+        );
+    }
 }
 
 #[derive(Debug, thiserror::Error)]

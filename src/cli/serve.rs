@@ -67,12 +67,14 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
             args.fault_seed
         );
     }
+    // The password goes only into the credentials (the file, or stdout
+    // without one), never into the log on stderr.
     if let Some(c) = &running.credentials
-        && let (Some(email), Some(password)) = (&c.user_email, &c.user_password)
+        && let (Some(email), Some(_)) = (&c.user_email, &c.user_password)
     {
         eprintln!(
-            "listpipe: first start: user {email} of account \"default\" has the password {password} \
-             (for the login page {}/oauth/authorize.php; kept in the credentials as \"user_password\"; \
+            "listpipe: first start: user {email} of account \"default\" has a random password \
+             (for the login page {}/oauth/authorize.php; it is in the credentials as \"user_password\"; \
              change it with `listpipe accounts user`)",
             running.base_url
         );

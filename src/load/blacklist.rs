@@ -35,10 +35,17 @@ pub async fn run(
     let group = match &step.group {
         None => None,
         Some(g) => Some(
-            super::plan::group(conn, g, false, opts.dry_run)
-                .await?
-                .0
-                .ok_or_else(|| LoadError::Step(format!("the blocklist's {g} does not exist")))?,
+            super::plan::group(
+                conn,
+                g,
+                false,
+                opts.dry_run,
+                opts.retries,
+                &AtomicU64::new(0),
+            )
+            .await?
+            .0
+            .ok_or_else(|| LoadError::Step(format!("the blocklist's {g} does not exist")))?,
         ),
     };
     let existing: HashMap<String, String> = match &group {

@@ -2,10 +2,15 @@
 //! set blocked addresses aside, compare each row with the receiver the
 //! target holds, and create or update only what differs, with bounded
 //! concurrency. A dry run stops before writing and lists the plan instead.
+//! Writes are recorded in the run's [journal](super::journal) so that a
+//! resumed run sends no confirmed row again.
 
+use super::diff::{changes, clear};
+use super::journal::{self, Journal, Prior};
 use super::target::Connected;
-use super::{Action, LoadError, PlanRow, WriteOptions, plan, progress_bar, retry};
-use crate::api::{Order, Receiver, ReceiverInput};
+use super::write::{self, WriteError};
+use super::{Action, LoadError, PlanRow, WriteOptions, plan, progress_bar};
+use crate::api::{Id, Order, Receiver};
 use crate::pipeline::{ImportStep, ReceiverField, ValueFrom};
 use crate::prepare::{PreparedImport, PreparedRows};
 use futures::StreamExt;
@@ -25,116 +30,121 @@ pub struct ImportOutcome {
     pub failed: u64,
     pub retries: u64,
     pub orders_sent: u64,
-}
-
-/// Reduces `input` to what differs from `have`, with the names of what
-/// differs; `None` when nothing does.
-fn changes(
-    mut input: ReceiverInput,
-    have: &Receiver,
-) -> Option<(ReceiverInput, Vec<&'static str>)> {
-    let mut changed: Vec<&'static str> = Vec::new();
-    let mut check = |name: &'static str, same: bool| {
-        if !same {
-            changed.push(name);
-        }
-    };
-    check(
-        "registered",
-        input.registered.is_none_or(|v| v == have.registered),
-    );
-    check(
-        "activated",
-        input.activated.is_none_or(|v| v == have.activated),
-    );
-    check(
-        "deactivated",
-        input.deactivated.is_none_or(|v| v == have.deactivated),
-    );
-    check(
-        "imported",
-        input.imported.is_none_or(|v| v == have.imported),
-    );
-    check("bounced", input.bounced.is_none_or(|v| v == have.bounced));
-    check("points", input.points.is_none_or(|v| v == have.points));
-    check(
-        "source",
-        input.source.as_ref().is_none_or(|v| *v == have.source),
-    );
-    check(
-        "last_ip",
-        input.last_ip.as_ref().is_none_or(|v| *v == have.last_ip),
-    );
-    check(
-        "last_location",
-        input
-            .last_location
-            .as_ref()
-            .is_none_or(|v| *v == have.last_location),
-    );
-    check(
-        "last_client",
-        input
-            .last_client
-            .as_ref()
-            .is_none_or(|v| *v == have.last_client),
-    );
-    check(
-        "attributes",
-        input
-            .attributes
-            .iter()
-            .flatten()
-            .all(|(k, v)| have.attributes.get(k) == Some(v)),
-    );
-    check(
-        "global_attributes",
-        input
-            .global_attributes
-            .iter()
-            .flatten()
-            .all(|(k, v)| have.global_attributes.get(k) == Some(v)),
-    );
-    let have_tags: HashSet<&str> = have.tags.iter().flatten().map(String::as_str).collect();
-    check(
-        "tags",
-        input
-            .tags
-            .iter()
-            .flatten()
-            .all(|t| have_tags.contains(t.as_str())),
-    );
-    // Only orders the target lacks (or holds differently) are sent.
-    if let Some(orders) = input.orders.take() {
-        let have_orders = have.orders.as_deref().unwrap_or_default();
-        let new: Vec<Order> = orders
-            .into_iter()
-            .filter(|o| !have_orders.iter().any(|h| same_order(h, o)))
-            .collect();
-        check("orders", new.is_empty());
-        input.orders = (!new.is_empty()).then_some(new);
-    }
-    (!changed.is_empty()).then_some((input, changed))
-}
-
-fn same_order(a: &Order, b: &Order) -> bool {
-    a.order_id == b.order_id
-        && a.product_id == b.product_id
-        && a.product == b.product
-        && (a.price - b.price).abs() < 1e-9
-        && a.currency == b.currency
-        && a.quantity == b.quantity
-        && a.mailing_id == b.mailing_id
-        && (b.stamp == 0 || a.stamp == b.stamp)
+    /// Rows a resumed run found confirmed in the journal and did not send again.
+    pub resumed: u64,
+    /// Rows an earlier run left in flight, checked against the target.
+    pub in_flight_checked: u64,
+    /// Rows not taken because the run was stopped (Ctrl-C, SIGTERM).
+    pub not_started: u64,
+    /// Failed rows whose last error was transient (the target unreachable
+    /// or overloaded through every retry): a `--resume` may finish them.
+    pub failed_transient: u64,
+    pub stopped: bool,
 }
 
 enum RowResult {
     /// What was done, and for the plan what differs (or why not).
     Done(Action, String),
+    /// Confirmed by an earlier run (journal): not sent again.
+    Resumed,
     Failed {
         index: usize,
-        reason: String,
+        error: WriteError,
     },
+}
+
+/// What every row of a step shares.
+struct Rows<'a> {
+    conn: &'a Connected,
+    opts: &'a WriteOptions,
+    cols: &'a PreparedRows<'a>,
+    emails: &'a [String],
+    blocked: &'a HashSet<String>,
+    existing: &'a HashMap<String, Receiver>,
+    orders: &'a HashMap<String, Vec<Order>>,
+    create_only: &'a [ReceiverField],
+    consent_unknown: bool,
+    run_time: i64,
+    gid: Option<Id>,
+    journal: Option<&'a Journal>,
+    retried: AtomicU64,
+    orders_sent: AtomicU64,
+    checked: AtomicU64,
+}
+
+impl Rows<'_> {
+    /// Decides what row `i` needs and sends it.
+    async fn row(&self, i: usize) -> RowResult {
+        let email = &self.emails[i];
+        if self.blocked.contains(email) {
+            return RowResult::Done(
+                Action::Blocked,
+                "on the blacklist or the group's blocklist".into(),
+            );
+        }
+        let mut input = self.cols.input(i, self.orders.get(email));
+        let key = (self.cols.file(i), self.cols.row_number(i), email.clone());
+        // With a journal: skip what an earlier run had confirmed, and look
+        // again at the target for what it left in flight.
+        let mut hashed = None;
+        let mut fetched = None;
+        if let (Some(j), Some(g)) = (self.journal, self.gid) {
+            let mut stable = input.clone();
+            self.create_only.iter().for_each(|f| clear(&mut stable, *f));
+            let h = journal::hash(&stable);
+            match j.prior(&key, &h) {
+                Prior::Confirmed => return RowResult::Resumed,
+                Prior::InFlight => {
+                    self.checked.fetch_add(1, Ordering::Relaxed);
+                    match write::fetch(self.conn, g, email, self.opts.retries, &self.retried).await
+                    {
+                        Ok(r) => fetched = Some(r),
+                        Err(error) => return RowResult::Failed { index: i, error },
+                    }
+                }
+                Prior::New => {}
+            }
+            hashed = Some(h);
+        }
+        let have = match &fetched {
+            Some(r) => r.as_ref(),
+            None => self.existing.get(email),
+        };
+        let (action, body, detail) = match have {
+            None => {
+                if self.consent_unknown {
+                    input.registered = Some(self.run_time);
+                }
+                (Action::Create, Some(input), String::new())
+            }
+            Some(have) => {
+                self.create_only.iter().for_each(|f| clear(&mut input, *f));
+                match changes(input, have) {
+                    Some((diff, fields)) => (Action::Update, Some(diff), fields.join(" ")),
+                    None => (Action::Unchanged, None, String::new()),
+                }
+            }
+        };
+        let (Some(body), Some(g), false) = (body, self.gid, self.opts.dry_run) else {
+            return RowResult::Done(action, detail);
+        };
+        let sent = body.orders.as_ref().map_or(0, Vec::len) as u64;
+        let hash = hashed.unwrap_or_default();
+        if let Some(j) = self.journal {
+            j.started(&key, action.as_str(), &hash);
+        }
+        let retries = self.opts.retries;
+        match write::write(self.conn, g, email, action, &body, retries, &self.retried).await {
+            Ok(a) => {
+                self.orders_sent.fetch_add(sent, Ordering::Relaxed);
+                if let Some(j) = self.journal {
+                    j.confirmed(&key, a.as_str(), &hash);
+                }
+                RowResult::Done(a, detail)
+            }
+            Err(error) => RowResult::Failed { index: i, error },
+        }
+    }
 }
 
 /// Runs one import step. Failed rows are added to `prepared.rejects`;
@@ -147,7 +157,16 @@ pub async fn run(
     plan_rows: &mut Vec<PlanRow>,
 ) -> Result<ImportOutcome, LoadError> {
     let mut out = ImportOutcome::default();
-    let (group, created) = plan::group(conn, &step.group, step.create_group, opts.dry_run).await?;
+    let setup_retried = AtomicU64::new(0);
+    let (group, created) = plan::group(
+        conn,
+        &step.group,
+        step.create_group,
+        opts.dry_run,
+        opts.retries,
+        &setup_retried,
+    )
+    .await?;
     out.group_created = created;
     out.group_id = group.as_ref().map(|g| g.id.to_string());
     out.attributes_created = plan::attributes(
@@ -156,6 +175,8 @@ pub async fn run(
         &step.global_attributes,
         &step.attributes,
         opts.dry_run,
+        opts.retries,
+        &setup_retried,
     )
     .await?;
 
@@ -192,81 +213,61 @@ pub async fn run(
             ReceiverField::Registered | ReceiverField::Activated | ReceiverField::Deactivated
         )
     });
-    let run_time = chrono::Utc::now().timestamp();
-    let (create_only, consent_unknown) = (&create_only, consent_unknown);
-    let retried = AtomicU64::new(0);
-    let orders_sent = AtomicU64::new(0);
+    let journal = match (&opts.journal, &group, opts.dry_run) {
+        (Some(j), Some(_), false) => Some(Journal::open(j, &step.name)?),
+        _ => None,
+    };
+    let rows = Rows {
+        conn,
+        opts,
+        cols: &cols,
+        emails: &emails,
+        blocked: &blocked,
+        existing: &existing,
+        orders: &prepared.orders,
+        create_only: &create_only,
+        consent_unknown,
+        run_time: chrono::Utc::now().timestamp(),
+        gid: group.as_ref().map(|g| g.id),
+        journal: journal.as_ref(),
+        retried: AtomicU64::new(0),
+        orders_sent: AtomicU64::new(0),
+        checked: AtomicU64::new(0),
+    };
     let bar = progress_bar(opts, n as u64, &step.name);
-    let gid = group.as_ref().map(|g| g.id);
+    // A stop (Ctrl-C, SIGTERM) takes no new row; rows in flight finish.
+    let stop = opts.stop.clone();
+    let (rows, bar) = (&rows, &bar);
     let results: Vec<(usize, RowResult)> = futures::stream::iter(0..n)
-        .map(|i| {
-            let (cols, emails, blocked, existing, retried, orders_sent, orders, bar) = (
-                &cols,
-                &emails,
-                &blocked,
-                &existing,
-                &retried,
-                &orders_sent,
-                &prepared.orders,
-                &bar,
-            );
-            async move {
-                let email = &emails[i];
-                let result = if blocked.contains(email) {
-                    RowResult::Done(
-                        Action::Blocked,
-                        "on the blacklist or the group's blocklist".into(),
-                    )
-                } else {
-                    let mut input = cols.input(i, orders.get(email));
-                    let (action, body, detail) = match existing.get(email) {
-                        None => {
-                            if consent_unknown {
-                                input.registered = Some(run_time);
-                            }
-                            (Action::Create, Some(input), String::new())
-                        }
-                        Some(have) => {
-                            create_only.iter().for_each(|f| clear(&mut input, *f));
-                            match changes(input, have) {
-                                Some((diff, fields)) => {
-                                    (Action::Update, Some(diff), fields.join(" "))
-                                }
-                                None => (Action::Unchanged, None, String::new()),
-                            }
-                        }
-                    };
-                    match (body, gid, opts.dry_run) {
-                        (Some(body), Some(g), false) => {
-                            let sent = body.orders.as_ref().map_or(0, Vec::len) as u64;
-                            match write(conn, g, email, action, &body, opts.retries, retried).await
-                            {
-                                Ok(a) => {
-                                    orders_sent.fetch_add(sent, Ordering::Relaxed);
-                                    RowResult::Done(a, detail)
-                                }
-                                Err(reason) => RowResult::Failed { index: i, reason },
-                            }
-                        }
-                        _ => RowResult::Done(action, detail),
-                    }
-                };
-                bar.inc(1);
-                (i, result)
-            }
+        .take_while(|_| futures::future::ready(!stop.is_set()))
+        .map(|i| async move {
+            let result = rows.row(i).await;
+            bar.inc(1);
+            (i, result)
         })
         .buffer_unordered(opts.concurrency.max(1))
         .collect()
         .await;
+    if let Some(j) = &journal {
+        j.sync();
+    }
+    out.not_started = (n - results.len()) as u64;
+    out.stopped = out.not_started > 0;
+    let gid = rows.gid;
     bar.finish_and_clear();
 
     let mut failed_rows = Vec::new();
     for (i, r) in results {
         let (action, detail) = match r {
             RowResult::Done(a, detail) => (a, detail),
-            RowResult::Failed { index, reason } => {
-                failed_rows.push((index, reason.clone()));
-                (Action::Failed, reason)
+            RowResult::Resumed => {
+                out.resumed += 1;
+                continue;
+            }
+            RowResult::Failed { index, error } => {
+                out.failed_transient += u64::from(error.transient);
+                failed_rows.push((index, error.reason.clone()));
+                (Action::Failed, error.reason)
             }
         };
         match action {
@@ -300,44 +301,8 @@ pub async fn run(
             reason,
         ));
     }
-    out.retries = retried.load(Ordering::Relaxed);
-    out.orders_sent = orders_sent.load(Ordering::Relaxed);
+    out.retries = rows.retried.load(Ordering::Relaxed) + setup_retried.load(Ordering::Relaxed);
+    out.orders_sent = rows.orders_sent.load(Ordering::Relaxed);
+    out.in_flight_checked = rows.checked.load(Ordering::Relaxed);
     Ok(out)
-}
-
-/// Leaves field `f` out of a receiver body.
-fn clear(input: &mut ReceiverInput, f: ReceiverField) {
-    match f {
-        ReceiverField::Registered => input.registered = None,
-        ReceiverField::Activated => input.activated = None,
-        ReceiverField::Deactivated => input.deactivated = None,
-        ReceiverField::Imported => input.imported = None,
-        ReceiverField::Bounced => input.bounced = None,
-        _ => {}
-    }
-}
-
-/// Sends one receiver. A create that meets an existing address (another
-/// writer, or a retried create that had succeeded) becomes an update.
-async fn write(
-    conn: &Connected,
-    g: crate::api::Id,
-    email: &str,
-    action: Action,
-    body: &ReceiverInput,
-    retries: u32,
-    retried: &AtomicU64,
-) -> Result<Action, String> {
-    let c = &conn.client;
-    if action == Action::Create {
-        match retry::retrying(conn, retries, retried, || c.create_receiver(g, body)).await {
-            Ok(_) => return Ok(Action::Create),
-            Err(e) if e.status() == Some(409) => {}
-            Err(e) => return Err(e.server_message()),
-        }
-    }
-    retry::retrying(conn, retries, retried, || c.update_receiver(g, email, body))
-        .await
-        .map(|_| Action::Update)
-        .map_err(|e| e.server_message())
 }

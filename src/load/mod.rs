@@ -4,12 +4,17 @@
 //! decides what is tried again.
 
 pub mod blacklist;
+mod diff;
 pub mod import;
+pub mod journal;
 mod plan;
 pub mod retry;
 pub mod target;
+mod write;
 
 use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Blacklist entries per batch request (spec §8).
 pub const BATCH: usize = crate::api::blacklist::MAX_BATCH;
@@ -36,6 +41,23 @@ pub struct WriteOptions {
     pub dry_run: bool,
     /// Show progress bars (a terminal and not `--quiet`).
     pub progress: bool,
+    /// Where import steps journal their writes (`None`: no journal).
+    pub journal: Option<journal::JournalOptions>,
+    /// Set by Ctrl-C or SIGTERM: take no new rows.
+    pub stop: Stop,
+}
+
+/// A stop request shared between the signal handler and the write loops.
+#[derive(Debug, Clone, Default)]
+pub struct Stop(Arc<AtomicBool>);
+
+impl Stop {
+    pub fn set(&self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+    pub fn is_set(&self) -> bool {
+        self.0.load(Ordering::SeqCst)
+    }
 }
 
 /// What happened to each input row of a dry run (the plan file's `action`).

@@ -7,7 +7,40 @@ use crate::api::{AttributeInput, Group, GroupInput, Receiver, ReceiverQuery, det
 use crate::pipeline::{AttributeMapping, GroupRef};
 use futures::{StreamExt, TryStreamExt};
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::AtomicU64;
+use std::future::Future;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Creates something that is not safe to send twice (a group, an
+/// attribute): on a transient error, first asks `exists` whether the lost
+/// attempt made it after all (`reset_after`), and only then tries again.
+async fn create_once<T, C, CF, E, EF>(
+    retries: u32,
+    retried: &AtomicU64,
+    mut create: C,
+    mut exists: E,
+) -> Result<T, crate::client::ClientError>
+where
+    C: FnMut() -> CF,
+    CF: Future<Output = Result<T, crate::client::ClientError>>,
+    E: FnMut() -> EF,
+    EF: Future<Output = Result<Option<T>, crate::client::ClientError>>,
+{
+    let mut attempt = 0;
+    loop {
+        match create().await {
+            Ok(v) => return Ok(v),
+            Err(e) if e.is_transient() && attempt < retries => {
+                tokio::time::sleep(retry::delay(attempt, e.retry_after())).await;
+                attempt += 1;
+                retried.fetch_add(1, Ordering::Relaxed);
+                if let Some(v) = exists().await? {
+                    return Ok(v);
+                }
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
 
 /// Finds the step's group; creates it when allowed (not in a dry run).
 /// Answers the group (`None`: it does not exist yet and a dry run would
@@ -17,18 +50,28 @@ pub async fn group(
     group: &GroupRef,
     create: bool,
     dry_run: bool,
+    retries: u32,
+    retried: &AtomicU64,
 ) -> Result<(Option<Group>, bool), LoadError> {
     let c = &conn.client;
+    let named = |name: String| async move {
+        let groups = retry::retrying(conn, retries, retried, || c.groups(None)).await?;
+        Ok(groups
+            .into_iter()
+            .find(|g| g.name.eq_ignore_ascii_case(&name)))
+    };
     match group {
-        GroupRef::Id(id) => match c.group((*id).into()).await {
-            Ok(g) => Ok((Some(g), false)),
-            Err(e) if e.is_not_found() => Err(LoadError::Step(format!(
-                "the target has no group with id {id}"
-            ))),
-            Err(e) => Err(e.into()),
-        },
+        GroupRef::Id(id) => {
+            match retry::retrying(conn, retries, retried, || c.group((*id).into())).await {
+                Ok(g) => Ok((Some(g), false)),
+                Err(e) if e.is_not_found() => Err(LoadError::Step(format!(
+                    "the target has no group with id {id}"
+                ))),
+                Err(e) => Err(e.into()),
+            }
+        }
         GroupRef::Name(name) => {
-            let groups = c.groups(None).await?;
+            let groups = retry::retrying(conn, retries, retried, || c.groups(None)).await?;
             if let Some(g) = groups.iter().find(|g| g.name.eq_ignore_ascii_case(name)) {
                 return Ok((Some(g.clone()), false));
             }
@@ -46,10 +89,15 @@ pub async fn group(
             if dry_run {
                 return Ok((None, true));
             }
-            Ok((
-                Some(c.create_group(&GroupInput::named(name.clone())).await?),
-                true,
-            ))
+            let input = GroupInput::named(name.clone());
+            let g = create_once(
+                retries,
+                retried,
+                || c.create_group(&input),
+                || named(name.clone()),
+            )
+            .await?;
+            Ok((Some(g), true))
         }
     }
 }
@@ -62,28 +110,43 @@ pub async fn attributes(
     globals: &[AttributeMapping],
     locals: &[AttributeMapping],
     dry_run: bool,
+    retries: u32,
+    retried: &AtomicU64,
 ) -> Result<Vec<String>, LoadError> {
     let c = &conn.client;
     let mut created = Vec::new();
-    let have_global: HashSet<String> = c
-        .attributes(None)
-        .await?
-        .into_iter()
-        .map(|a| a.name.to_lowercase())
-        .collect();
+    let have_global: HashSet<String> =
+        retry::retrying(conn, retries, retried, || c.attributes(None))
+            .await?
+            .into_iter()
+            .map(|a| a.name.to_lowercase())
+            .collect();
     for a in globals
         .iter()
         .filter(|a| !have_global.contains(&a.name.to_lowercase()))
     {
         if !dry_run {
-            c.create_attribute(&AttributeInput::new(a.name.clone(), a.kind))
-                .await?;
+            let input = AttributeInput::new(a.name.clone(), a.kind);
+            let name = a.name.to_lowercase();
+            create_once(
+                retries,
+                retried,
+                || async { c.create_attribute(&input).await.map(|_| ()) },
+                || async {
+                    let have =
+                        retry::retrying(conn, retries, retried, || c.attributes(None)).await?;
+                    Ok(have
+                        .iter()
+                        .any(|h| h.name.to_lowercase() == name)
+                        .then_some(()))
+                },
+            )
+            .await?;
         }
         created.push(a.name.clone());
     }
     let have_local: HashSet<String> = match group {
-        Some(g) => c
-            .group_attributes(g.id)
+        Some(g) => retry::retrying(conn, retries, retried, || c.group_attributes(g.id))
             .await?
             .into_iter()
             .map(|a| a.name.to_lowercase())
@@ -95,8 +158,22 @@ pub async fn attributes(
         .filter(|a| !have_local.contains(&a.name.to_lowercase()))
     {
         if let (Some(g), false) = (group, dry_run) {
-            c.create_group_attribute(g.id, &AttributeInput::new(a.name.clone(), a.kind))
-                .await?;
+            let input = AttributeInput::new(a.name.clone(), a.kind);
+            let name = a.name.to_lowercase();
+            create_once(
+                retries,
+                retried,
+                || async { c.create_group_attribute(g.id, &input).await.map(|_| ()) },
+                || async {
+                    let have = retry::retrying(conn, retries, retried, || c.group_attributes(g.id))
+                        .await?;
+                    Ok(have
+                        .iter()
+                        .any(|h| h.name.to_lowercase() == name)
+                        .then_some(()))
+                },
+            )
+            .await?;
         }
         created.push(a.name.clone());
     }
@@ -149,9 +226,13 @@ pub async fn existing(
     concurrency: usize,
     retries: u32,
 ) -> Result<HashMap<String, Receiver>, LoadError> {
-    let total = conn.client.group_stats(group.id).await?.total_count;
-    let pages = (total + PAGE - 1) / PAGE;
     let retried = AtomicU64::new(0);
+    let total = retry::retrying(conn, retries, &retried, || {
+        conn.client.group_stats(group.id)
+    })
+    .await?
+    .total_count;
+    let pages = (total + PAGE - 1) / PAGE;
     let mut out = HashMap::with_capacity(total.max(0) as usize);
     let mut stream = futures::stream::iter(0..pages.max(1))
         .map(|page| {

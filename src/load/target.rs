@@ -173,7 +173,19 @@ pub async fn connect(target: &Target, overrides: &TargetOverrides) -> Result<Con
             }
         }
     };
-    match connected.client.whoami().await {
+    // A target that drops or refuses a request now and then is retried
+    // a few times before it counts as unreachable.
+    let mut answer = connected.client.whoami().await;
+    for attempt in 0..3 {
+        match &answer {
+            Err(e) if e.is_transient() => {
+                tokio::time::sleep(super::retry::delay(attempt, e.retry_after())).await;
+                answer = connected.client.whoami().await;
+            }
+            _ => break,
+        }
+    }
+    match answer {
         Ok(_) => Ok(connected),
         Err(e) if e.status() == Some(401) => {
             let stale = connected.client.token();

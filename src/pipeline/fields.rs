@@ -314,16 +314,47 @@ impl Parser<'_> {
                 let hint = near
                     .map(|c| format!(" (did you mean \"{c}\"?)"))
                     .unwrap_or_default();
-                let list: Vec<&str> = cols.iter().map(String::as_str).collect();
                 self.ctx.error(
                     r.span,
                     format!(
                         "the source has no column \"{}\"{hint}; its columns: {}",
                         r.column,
-                        choices(&list)
+                        column_list(cols)
                     ),
                 );
             }
         }
     }
+}
+
+/// The most column names an error lists, and the longest name it shows in
+/// full: a hostile header (10,000 columns, a 1 MB name) must not become a
+/// message of megabytes.
+const LISTED_COLUMNS: usize = 30;
+const SHOWN_NAME_CHARS: usize = 60;
+
+fn column_list(cols: &[String]) -> String {
+    let shown: Vec<String> = cols
+        .iter()
+        .take(LISTED_COLUMNS)
+        .map(|c| {
+            let n = c.chars().count();
+            if n > SHOWN_NAME_CHARS {
+                let head: String = c.chars().take(SHOWN_NAME_CHARS).collect();
+                format!("{head}... ({n} characters)")
+            } else {
+                c.clone()
+            }
+        })
+        .collect();
+    if cols.len() <= LISTED_COLUMNS {
+        let list: Vec<&str> = shown.iter().map(String::as_str).collect();
+        return choices(&list);
+    }
+    let list: Vec<String> = shown.iter().map(|c| format!("`{c}`")).collect();
+    format!(
+        "{} and {} more",
+        list.join(", "),
+        cols.len() - LISTED_COLUMNS
+    )
 }

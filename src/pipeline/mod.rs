@@ -6,6 +6,7 @@
 //! Every key is documented for users in `pipelines/README.md`.
 
 pub mod export;
+mod export_parse;
 mod fields;
 mod parse;
 pub mod reader;

@@ -118,4 +118,126 @@ mod tests {
             [Some("Anna".into()), Some("Ben".into())]
         );
     }
+
+    mod properties {
+        use super::super::*;
+        use proptest::prelude::*;
+
+        type Row = (String, Option<String>, Option<String>);
+
+        fn rows() -> impl Strategy<Value = Vec<Row>> {
+            let value = prop::option::of(prop::sample::select(&["x", "y", "z"][..]));
+            prop::collection::vec((0..4u8, value.clone(), value), 0..16).prop_map(|v| {
+                v.into_iter()
+                    .map(|(e, a, b)| {
+                        (
+                            format!("{e}@x.de"),
+                            a.map(str::to_string),
+                            b.map(str::to_string),
+                        )
+                    })
+                    .collect()
+            })
+        }
+
+        fn frame(rows: &[Row]) -> DataFrame {
+            let emails: Vec<&str> = rows.iter().map(|r| r.0.as_str()).collect();
+            let city: Vec<Option<&str>> = rows.iter().map(|r| r.1.as_deref()).collect();
+            let name: Vec<Option<&str>> = rows.iter().map(|r| r.2.as_deref()).collect();
+            let numbers: Vec<u32> = (0..rows.len() as u32).map(|i| i + 2).collect();
+            df!(
+                "email" => emails,
+                "city" => city,
+                "name" => name,
+                crate::source::ROW_COL => numbers,
+            )
+            .unwrap()
+        }
+
+        fn read(df: &DataFrame) -> Vec<(Row, u32)> {
+            let text = |n: &str| -> Vec<Option<String>> {
+                df.column(n)
+                    .unwrap()
+                    .str()
+                    .unwrap()
+                    .iter()
+                    .map(|v| v.map(str::to_string))
+                    .collect()
+            };
+            let (e, c, n) = (text("email"), text("city"), text("name"));
+            let rows = df.column(crate::source::ROW_COL).unwrap().u32().unwrap();
+            (0..df.height())
+                .map(|i| {
+                    (
+                        (e[i].clone().unwrap(), c[i].clone(), n[i].clone()),
+                        rows.get(i).unwrap(),
+                    )
+                })
+                .collect()
+        }
+
+        /// The reference: which input rows each strategy keeps, in output order.
+        fn kept(rows: &[Row], how: Dedupe) -> Vec<(Row, u32)> {
+            let mut firsts: Vec<usize> = Vec::new();
+            for (i, r) in rows.iter().enumerate() {
+                if !firsts.iter().any(|&j| rows[j].0 == r.0) {
+                    firsts.push(i);
+                }
+            }
+            let number = |i: usize| i as u32 + 2;
+            match how {
+                Dedupe::First => firsts
+                    .iter()
+                    .map(|&i| (rows[i].clone(), number(i)))
+                    .collect(),
+                Dedupe::Last => {
+                    let mut lasts: Vec<usize> = firsts
+                        .iter()
+                        .map(|&f| rows.iter().rposition(|r| r.0 == rows[f].0).unwrap())
+                        .collect();
+                    lasts.sort();
+                    lasts
+                        .iter()
+                        .map(|&i| (rows[i].clone(), number(i)))
+                        .collect()
+                }
+                Dedupe::Merge => firsts
+                    .iter()
+                    .map(|&f| {
+                        let same: Vec<&Row> = rows.iter().filter(|r| r.0 == rows[f].0).collect();
+                        let city = same.iter().find_map(|r| r.1.clone());
+                        let name = same.iter().find_map(|r| r.2.clone());
+                        ((rows[f].0.clone(), city, name), number(f))
+                    })
+                    .collect(),
+            }
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig { cases: 128, ..ProptestConfig::default() })]
+
+            #[test]
+            fn each_strategy_keeps_what_the_reference_keeps(
+                rows in rows(),
+                how in prop::sample::select(&[Dedupe::First, Dedupe::Last, Dedupe::Merge][..]),
+            ) {
+                let df = frame(&rows);
+                let dropped = dropped_rows(&df, how).unwrap();
+                let out = read(&dedupe(df, how).unwrap());
+                let want = kept(&rows, how);
+                prop_assert_eq!(&out, &want);
+                if how != Dedupe::Merge {
+                    let kept_numbers: Vec<u32> = want.iter().map(|k| k.1).collect();
+                    let mut want_dropped: Vec<(u64, String)> = rows
+                        .iter()
+                        .enumerate()
+                        .filter(|(i, _)| !kept_numbers.contains(&(*i as u32 + 2)))
+                        .map(|(i, r)| (i as u64 + 2, r.0.clone()))
+                        .collect();
+                    want_dropped.sort();
+                    prop_assert_eq!(dropped, want_dropped);
+                }
+            }
+        }
+    }
 }

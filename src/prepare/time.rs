@@ -141,4 +141,75 @@ mod tests {
                 .contains("set `format`")
         );
     }
+
+    mod properties {
+        use super::super::*;
+        use chrono::{NaiveDate, TimeZone};
+        use proptest::prelude::*;
+
+        /// A UTC second from year 1 to 9999 (what `%Y` writes as four digits).
+        fn utc() -> impl Strategy<Value = DateTime<Utc>> {
+            let lo = NaiveDate::from_ymd_opt(1, 1, 1)
+                .unwrap()
+                .and_hms_opt(0, 0, 0)
+                .unwrap();
+            let hi = NaiveDate::from_ymd_opt(9999, 12, 31)
+                .unwrap()
+                .and_hms_opt(23, 59, 59)
+                .unwrap();
+            (lo.and_utc().timestamp()..=hi.and_utc().timestamp())
+                .prop_map(|t| Utc.timestamp_opt(t, 0).unwrap())
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+            #[test]
+            fn every_supported_spelling_parses_back_to_the_same_second(dt in utc()) {
+                let t = dt.timestamp();
+                let minute = t - t.rem_euclid(60);
+                let day = t - t.rem_euclid(86_400);
+                let cases: Vec<(String, Option<&str>, i64)> = vec![
+                    (dt.format("%Y-%m-%d %H:%M:%S").to_string(), None, t),
+                    (dt.format("%Y-%m-%dT%H:%M:%S").to_string(), None, t),
+                    (dt.format("%Y-%m-%d %H:%M:%S UTC").to_string(), None, t),
+                    (dt.format("%Y-%m-%d %H:%M:%S GMT").to_string(), None, t),
+                    (dt.format("%Y-%m-%dT%H:%M:%SZ").to_string(), None, t),
+                    (dt.format("%Y-%m-%dT%H:%M:%S+00:00").to_string(), None, t),
+                    (dt.format("%Y-%m-%d %H:%M").to_string(), None, minute),
+                    (dt.format("%Y-%m-%dT%H:%M").to_string(), None, minute),
+                    (dt.format("%Y-%m-%d").to_string(), None, day),
+                    (format!("  {}  ", dt.format("%Y-%m-%d %H:%M:%S")), None, t),
+                    (dt.format("%d.%m.%Y %H:%M:%S").to_string(), Some("%d.%m.%Y %H:%M:%S"), t),
+                    (dt.format("%d.%m.%Y").to_string(), Some("%d.%m.%Y"), day),
+                    (t.to_string(), Some("unix"), t),
+                ];
+                for (text, format, want) in cases {
+                    prop_assert_eq!(parse_timestamp(&text, format), Ok(want), "{:?} {:?}", text, format);
+                }
+                if t >= 0 {
+                    prop_assert_eq!(parse_timestamp(&t.to_string(), None), Ok(t));
+                }
+                prop_assert_eq!(
+                    parse_date(&dt.format("%Y-%m-%d").to_string(), None),
+                    Ok(dt.format("%Y-%m-%d").to_string())
+                );
+            }
+
+            #[test]
+            fn arbitrary_text_and_formats_never_panic(
+                s in "\\PC{0,40}",
+                noise in "[0-9:T .+Z%a-zA-Z-]{0,30}",
+                fmt in prop::option::of("[%a-zA-Z:. -]{0,12}"),
+            ) {
+                for text in [&s, &noise] {
+                    let _ = parse_timestamp(text, None);
+                    let _ = parse_timestamp(text, Some("unix"));
+                    let _ = parse_timestamp(text, fmt.as_deref());
+                    let _ = parse_date(text, None);
+                    let _ = parse_date(text, fmt.as_deref());
+                }
+            }
+        }
+    }
 }

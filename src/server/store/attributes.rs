@@ -100,6 +100,20 @@ fn check_type(kind: &str) -> StoreResult<AttributeType> {
     )
 }
 
+/// The size limits of an attribute's free-text fields.
+fn check_texts(input: &AttributeInput) -> StoreResult<()> {
+    for (field, value) in [
+        ("description", &input.description),
+        ("preview_value", &input.preview_value),
+        ("default_value", &input.default_value),
+    ] {
+        if let Some(v) = value {
+            super::check_len(field, v, super::MAX_TEXT_CHARS)?;
+        }
+    }
+    Ok(())
+}
+
 pub fn create(
     conn: &Connection,
     account: AccountId,
@@ -111,6 +125,7 @@ pub fn create(
     };
     let name = check_name(name)?;
     let kind = check_type(kind)?;
+    check_texts(input)?;
     if group_id != 0 {
         groups::ensure(conn, account, group_id)?;
     }
@@ -175,6 +190,7 @@ pub fn update(
     {
         return invalid("Bad Request: the name of an attribute cannot be changed");
     }
+    check_texts(input)?;
     if input.default_value.is_some() {
         return invalid("Bad Request: default_value is not accepted on update");
     }

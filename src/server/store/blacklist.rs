@@ -100,6 +100,7 @@ pub fn update(
 }
 
 fn upsert(conn: &Connection, account: AccountId, email: &str, comment: &str) -> StoreResult<()> {
+    super::check_len("comment", comment, super::MAX_TEXT_CHARS)?;
     conn.prepare_cached(
         "INSERT INTO blacklist (account_id, email, comment, stamp) VALUES (?1, ?2, ?3, ?4)
          ON CONFLICT (account_id, email) DO UPDATE SET comment = excluded.comment",

@@ -83,6 +83,7 @@ fn check_name(
     except: i64,
 ) -> StoreResult<String> {
     let name = name.trim();
+    super::check_len("name", name, super::MAX_NAME_CHARS)?;
     if name.is_empty() {
         return invalid("Bad Request: name must not be empty");
     }
@@ -102,6 +103,9 @@ pub fn create(conn: &Connection, account: AccountId, input: &GroupInput) -> Stor
         return invalid("Bad Request: name is required");
     };
     let name = check_name(conn, account, name, 0)?;
+    if let Some(info) = &input.receiver_info {
+        super::check_len("receiver_info", info, super::MAX_TEXT_CHARS)?;
+    }
     let t = now();
     conn.execute(
         "INSERT INTO groups (account_id, name, receiver_info, locked, backup, stamp, last_changed)
@@ -129,6 +133,7 @@ pub fn update(
         group.name = check_name(conn, account, name, id)?;
     }
     if let Some(info) = &input.receiver_info {
+        super::check_len("receiver_info", info, super::MAX_TEXT_CHARS)?;
         group.receiver_info = info.clone();
     }
     group.locked = input.locked.unwrap_or(group.locked);

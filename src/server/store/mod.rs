@@ -64,6 +64,39 @@ pub fn conflict<T>(what: impl Into<String>) -> StoreResult<T> {
     Err(StoreError::Conflict(what.into()))
 }
 
+/// Field size limits (README "Limits"): a longer value is a 400 naming the
+/// field, so absurd sizes never reach the database.
+pub const MAX_NAME_CHARS: usize = 255;
+/// Free text: group `receiver_info`, blacklist comments, attribute
+/// descriptions, previews and defaults, receiver `source`, `last_*`, order fields,
+/// filter conditions.
+pub const MAX_TEXT_CHARS: usize = 10_000;
+pub const MAX_TAG_CHARS: usize = 255;
+/// Tags in one write (a create, an update or a tag add).
+pub const MAX_TAGS_PER_WRITE: usize = 1_000;
+/// Orders in one write.
+pub const MAX_ORDERS_PER_WRITE: usize = 1_000;
+/// Rules of one filter.
+pub const MAX_FILTER_RULES: usize = 100;
+
+/// A 400 when `value` has more than `max` characters.
+pub fn check_len(field: &str, value: &str, max: usize) -> StoreResult<()> {
+    if value.len() > max && value.chars().count() > max {
+        return invalid(format!(
+            "Bad Request: {field} is longer than {max} characters"
+        ));
+    }
+    Ok(())
+}
+
+/// A 400 when a list has more than `max` items.
+pub fn check_count(field: &str, n: usize, max: usize) -> StoreResult<()> {
+    if n > max {
+        return invalid(format!("Bad Request: {field} holds more than {max} items"));
+    }
+    Ok(())
+}
+
 /// The id of the account a token belongs to: every query is scoped by it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct AccountId(pub i64);

@@ -34,9 +34,19 @@ impl Origin {
     }
 }
 
+/// The size limits of a tag list: how many in one write, how long each.
+pub fn check_sizes(tags: &[String]) -> StoreResult<()> {
+    super::check_count("tags", tags.len(), super::MAX_TAGS_PER_WRITE)?;
+    for tag in tags {
+        super::check_len("a tag", tag.trim(), super::MAX_TAG_CHARS)?;
+    }
+    Ok(())
+}
+
 /// Applies a tag list to a contact: each tag is normalised and added; a tag
 /// written `-name` removes `name`. Returns the tags actually added.
 pub fn apply(conn: &Connection, contact_id: i64, tags: &[String]) -> StoreResult<Vec<String>> {
+    check_sizes(tags)?;
     let mut added = Vec::new();
     let mut insert = conn.prepare_cached(
         "INSERT OR IGNORE INTO tags (contact_id, tag, origin) VALUES (?1, ?2, ?3)",

@@ -58,7 +58,10 @@ pub fn create(
 ) -> StoreResult<Filter> {
     groups::ensure(conn, account, group_id)?;
     let name = match input.name.as_deref().map(str::trim) {
-        Some(n) if !n.is_empty() => n.to_string(),
+        Some(n) if !n.is_empty() => {
+            super::check_len("name", n, super::MAX_NAME_CHARS)?;
+            n.to_string()
+        }
         _ => return invalid("Bad Request: name is required"),
     };
     let Some(rules) = &input.rules else {
@@ -94,6 +97,7 @@ pub fn update(
         if name.is_empty() {
             return invalid("Bad Request: name must not be empty");
         }
+        super::check_len("name", name, super::MAX_NAME_CHARS)?;
         f.name = name.to_string();
     }
     if input.operator.is_some() {

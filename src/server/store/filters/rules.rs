@@ -9,7 +9,9 @@
 //! spellings (m/f, male/female, Herr/Frau, Mr/Mrs...).
 
 use super::super::receivers::Selection;
-use super::super::{AccountId, StoreResult, invalid};
+use super::super::{
+    AccountId, MAX_FILTER_RULES, MAX_TEXT_CHARS, StoreResult, check_count, check_len, invalid,
+};
 use crate::api::filter::Rule;
 use rusqlite::types::Value;
 use rusqlite::{Connection, OptionalExtension, params};
@@ -93,6 +95,16 @@ pub fn compile(
             ));
         }
     };
+    check_count("rules", rules.len(), MAX_FILTER_RULES)?;
+    for rule in rules {
+        for (what, text) in [
+            ("field", &rule.field),
+            ("logic", &rule.logic),
+            ("condition", &rule.condition),
+        ] {
+            check_len(&format!("rule {what}"), text, MAX_TEXT_CHARS)?;
+        }
+    }
     if rules.is_empty() {
         return invalid(
             "Bad Request: rules is required: at least one {\"field\", \"logic\", \"condition\"}",

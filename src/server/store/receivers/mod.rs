@@ -62,6 +62,39 @@ fn contact_for(conn: &Connection, account: AccountId, email: &str) -> StoreResul
     )?)
 }
 
+/// The size limits of a receiver's text fields, tags and orders (a 400 before
+/// anything is written).
+fn check_sizes(input: &ReceiverInput) -> StoreResult<()> {
+    use super::{MAX_ORDERS_PER_WRITE, MAX_TEXT_CHARS, check_count, check_len};
+    for (field, value) in [
+        ("source", &input.source),
+        ("last_ip", &input.last_ip),
+        ("last_location", &input.last_location),
+        ("last_client", &input.last_client),
+    ] {
+        if let Some(v) = value {
+            check_len(field, v, MAX_TEXT_CHARS)?;
+        }
+    }
+    if let Some(list) = &input.tags {
+        tags::check_sizes(list)?;
+    }
+    let orders = input.orders.as_deref().unwrap_or_default();
+    check_count("orders", orders.len(), MAX_ORDERS_PER_WRITE)?;
+    for o in orders {
+        for (field, value) in [
+            ("order_id", &o.order_id),
+            ("product_id", &o.product_id),
+            ("product", &o.product),
+            ("currency", &o.currency),
+            ("mailing_id", &o.mailing_id),
+        ] {
+            check_len(field, value, MAX_TEXT_CHARS)?;
+        }
+    }
+    Ok(())
+}
+
 /// The activation timestamps of a new receiver, exactly as spec §3 says.
 /// `deactivated: 0` is "not deactivated", not a state given.
 fn initial_state(input: &ReceiverInput, t: i64) -> (i64, i64, i64) {
@@ -166,6 +199,7 @@ fn insert(
         return invalid("Bad Request: email is required");
     };
     let email = check_email(email)?;
+    check_sizes(input)?;
     let contact_id = contact_for(conn, account, &email)?;
     let exists: bool = conn.query_row(
         "SELECT EXISTS (SELECT 1 FROM receivers WHERE group_id = ?1 AND contact_id = ?2)",
@@ -232,6 +266,7 @@ fn change(
     contact_id: i64,
     input: &ReceiverInput,
 ) -> StoreResult<()> {
+    check_sizes(input)?;
     let current = row(conn, account, id)?;
     if let Some(email) = &input.email
         && !email.trim().eq_ignore_ascii_case(&current.email)

@@ -1,0 +1,81 @@
+//! One receiver write, safe to repeat, and the look at the target that a
+//! resumed run takes for a row an earlier run left in flight.
+
+use super::target::Connected;
+use super::{Action, retry};
+use crate::api::{Id, Receiver, ReceiverInput, detail};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Why a write failed, and whether trying again later may succeed (the
+/// target unreachable or overloaded through every retry).
+pub struct WriteError {
+    pub reason: String,
+    pub transient: bool,
+}
+
+/// Sends one receiver. Every write is safe to repeat: an update is a PUT of
+/// the row's values (orders are keyed by order and product id), and a create
+/// that meets an existing address (another writer, or a retried create whose
+/// first attempt committed before the connection dropped) becomes an update
+/// carrying the same full body, so nothing of the row is lost. A create
+/// that met a 409 only after one of its own attempts failed in transit is
+/// still reported as a create: that attempt made the receiver.
+pub async fn write(
+    conn: &Connected,
+    g: Id,
+    email: &str,
+    action: Action,
+    body: &ReceiverInput,
+    retries: u32,
+    retried: &AtomicU64,
+) -> Result<Action, WriteError> {
+    let c = &conn.client;
+    let fail = |e: crate::client::ClientError| WriteError {
+        transient: e.is_transient(),
+        reason: e.server_message(),
+    };
+    let mut done = Action::Update;
+    if action == Action::Create {
+        let own = AtomicU64::new(0);
+        let created = retry::retrying(conn, retries, &own, || c.create_receiver(g, body)).await;
+        let own_retries = own.load(Ordering::Relaxed);
+        retried.fetch_add(own_retries, Ordering::Relaxed);
+        match created {
+            Ok(_) => return Ok(Action::Create),
+            Err(e) if e.status() == Some(409) => {
+                if own_retries > 0 {
+                    done = Action::Create;
+                }
+            }
+            Err(e) => return Err(fail(e)),
+        }
+    }
+    retry::retrying(conn, retries, retried, || c.update_receiver(g, email, body))
+        .await
+        .map(|_| done)
+        .map_err(fail)
+}
+
+/// The receiver `email` of group `g` as the target holds it now (`None`
+/// when it has none), for a row an earlier run sent without confirmation.
+pub async fn fetch(
+    conn: &Connected,
+    g: Id,
+    email: &str,
+    retries: u32,
+    retried: &AtomicU64,
+) -> Result<Option<Receiver>, WriteError> {
+    let c = &conn.client;
+    match retry::retrying(conn, retries, retried, || {
+        c.group_receiver(g, email, detail::ALL)
+    })
+    .await
+    {
+        Ok(r) => Ok(Some(r)),
+        Err(e) if e.status() == Some(404) => Ok(None),
+        Err(e) => Err(WriteError {
+            transient: e.is_transient(),
+            reason: e.server_message(),
+        }),
+    }
+}
