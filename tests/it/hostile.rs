@@ -258,11 +258,17 @@ impl Rng {
     }
 }
 
-const CASES: usize = 2_000;
+/// Inputs per target; `LISTPIPE_HOSTILE_CASES` sets more for a longer hunt.
+fn cases() -> usize {
+    std::env::var("LISTPIPE_HOSTILE_CASES")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(2_000)
+}
 
 fn run(seed: u64, seeds: &[&[u8]], max: usize, target: impl Fn(&[u8])) {
     let mut rng = Rng(seed);
-    for _ in 0..CASES {
+    for _ in 0..cases() {
         let input = rng.input(seeds, max);
         target(&input);
     }

@@ -1,5 +1,7 @@
 #![no_main]
 
+// Each binary uses one of the shared targets.
+#[allow(dead_code)]
 #[path = "../targets.rs"]
 mod targets;
 
