@@ -19,13 +19,15 @@ pub const REFRESH_TTL_SECS: i64 = 365 * 24 * 3600;
 pub const CODE_TTL_SECS: i64 = 30;
 pub const SCOPE: &str = "oa basic receivers";
 
-fn random_hex(bytes: usize) -> StoreResult<String> {
+/// `bytes` random bytes as hex: the material of every token, code and link.
+pub(crate) fn random_hex(bytes: usize) -> StoreResult<String> {
     let mut buf = vec![0u8; bytes];
     getrandom::fill(&mut buf).map_err(|e| StoreError::Internal(format!("no randomness: {e}")))?;
     Ok(hex::encode(buf))
 }
 
-fn hash(secret: &str) -> Vec<u8> {
+/// What is stored of a secret: its SHA-256, never the secret.
+pub(crate) fn hash(secret: &str) -> Vec<u8> {
     Sha256::digest(secret.as_bytes()).to_vec()
 }
 

@@ -12,6 +12,7 @@
 //! neither active nor opted out ("a double-opt-in mail no longer works" once
 //! `activated` is set, and an opt-out is undone only by `deactivated: 0`).
 
+use super::super::accounts::{hash, random_hex};
 use super::super::{
     AccountId, StoreError, StoreResult, blacklist, groups, invalid, not_found, now, receivers,
 };
@@ -19,7 +20,6 @@ use super::{fields, find};
 use crate::api::ReceiverInput;
 use crate::api::form::{DoiData, Form, FormSendInput};
 use rusqlite::{Connection, OptionalExtension, params};
-use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 
 /// How long a confirmation link works.
@@ -78,16 +78,6 @@ pub enum Outcome {
     Deactivated,
     /// Nothing changed.
     AlreadyDeactivated,
-}
-
-fn random_hex(bytes: usize) -> StoreResult<String> {
-    let mut buf = vec![0u8; bytes];
-    getrandom::fill(&mut buf).map_err(|e| StoreError::Internal(format!("no randomness: {e}")))?;
-    Ok(hex::encode(buf))
-}
-
-fn hash(secret: &str) -> Vec<u8> {
-    Sha256::digest(secret.as_bytes()).to_vec()
 }
 
 /// The receiver of `email` in `group_id`: (id, activated, deactivated).
