@@ -10,9 +10,11 @@
 //! - [`api`]: the v3 wire model, shared by the client and the server.
 //! - [`client`]: `ApiClient`, typed async calls to a v3 API over HTTP.
 //! - [`server`]: the built-in target server (axum + SQLite).
+//! - [`bench`]: the benchmark harness (`listpipe bench`).
 //! - [`cli`]: one module per subcommand; `main.rs` only dispatches.
 
 pub mod api;
+pub mod bench;
 pub mod cli;
 pub mod client;
 pub mod export;

@@ -45,6 +45,12 @@ fn main() -> ExitCode {
                 .await
                 .map(|_| exit::OK)
                 .map_err(|e| (exit::USAGE, e)),
+            Command::Bench(args) => tokio::task::spawn_blocking(move || cli::bench::run(args))
+                .await
+                .map_err(anyhow::Error::from)
+                .and_then(|r| r)
+                .map(|_| exit::OK)
+                .map_err(|e| (exit::TARGET, e)),
             Command::Outbox(args) => cli::outbox::run(args)
                 .await
                 .map(|_| exit::OK)

@@ -3,6 +3,7 @@
 
 pub mod accounts;
 pub mod auth;
+pub mod bench;
 pub mod check;
 pub mod export;
 pub mod outbox;
@@ -38,6 +39,8 @@ pub enum Command {
     /// Log in to a v3 API through the browser (OAuth authorization code) and check credentials files.
     #[command(subcommand)]
     Auth(auth::AuthCommand),
+    /// Measure every stage on generated data against the built-in server (see BENCHMARKS.md).
+    Bench(bench::BenchArgs),
     /// Print the double-opt-in mails the built-in server wrote (JSON lines, newest first).
     Outbox(outbox::OutboxArgs),
 }

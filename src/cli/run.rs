@@ -5,7 +5,7 @@ use super::exit;
 use crate::export::{self, ExportOptions};
 use crate::load::journal::{self, JournalOptions};
 use crate::load::target::{self, TargetOverrides};
-use crate::load::{self, Action, LoadError, PlanRow, Stop, WriteOptions};
+use crate::load::{self, Action, LoadError, PlanRow, Stop, WriteMode, WriteOptions};
 use crate::pipeline::{self, Pipeline, STATE_DIR, Step};
 use crate::prepare::{self, Rejects};
 use crate::report::{RunReport, StepReport};
@@ -40,6 +40,14 @@ pub struct RunArgs {
     /// Delete the journal an unfinished run left, then run from the start.
     #[arg(long)]
     pub discard_journal: bool,
+    /// How receivers are written: `auto` uses the target's batch upsert
+    /// (up to 1,000 per request) when it has it, `single` one request per
+    /// receiver through the spec's endpoints.
+    #[arg(long, value_enum, default_value_t = WriteMode::Auto)]
+    pub writes: WriteMode,
+    /// Requests in flight, instead of the file's `[target] concurrency`.
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..=1024))]
+    pub concurrency: Option<u16>,
 }
 
 /// Runs the pipeline; the exit code says how it went (see `cli::exit`).
@@ -77,7 +85,10 @@ pub async fn run(args: RunArgs) -> u8 {
         }
     };
     let opts = WriteOptions {
-        concurrency: pipeline.target.concurrency,
+        concurrency: args
+            .concurrency
+            .map_or(pipeline.target.concurrency, usize::from),
+        writes: args.writes,
         retries: pipeline.target.retries,
         dry_run: args.dry_run,
         progress: !args.quiet && std::io::stderr().is_terminal(),

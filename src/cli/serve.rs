@@ -40,6 +40,10 @@ pub struct ServeArgs {
     /// sent one after another.
     #[arg(long, value_name = "N", default_value_t = 0, requires = "faults")]
     pub fault_seed: u64,
+    /// Serve only the spec's endpoints: the live service's extensions (batch
+    /// upsert, insert, activate...) answer 404, as a target without them would.
+    #[arg(long)]
+    pub spec_only: bool,
 }
 
 pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
@@ -52,6 +56,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     opts.events = args.events;
     opts.faults = args.faults.clone();
     opts.fault_seed = args.fault_seed;
+    opts.spec_only = args.spec_only;
     let running = server::start(opts).await?;
     eprintln!(
         "listpipe: serving the v3 API at {} (database {})",

@@ -11,10 +11,10 @@ use reqwest::Method;
 impl ApiClient {
     /// Creates each address not yet in the group and updates the others;
     /// one status per item, in order (an item's error does not stop the rest).
-    pub async fn upsert_receivers(
+    pub async fn upsert_receivers<T: serde::Serialize + Sync>(
         &self,
         group: Id,
-        items: &[ReceiverInput],
+        items: &[T],
     ) -> Result<Vec<BatchStatus>> {
         self.post(
             &fill(paths::GROUP_RECEIVERS_UPSERT, &[&group.to_string()]),

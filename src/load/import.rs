@@ -9,13 +9,13 @@ use super::diff::{changes, clear};
 use super::journal::{self, Journal, Prior};
 use super::target::Connected;
 use super::write::{self, WriteError};
-use super::{Action, LoadError, PlanRow, WriteOptions, plan, progress_bar};
-use crate::api::{Id, Order, Receiver};
+use super::{Action, LoadError, PlanRow, WriteMode, WriteOptions, plan, progress_bar};
+use crate::api::{Id, Order, Receiver, ReceiverInput};
 use crate::pipeline::{ImportStep, ReceiverField, ValueFrom};
 use crate::prepare::{PreparedImport, PreparedRows};
 use futures::StreamExt;
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 /// What an import step did (or, in a dry run, would do).
 #[derive(Debug, Clone, Default, serde::Serialize)]
@@ -40,7 +40,12 @@ pub struct ImportOutcome {
     /// or overloaded through every retry): a `--resume` may finish them.
     pub failed_transient: u64,
     pub stopped: bool,
+    /// Write requests sent (with retries): 0 when nothing changed.
+    pub write_requests: u64,
 }
+
+/// Rows per batch upsert (the extension takes up to 1,000).
+const BATCH_ROWS: usize = 500;
 
 enum RowResult {
     /// What was done, and for the plan what differs (or why not).
@@ -51,6 +56,22 @@ enum RowResult {
         index: usize,
         error: WriteError,
     },
+}
+
+/// A row that needs a write: what to send and how to journal it.
+struct Pending {
+    index: usize,
+    action: Action,
+    body: ReceiverInput,
+    detail: String,
+    key: journal::RowKey,
+    hash: String,
+}
+
+/// What a row needs, decided against what the target holds.
+enum Decision {
+    Finished(RowResult),
+    Send(Box<Pending>),
 }
 
 /// What every row of a step shares.
@@ -67,20 +88,24 @@ struct Rows<'a> {
     run_time: i64,
     gid: Option<Id>,
     journal: Option<&'a Journal>,
+    /// Cleared when the target answers the batch upsert with "no such route".
+    batches: AtomicBool,
     retried: AtomicU64,
     orders_sent: AtomicU64,
     checked: AtomicU64,
+    write_requests: AtomicU64,
 }
 
 impl Rows<'_> {
-    /// Decides what row `i` needs and sends it.
-    async fn row(&self, i: usize) -> RowResult {
+    /// Decides what row `i` needs: nothing, or a write.
+    async fn decide(&self, i: usize) -> Decision {
+        let finished = |r| Decision::Finished(r);
         let email = &self.emails[i];
         if self.blocked.contains(email) {
-            return RowResult::Done(
+            return finished(RowResult::Done(
                 Action::Blocked,
                 "on the blacklist or the group's blocklist".into(),
-            );
+            ));
         }
         let mut input = self.cols.input(i, self.orders.get(email));
         let key = (self.cols.file(i), self.cols.row_number(i), email.clone());
@@ -93,13 +118,13 @@ impl Rows<'_> {
             self.create_only.iter().for_each(|f| clear(&mut stable, *f));
             let h = journal::hash(&stable);
             match j.prior(&key, &h) {
-                Prior::Confirmed => return RowResult::Resumed,
+                Prior::Confirmed => return finished(RowResult::Resumed),
                 Prior::InFlight => {
                     self.checked.fetch_add(1, Ordering::Relaxed);
                     match write::fetch(self.conn, g, email, self.opts.retries, &self.retried).await
                     {
                         Ok(r) => fetched = Some(r),
-                        Err(error) => return RowResult::Failed { index: i, error },
+                        Err(error) => return finished(RowResult::Failed { index: i, error }),
                     }
                 }
                 Prior::New => {}
@@ -125,25 +150,146 @@ impl Rows<'_> {
                 }
             }
         };
-        let (Some(body), Some(g), false) = (body, self.gid, self.opts.dry_run) else {
-            return RowResult::Done(action, detail);
-        };
-        let sent = body.orders.as_ref().map_or(0, Vec::len) as u64;
-        let hash = hashed.unwrap_or_default();
-        if let Some(j) = self.journal {
-            j.started(&key, action.as_str(), &hash);
+        match (body, self.gid, self.opts.dry_run) {
+            (Some(body), Some(_), false) => Decision::Send(Box::new(Pending {
+                index: i,
+                action,
+                body,
+                detail,
+                key,
+                hash: hashed.unwrap_or_default(),
+            })),
+            _ => finished(RowResult::Done(action, detail)),
         }
-        let retries = self.opts.retries;
-        match write::write(self.conn, g, email, action, &body, retries, &self.retried).await {
+    }
+
+    /// Sends one receiver through the spec's single-receiver endpoints.
+    async fn send_one(&self, p: Pending) -> RowResult {
+        let Some(g) = self.gid else {
+            return RowResult::Done(p.action, p.detail);
+        };
+        if let Some(j) = self.journal {
+            j.started(&p.key, p.action.as_str(), &p.hash);
+        }
+        let sent = p.body.orders.as_ref().map_or(0, Vec::len) as u64;
+        let email = &self.emails[p.index];
+        let counted = write::Counted {
+            retried: &self.retried,
+            requests: &self.write_requests,
+        };
+        match write::write(
+            self.conn,
+            g,
+            email,
+            p.action,
+            &p.body,
+            self.opts.retries,
+            counted,
+        )
+        .await
+        {
             Ok(a) => {
                 self.orders_sent.fetch_add(sent, Ordering::Relaxed);
                 if let Some(j) = self.journal {
-                    j.confirmed(&key, a.as_str(), &hash);
+                    j.confirmed(&p.key, a.as_str(), &p.hash);
                 }
-                RowResult::Done(a, detail)
+                RowResult::Done(a, p.detail)
             }
-            Err(error) => RowResult::Failed { index: i, error },
+            Err(error) => RowResult::Failed {
+                index: p.index,
+                error,
+            },
         }
+    }
+
+    /// Sends rows as batch upserts (one request, one transaction on the
+    /// target); without the extension on the target, one by one.
+    async fn send_batch(&self, batch: Vec<Pending>) -> Vec<(usize, RowResult)> {
+        let Some(g) = self.gid else {
+            return Vec::new();
+        };
+        if !self.batches.load(Ordering::Relaxed) {
+            return self.send_each(batch).await;
+        }
+        if let Some(j) = self.journal {
+            batch
+                .iter()
+                .for_each(|p| j.started(&p.key, p.action.as_str(), &p.hash));
+        }
+        let bodies: Vec<&ReceiverInput> = batch.iter().map(|p| &p.body).collect();
+        let counted = write::Counted {
+            retried: &self.retried,
+            requests: &self.write_requests,
+        };
+        match write::upsert(self.conn, g, &bodies, self.opts.retries, counted).await {
+            Ok(statuses) => batch
+                .into_iter()
+                .zip(statuses)
+                .map(|(p, status)| (p.index, self.batch_item(p, status)))
+                .collect(),
+            Err(write::BatchError::NoExtension) => {
+                self.batches.store(false, Ordering::Relaxed);
+                self.send_each(batch).await
+            }
+            Err(write::BatchError::TooLarge) if batch.len() > 1 => {
+                let mut first = batch;
+                let second = first.split_off(first.len() / 2);
+                let mut out = Box::pin(self.send_batch(first)).await;
+                out.extend(Box::pin(self.send_batch(second)).await);
+                out
+            }
+            Err(write::BatchError::TooLarge) => self.send_each(batch).await,
+            Err(write::BatchError::Failed(error)) => batch
+                .into_iter()
+                .map(|p| {
+                    let error = WriteError {
+                        reason: error.reason.clone(),
+                        transient: error.transient,
+                    };
+                    let index = p.index;
+                    (index, RowResult::Failed { index, error })
+                })
+                .collect(),
+        }
+    }
+
+    /// What one item of a batch did, as the server said.
+    fn batch_item(&self, p: Pending, status: write::ItemStatus) -> RowResult {
+        match status {
+            write::ItemStatus::Done { inserted, repeated } => {
+                let sent = p.body.orders.as_ref().map_or(0, Vec::len) as u64;
+                self.orders_sent.fetch_add(sent, Ordering::Relaxed);
+                // A create whose batch committed on an earlier attempt
+                // answers "update" now: it was still this run's create.
+                let action = if inserted || (repeated && p.action == Action::Create) {
+                    Action::Create
+                } else {
+                    Action::Update
+                };
+                if let Some(j) = self.journal {
+                    j.confirmed(&p.key, action.as_str(), &p.hash);
+                }
+                RowResult::Done(action, p.detail)
+            }
+            write::ItemStatus::Refused(reason) => RowResult::Failed {
+                index: p.index,
+                error: WriteError {
+                    reason,
+                    transient: false,
+                },
+            },
+        }
+    }
+
+    async fn send_each(&self, batch: Vec<Pending>) -> Vec<(usize, RowResult)> {
+        let sends = batch.into_iter().map(|p| async move {
+            let i = p.index;
+            (i, self.send_one(p).await)
+        });
+        futures::stream::iter(sends)
+            .buffer_unordered(self.opts.concurrency.max(1))
+            .collect()
+            .await
     }
 }
 
@@ -230,24 +376,62 @@ pub async fn run(
         run_time: chrono::Utc::now().timestamp(),
         gid: group.as_ref().map(|g| g.id),
         journal: journal.as_ref(),
+        batches: AtomicBool::new(true),
         retried: AtomicU64::new(0),
         orders_sent: AtomicU64::new(0),
         checked: AtomicU64::new(0),
+        write_requests: AtomicU64::new(0),
     };
     let bar = progress_bar(opts, n as u64, &step.name);
     // A stop (Ctrl-C, SIGTERM) takes no new row; rows in flight finish.
     let stop = opts.stop.clone();
     let (rows, bar) = (&rows, &bar);
-    let results: Vec<(usize, RowResult)> = futures::stream::iter(0..n)
+    let concurrency = opts.concurrency.max(1);
+    let decided = futures::stream::iter(0..n)
         .take_while(|_| futures::future::ready(!stop.is_set()))
-        .map(|i| async move {
-            let result = rows.row(i).await;
-            bar.inc(1);
-            (i, result)
-        })
-        .buffer_unordered(opts.concurrency.max(1))
-        .collect()
-        .await;
+        .map(|i| async move { (i, rows.decide(i).await) })
+        .buffer_unordered(concurrency);
+    let results: Vec<(usize, RowResult)> = match opts.writes {
+        WriteMode::Single => {
+            decided
+                .map(|(i, d)| async move {
+                    let r = match d {
+                        Decision::Finished(r) => r,
+                        Decision::Send(p) => rows.send_one(*p).await,
+                    };
+                    bar.inc(1);
+                    (i, r)
+                })
+                .buffer_unordered(concurrency)
+                .collect()
+                .await
+        }
+        // Rows that need a write go in batches of up to BATCH_ROWS, a few
+        // batches in flight: the target commits each in one transaction.
+        WriteMode::Auto => {
+            decided
+                .chunks(BATCH_ROWS)
+                .map(|chunk| async move {
+                    let mut done = Vec::with_capacity(chunk.len());
+                    let mut pending = Vec::new();
+                    for (i, d) in chunk {
+                        match d {
+                            Decision::Finished(r) => done.push((i, r)),
+                            Decision::Send(p) => pending.push(*p),
+                        }
+                    }
+                    if !pending.is_empty() {
+                        done.extend(rows.send_batch(pending).await);
+                    }
+                    bar.inc(done.len() as u64);
+                    futures::stream::iter(done)
+                })
+                .buffer_unordered(concurrency.div_ceil(4))
+                .flatten()
+                .collect()
+                .await
+        }
+    };
     if let Some(j) = &journal {
         j.sync();
     }
@@ -304,5 +488,6 @@ pub async fn run(
     out.retries = rows.retried.load(Ordering::Relaxed) + setup_retried.load(Ordering::Relaxed);
     out.orders_sent = rows.orders_sent.load(Ordering::Relaxed);
     out.in_flight_checked = rows.checked.load(Ordering::Relaxed);
+    out.write_requests = rows.write_requests.load(Ordering::Relaxed);
     Ok(out)
 }

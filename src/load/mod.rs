@@ -33,10 +33,21 @@ pub enum LoadError {
     Output { path: PathBuf, message: String },
 }
 
+/// How receivers are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum WriteMode {
+    /// The batch upsert extension when the target has it, else single requests.
+    #[default]
+    Auto,
+    /// One request per receiver, through the spec's endpoints only.
+    Single,
+}
+
 /// How a run writes, shared by every step.
 #[derive(Debug, Clone)]
 pub struct WriteOptions {
     pub concurrency: usize,
+    pub writes: WriteMode,
     pub retries: u32,
     pub dry_run: bool,
     /// Show progress bars (a terminal and not `--quiet`).

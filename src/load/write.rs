@@ -27,9 +27,11 @@ pub async fn write(
     action: Action,
     body: &ReceiverInput,
     retries: u32,
-    retried: &AtomicU64,
+    counted: Counted<'_>,
 ) -> Result<Action, WriteError> {
     let c = &conn.client;
+    let Counted { retried, requests } = counted;
+    let sent = || requests.fetch_add(1, Ordering::Relaxed);
     let fail = |e: crate::client::ClientError| WriteError {
         transient: e.is_transient(),
         reason: e.server_message(),
@@ -37,7 +39,11 @@ pub async fn write(
     let mut done = Action::Update;
     if action == Action::Create {
         let own = AtomicU64::new(0);
-        let created = retry::retrying(conn, retries, &own, || c.create_receiver(g, body)).await;
+        let created = retry::retrying(conn, retries, &own, || {
+            sent();
+            c.create_receiver(g, body)
+        })
+        .await;
         let own_retries = own.load(Ordering::Relaxed);
         retried.fetch_add(own_retries, Ordering::Relaxed);
         match created {
@@ -50,10 +56,87 @@ pub async fn write(
             Err(e) => return Err(fail(e)),
         }
     }
-    retry::retrying(conn, retries, retried, || c.update_receiver(g, email, body))
-        .await
-        .map(|_| done)
-        .map_err(fail)
+    retry::retrying(conn, retries, retried, || {
+        sent();
+        c.update_receiver(g, email, body)
+    })
+    .await
+    .map(|_| done)
+    .map_err(fail)
+}
+
+/// Where a write counts its retries and the requests it sent.
+#[derive(Clone, Copy)]
+pub struct Counted<'a> {
+    pub retried: &'a AtomicU64,
+    pub requests: &'a AtomicU64,
+}
+
+/// What one item of a batch upsert did.
+pub enum ItemStatus {
+    /// Written; `inserted` when the target created the receiver, `repeated`
+    /// when the batch was sent more than once (a lost answer).
+    Done { inserted: bool, repeated: bool },
+    /// The target refused this item, with its message.
+    Refused(String),
+}
+
+/// Why a whole batch was not written.
+pub enum BatchError {
+    /// The target has no batch upsert (404, 405, 501): write one by one.
+    NoExtension,
+    /// 413: the batch is too large for the target; send it in halves.
+    TooLarge,
+    Failed(WriteError),
+}
+
+/// Upserts `bodies` into group `g` in one request (the live service's
+/// extension, wire.md). Safe to repeat like a single write: an upsert of
+/// the same values leaves the same receiver, orders are keyed by order and
+/// product id, tags are only added.
+pub async fn upsert(
+    conn: &Connected,
+    g: Id,
+    bodies: &[&ReceiverInput],
+    retries: u32,
+    counted: Counted<'_>,
+) -> Result<Vec<ItemStatus>, BatchError> {
+    let own = AtomicU64::new(0);
+    let answer = retry::retrying(conn, retries, &own, || {
+        counted.requests.fetch_add(1, Ordering::Relaxed);
+        conn.client.upsert_receivers(g, bodies)
+    })
+    .await;
+    let repeated = own.load(Ordering::Relaxed) > 0;
+    counted
+        .retried
+        .fetch_add(own.load(Ordering::Relaxed), Ordering::Relaxed);
+    match answer {
+        Ok(statuses) if statuses.len() == bodies.len() => Ok(statuses
+            .into_iter()
+            .map(|s| match s.error() {
+                None => ItemStatus::Done {
+                    inserted: s.is_inserted(),
+                    repeated,
+                },
+                Some(e) => ItemStatus::Refused(e.to_string()),
+            })
+            .collect()),
+        Ok(statuses) => Err(BatchError::Failed(WriteError {
+            reason: format!(
+                "the target answered {} statuses for a batch of {}",
+                statuses.len(),
+                bodies.len()
+            ),
+            transient: true,
+        })),
+        Err(e) if matches!(e.status(), Some(404 | 405 | 501)) => Err(BatchError::NoExtension),
+        Err(e) if e.status() == Some(413) => Err(BatchError::TooLarge),
+        Err(e) => Err(BatchError::Failed(WriteError {
+            transient: e.is_transient(),
+            reason: e.server_message(),
+        })),
+    }
 }
 
 /// The receiver `email` of group `g` as the target holds it now (`None`

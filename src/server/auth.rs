@@ -4,13 +4,17 @@
 
 use super::AppState;
 use super::error::ApiError;
-use super::store::AccountId;
 use super::store::accounts::{self, Caller};
+use super::store::{AccountId, now};
 use axum::extract::{FromRequestParts, Request, State};
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use sha2::{Digest, Sha256};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 /// The token a request carries, wherever the client put it.
 pub fn presented_token(headers: &HeaderMap, query: Option<&str>) -> Option<String> {
@@ -40,6 +44,49 @@ pub fn presented_token(headers: &HeaderMap, query: Option<&str>) -> Option<Strin
         .filter(|t| !t.is_empty())
 }
 
+/// Live tokens seen in the last few seconds, so that a client's stream of
+/// requests costs one database lookup per [`CACHE_SECS`] rather than one
+/// per request. Keyed by the token's SHA-256 (no token is kept in clear);
+/// an entry never outlives its token's expiry, and a revoked token is
+/// [forgotten](TokenCache::forget) at once.
+#[derive(Clone, Default)]
+pub struct TokenCache(Arc<Mutex<HashMap<TokenHash, (Caller, Instant)>>>);
+
+type TokenHash = [u8; 32];
+
+/// How long a looked-up token is trusted without asking the database again.
+const CACHE_SECS: u64 = 5;
+/// Entries kept at most; past this the cache starts over.
+const CACHE_MAX: usize = 10_000;
+
+impl TokenCache {
+    fn key(token: &str) -> TokenHash {
+        Sha256::digest(token.as_bytes()).into()
+    }
+
+    fn get(&self, token: &str) -> Option<Caller> {
+        let map = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        map.get(&Self::key(token))
+            .filter(|(c, until)| Instant::now() < *until && c.expires > now())
+            .map(|(c, _)| c.clone())
+    }
+
+    fn put(&self, token: &str, caller: &Caller) {
+        let mut map = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        if map.len() >= CACHE_MAX {
+            map.clear();
+        }
+        let until = Instant::now() + Duration::from_secs(CACHE_SECS);
+        map.insert(Self::key(token), (caller.clone(), until));
+    }
+
+    /// Drops every cached entry of the token with this selector (revoked).
+    pub fn forget(&self, selector: &str) {
+        let mut map = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        map.retain(|_, (c, _)| c.selector != selector);
+    }
+}
+
 /// Rejects requests without a live token; puts the [`Caller`] in the request.
 pub async fn require_token(
     State(state): State<AppState>,
@@ -50,9 +97,20 @@ pub async fn require_token(
         return ApiError::unauthorized("no access token (send Authorization: Bearer <token>)")
             .into_response();
     };
+    if let Some(caller) = state.tokens.get(&token) {
+        req.extensions_mut().insert(caller);
+        return next.run(req).await;
+    }
+    let cache = state.tokens.clone();
     match state
         .store
-        .call(move |conn| accounts::authenticate(conn, &token))
+        .read(move |conn| {
+            let caller = accounts::authenticate(conn, &token)?;
+            if let Some(c) = &caller {
+                cache.put(&token, c);
+            }
+            Ok(caller)
+        })
         .await
     {
         Ok(Some(caller)) => {

@@ -46,13 +46,17 @@ pub struct AppState {
     pub rate_limit: Option<std::sync::Arc<ratelimit::RateLimit>>,
     /// `serve --faults`: injected failures for tests; `None` (the default) is none.
     pub faults: Option<std::sync::Arc<faults::Faults>>,
+    /// Tokens recently checked (see [`auth::TokenCache`]).
+    pub tokens: auth::TokenCache,
+    /// Serve the spec's endpoints only, without the live service's extensions.
+    pub spec_only: bool,
 }
 
 /// The whole application: routes, the token check on `/v3`, the error body
 /// for unknown routes. Wrap it with [`wire::normalize`] to serve (see [`start`]).
 pub fn app(state: AppState) -> Router {
     // Layers run outermost first: faults, the token check, the rate limit.
-    let (v3, mut ops) = routes::v3().into_parts();
+    let (v3, mut ops) = routes::v3(!state.spec_only).into_parts();
     ops.extend(routes::oauth::operations());
     ops.extend(routes::forms::public_operations());
     let openapi = std::sync::Arc::new(openapi::document(&ops));
@@ -122,6 +126,9 @@ pub struct ServeOptions {
     /// The seed of the fault draws (the same seed, the same faults for
     /// requests sent one after another).
     pub fault_seed: u64,
+    /// Serve the spec's endpoints only: the live service's extensions
+    /// (batch upsert, activate...) answer 404, as on a target without them.
+    pub spec_only: bool,
 }
 
 impl ServeOptions {
@@ -137,6 +144,7 @@ impl ServeOptions {
             rate_limit: None,
             faults: None,
             fault_seed: 0,
+            spec_only: false,
         }
     }
 }
@@ -249,6 +257,8 @@ pub async fn start(opts: ServeOptions) -> Result<RunningServer, ServeError> {
             .faults
             .clone()
             .map(|spec| std::sync::Arc::new(faults::Faults::new(spec, opts.fault_seed))),
+        tokens: auth::TokenCache::default(),
+        spec_only: opts.spec_only,
     };
     let service = from_fn(wire::normalize).layer(app(state));
     let (tx, rx) = oneshot::channel::<()>();

@@ -147,6 +147,8 @@ fn server() -> &'static Server {
             code_ttl: 600,
             rate_limit: None,
             faults: None,
+            tokens: Default::default(),
+            spec_only: false,
         };
         let service = server::app(state).layer(axum::middleware::from_fn(server::wire::normalize));
         Server { rt, service, token }

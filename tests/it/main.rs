@@ -26,3 +26,4 @@ mod safety;
 mod tags;
 mod third_party;
 mod wire;
+mod writes;

@@ -377,9 +377,16 @@ async fn sigterm_stops_gracefully_with_130_and_resume_finishes() {
     let dir = t.dir.path().to_path_buf();
     let pipeline = source(&dir, n, 4);
     let report = dir.join("stopped.json");
+    // One request per row, so that the stop lands between rows.
     let child = Command::new(env!("CARGO_BIN_EXE_listpipe"))
         .current_dir(&dir)
-        .args(["run", pipeline.to_str().unwrap(), "--quiet"])
+        .args([
+            "run",
+            pipeline.to_str().unwrap(),
+            "--quiet",
+            "--writes",
+            "single",
+        ])
         .args(["--target-url", &t.base_url(), "--token", &t.client.token()])
         .arg("--report")
         .arg(&report)

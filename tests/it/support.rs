@@ -20,9 +20,14 @@ impl TestServer {
     }
 
     pub async fn start_with_ttl(ttl: i64) -> TestServer {
+        Self::start_with(|o| o.token_ttl = ttl).await
+    }
+
+    /// A server started with options of the test's choosing.
+    pub async fn start_with(configure: impl FnOnce(&mut ServeOptions)) -> TestServer {
         let dir = tempfile::tempdir().expect("temp dir");
         let mut opts = ServeOptions::new(dir.path().join("server.db"), "127.0.0.1:0");
-        opts.token_ttl = ttl;
+        configure(&mut opts);
         opts.credentials = Some(dir.path().join("credentials.json"));
         let server = server::start(opts).await.expect("server starts");
         let creds = server

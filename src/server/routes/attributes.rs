@@ -86,7 +86,7 @@ async fn list(
     let account = auth.account();
     Ok(wire(
         s.store
-            .call(move |c| attributes::list(c, account, q.group_id.unwrap_or(0)))
+            .read(move |c| attributes::list(c, account, q.group_id.unwrap_or(0)))
             .await?,
     ))
 }
@@ -99,7 +99,7 @@ async fn list_in_group(
     let (account, g) = (auth.account(), path_id(&g, "group")?);
     Ok(wire(
         s.store
-            .call(move |c| attributes::list(c, account, g))
+            .read(move |c| attributes::list(c, account, g))
             .await?,
     ))
 }
@@ -138,7 +138,7 @@ async fn limits(State(s): State<AppState>, auth: Auth) -> ApiResult<Json<Attribu
     let account = auth.account();
     Ok(Json(
         s.store
-            .call(move |c| attributes::limits(c, account))
+            .read(move |c| attributes::limits(c, account))
             .await?,
     ))
 }
@@ -151,7 +151,7 @@ async fn read(
     let (account, id) = (auth.account(), path_id(&id, "attribute")?);
     Ok(Json(
         s.store
-            .call(move |c| attributes::get(c, account, id, None))
+            .read(move |c| attributes::get(c, account, id, None))
             .await?
             .to_wire(),
     ))

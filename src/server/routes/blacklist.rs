@@ -50,7 +50,7 @@ pub fn routes() -> Routes {
 async fn list(State(s): State<AppState>, auth: Auth) -> ApiResult<Json<Vec<BlacklistEntry>>> {
     let account = auth.account();
     Ok(Json(
-        s.store.call(move |c| blacklist::list(c, account)).await?,
+        s.store.read(move |c| blacklist::list(c, account)).await?,
     ))
 }
 
@@ -88,7 +88,7 @@ async fn read(
     let account = auth.account();
     Ok(Json(
         s.store
-            .call(move |c| blacklist::get(c, account, &email))
+            .read(move |c| blacklist::get(c, account, &email))
             .await?,
     ))
 }
@@ -141,7 +141,7 @@ async fn validate(
     let invert = input.invert.unwrap_or(false);
     Ok(Json(
         s.store
-            .call(move |c| blacklist::validate(c, account, &emails, group, invert))
+            .read(move |c| blacklist::validate(c, account, &emails, group, invert))
             .await?,
     ))
 }
@@ -154,7 +154,7 @@ async fn group_list(
     let (account, g) = (auth.account(), path_id(&g, "group")?);
     Ok(Json(
         s.store
-            .call(move |c| blacklist::group_list(c, account, g))
+            .read(move |c| blacklist::group_list(c, account, g))
             .await?,
     ))
 }

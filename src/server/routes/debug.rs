@@ -34,14 +34,16 @@ pub fn routes() -> Routes {
 /// A new token pair; the calling token stops working at once.
 async fn exchange(State(s): State<AppState>, Auth(caller): Auth) -> ApiResult<Json<TokenResponse>> {
     let ttl = s.token_ttl;
-    Ok(Json(
-        s.store
-            .write(move |c| {
-                accounts::revoke(c, &caller.selector)?;
-                accounts::issue_pair(c, caller.account, caller.app_id, ttl)
-            })
-            .await?,
-    ))
+    let selector = caller.selector.clone();
+    let pair = s
+        .store
+        .write(move |c| {
+            accounts::revoke(c, &caller.selector)?;
+            accounts::issue_pair(c, caller.account, caller.app_id, ttl)
+        })
+        .await?;
+    s.tokens.forget(&selector);
+    Ok(Json(pair))
 }
 
 async fn ttl(Auth(caller): Auth) -> Json<Ttl> {

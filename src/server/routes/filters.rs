@@ -52,7 +52,7 @@ async fn list(
 ) -> ApiResult<Json<Vec<Filter>>> {
     let (account, g) = (auth.account(), path_id(&g, "group")?);
     Ok(Json(
-        s.store.call(move |c| filters::list(c, account, g)).await?,
+        s.store.read(move |c| filters::list(c, account, g)).await?,
     ))
 }
 
@@ -79,7 +79,7 @@ async fn read(
     let (account, (g, f)) = (auth.account(), ids(&g, &f)?);
     Ok(Json(
         s.store
-            .call(move |c| filters::get(c, account, g, f))
+            .read(move |c| filters::get(c, account, g, f))
             .await?,
     ))
 }
@@ -118,7 +118,7 @@ async fn stats(
     let (account, (g, f)) = (auth.account(), ids(&g, &f)?);
     Ok(Json(
         s.store
-            .call(move |c| filters::stats(c, account, g, f))
+            .read(move |c| filters::stats(c, account, g, f))
             .await?,
     ))
 }
@@ -132,7 +132,7 @@ async fn count(
     let (account, (g, f)) = (auth.account(), ids(&g, &f)?);
     Ok(Json(
         s.store
-            .call(move |c| filters::count(c, account, g, f))
+            .read(move |c| filters::count(c, account, g, f))
             .await?,
     ))
 }
@@ -146,7 +146,7 @@ async fn receivers(
     let (account, (g, f)) = (auth.account(), ids(&g, &f)?);
     Ok(Json(
         s.store
-            .call(move |c| filters::receivers(c, account, g, f, &q))
+            .read(move |c| filters::receivers(c, account, g, f, &q))
             .await?,
     ))
 }
@@ -159,7 +159,7 @@ async fn runtime(
     let account = auth.account();
     Ok(Json(
         s.store
-            .call(move |c| filters::runtime(c, account, &input))
+            .read(move |c| filters::runtime(c, account, &input))
             .await?,
     ))
 }

@@ -47,7 +47,7 @@ async fn list(
     let account = auth.account();
     Ok(Json(
         s.store
-            .call(move |c| groups::list(c, account, q.order.as_deref()))
+            .read(move |c| groups::list(c, account, q.order.as_deref()))
             .await?,
     ))
 }
@@ -72,7 +72,7 @@ async fn read(
 ) -> ApiResult<Json<Group>> {
     let (account, id) = (auth.account(), path_id(&id, "group")?);
     Ok(Json(
-        s.store.call(move |c| groups::get(c, account, id)).await?,
+        s.store.read(move |c| groups::get(c, account, id)).await?,
     ))
 }
 
@@ -109,7 +109,7 @@ async fn stats(
 ) -> ApiResult<Json<GroupStats>> {
     let (account, id) = (auth.account(), path_id(&id, "group")?);
     Ok(Json(
-        s.store.call(move |c| groups::stats(c, account, id)).await?,
+        s.store.read(move |c| groups::stats(c, account, id)).await?,
     ))
 }
 
@@ -121,7 +121,7 @@ async fn advanced_stats(
     let (account, id) = (auth.account(), path_id(&id, "group")?);
     Ok(Json(
         s.store
-            .call(move |c| groups::advanced_stats(c, account, id))
+            .read(move |c| groups::advanced_stats(c, account, id))
             .await?,
     ))
 }

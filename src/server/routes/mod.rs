@@ -18,11 +18,18 @@ use super::openapi::Routes;
 
 /// Every `/v3` route with its documentation (authentication is layered on
 /// by the caller). The OpenAPI document is made from the same table.
-pub fn v3() -> Routes {
-    debug::routes()
+/// `extensions`: also the live service's extensions (wire.md), which a
+/// target that only serves the spec lacks.
+pub fn v3(extensions: bool) -> Routes {
+    let routes = debug::routes()
         .merge(groups::routes())
-        .merge(receivers::routes())
-        .merge(extensions::routes())
+        .merge(receivers::routes());
+    let routes = if extensions {
+        routes.merge(extensions::routes())
+    } else {
+        routes
+    };
+    routes
         .merge(attributes::routes())
         .merge(filters::routes())
         .merge(tags::routes())

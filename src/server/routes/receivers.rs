@@ -53,7 +53,7 @@ async fn list(
     let (account, g) = (auth.account(), path_id(&g, "group")?);
     Ok(Json(
         s.store
-            .call(move |c| receivers::list(c, account, g, &q))
+            .read(move |c| receivers::list(c, account, g, &q))
             .await?,
     ))
 }
@@ -68,7 +68,7 @@ async fn list_by_body(
     let (account, g) = (auth.account(), path_id(&g, "group")?);
     Ok(Json(
         s.store
-            .call(move |c| receivers::list(c, account, g, &q))
+            .read(move |c| receivers::list(c, account, g, &q))
             .await?,
     ))
 }
@@ -101,7 +101,7 @@ async fn read_in_group(
     let detail = q.detail.unwrap_or(0);
     Ok(Json(
         s.store
-            .call(move |c| receivers::get(c, account, Some(g), &key, detail))
+            .read(move |c| receivers::get(c, account, Some(g), &key, detail))
             .await?,
     ))
 }
@@ -150,7 +150,7 @@ async fn read(
     let detail = q.detail.unwrap_or(0);
     Ok(Json(
         s.store
-            .call(move |c| receivers::get(c, account, q.group_id.filter(|g| *g > 0), &key, detail))
+            .read(move |c| receivers::get(c, account, q.group_id.filter(|g| *g > 0), &key, detail))
             .await?,
     ))
 }

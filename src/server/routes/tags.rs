@@ -48,7 +48,7 @@ async fn list(
     let (account, origin) = (auth.account(), origin_of(&uri));
     Ok(Json(
         s.store
-            .call(move |c| tags::of_account(c, account, &origin))
+            .read(move |c| tags::of_account(c, account, &origin))
             .await?,
     ))
 }

@@ -7,6 +7,7 @@
 use super::{AccountId, StoreError, StoreResult, now};
 use crate::api::TokenResponse;
 use crate::api::client_info::ClientInfo;
+use crate::server::store::Cached;
 use rusqlite::{Connection, OptionalExtension, params};
 use sha2::{Digest, Sha256};
 
@@ -78,7 +79,7 @@ fn mint(
     let selector = random_hex(SELECTOR_BYTES)?;
     let verifier = random_hex(VERIFIER_BYTES)?;
     let t = now();
-    conn.execute(
+    conn.exec(
         "INSERT INTO tokens (selector, verifier_hash, kind, account_id, app_id, redirect_uri, created, expires)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
         params![selector, hash(&verifier), kind.as_str(), account.0, app_id, redirect_uri, t, t + ttl],
@@ -134,7 +135,7 @@ pub fn authenticate(conn: &Connection, token: &str) -> StoreResult<Option<Caller
 }
 
 pub fn revoke(conn: &Connection, selector: &str) -> StoreResult<()> {
-    conn.execute("DELETE FROM tokens WHERE selector = ?1", [selector])?;
+    conn.exec("DELETE FROM tokens WHERE selector = ?1", [selector])?;
     Ok(())
 }
 
@@ -146,7 +147,7 @@ pub fn issue_pair(
     ttl: i64,
 ) -> StoreResult<TokenResponse> {
     // Expired rows are of no use to anyone: sweep them while we are here.
-    conn.execute("DELETE FROM tokens WHERE expires <= ?1", [now()])?;
+    conn.exec("DELETE FROM tokens WHERE expires <= ?1", [now()])?;
     Ok(TokenResponse {
         access_token: mint(conn, Kind::Access, account, app_id, ttl, "")?,
         token_type: "bearer".into(),
@@ -264,7 +265,7 @@ pub fn create_account(conn: &Connection, name: &str) -> StoreResult<(App, String
     if name.is_empty() {
         return super::invalid("an account needs a name");
     }
-    let exists: bool = conn.query_row(
+    let exists: bool = conn.row(
         "SELECT EXISTS (SELECT 1 FROM accounts WHERE name = ?1)",
         [name],
         |r| r.get(0),
@@ -272,14 +273,14 @@ pub fn create_account(conn: &Connection, name: &str) -> StoreResult<(App, String
     if exists {
         return super::conflict(format!("an account named \"{name}\" exists already"));
     }
-    conn.execute(
+    conn.exec(
         "INSERT INTO accounts (name, email, company, created) VALUES (?1, ?2, ?3, ?4)",
         params![name, format!("{name}@listpipe.invalid"), name, now()],
     )?;
     let account = AccountId(conn.last_insert_rowid());
     let client_id = random_hex(8)?;
     let secret = random_hex(SELECTOR_BYTES + VERIFIER_BYTES)?;
-    conn.execute(
+    conn.exec(
         "INSERT INTO oauth_apps (account_id, client_id, secret_hash) VALUES (?1, ?2, ?3)",
         params![account.0, client_id, hash(&secret)],
     )?;
@@ -294,18 +295,18 @@ pub fn create_account(conn: &Connection, name: &str) -> StoreResult<(App, String
 /// Gives an account's application a new secret (the old one stops working).
 pub fn rotate_secret(conn: &Connection, app: &App) -> StoreResult<String> {
     let secret = random_hex(SELECTOR_BYTES + VERIFIER_BYTES)?;
-    conn.execute(
+    conn.exec(
         "UPDATE oauth_apps SET secret_hash = ?1 WHERE id = ?2",
         params![hash(&secret), app.id],
     )?;
     // New credentials retire the old ones: every token of the app stops working.
-    conn.execute("DELETE FROM tokens WHERE app_id = ?1", [app.id])?;
+    conn.exec("DELETE FROM tokens WHERE app_id = ?1", [app.id])?;
     Ok(secret)
 }
 
 /// The first application of the account named `name`.
 pub fn app_of(conn: &Connection, name: &str) -> StoreResult<App> {
-    conn.query_row(
+    conn.row(
         "SELECT o.id, o.account_id, o.client_id FROM oauth_apps o JOIN accounts a ON a.id = o.account_id
          WHERE a.name = ?1 ORDER BY o.id LIMIT 1",
         [name],
@@ -348,7 +349,7 @@ pub fn app_by_client_id(conn: &Connection, client_id: &str) -> StoreResult<Optio
 
 /// Names an application (the authorization page shows the name).
 pub fn set_app_name(conn: &Connection, app: &App, name: &str) -> StoreResult<()> {
-    conn.execute(
+    conn.exec(
         "UPDATE oauth_apps SET name = ?1 WHERE id = ?2",
         params![name.trim(), app.id],
     )?;
@@ -356,12 +357,12 @@ pub fn set_app_name(conn: &Connection, app: &App, name: &str) -> StoreResult<()>
 }
 
 pub fn account_count(conn: &Connection) -> StoreResult<i64> {
-    Ok(conn.query_row("SELECT COUNT(*) FROM accounts", [], |r| r.get(0))?)
+    Ok(conn.row("SELECT COUNT(*) FROM accounts", [], |r| r.get(0))?)
 }
 
 /// `whoami`: the account as the API describes a client.
 pub fn client_info(conn: &Connection, account: AccountId) -> StoreResult<ClientInfo> {
-    conn.query_row(
+    conn.row(
         "SELECT id, name, email, company FROM accounts WHERE id = ?1",
         [account.0],
         |r| {

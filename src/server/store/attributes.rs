@@ -7,6 +7,7 @@
 use super::{AccountId, StoreResult, conflict, groups, invalid, not_found};
 use crate::api::attribute::{AttributeLimits, AttributeType, AttributeValue};
 use crate::api::{Attribute, AttributeInput};
+use crate::server::store::Cached;
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
 pub const MAX_GLOBAL: i64 = 200;
@@ -33,7 +34,7 @@ fn from_row(r: &Row) -> rusqlite::Result<Attribute> {
 pub fn limits(conn: &Connection, account: AccountId) -> StoreResult<AttributeLimits> {
     Ok(AttributeLimits {
         max_global: MAX_GLOBAL,
-        used_global: conn.query_row(
+        used_global: conn.row(
             "SELECT COUNT(*) FROM attributes WHERE account_id = ?1 AND group_id = 0",
             [account.0],
             |r| r.get(0),
@@ -130,7 +131,7 @@ pub fn create(
         groups::ensure(conn, account, group_id)?;
     }
     let (used, max): (i64, i64) = (
-        conn.query_row(
+        conn.row(
             "SELECT COUNT(*) FROM attributes WHERE account_id = ?1 AND group_id = ?2",
             params![account.0, group_id],
             |r| r.get(0),
@@ -146,7 +147,7 @@ pub fn create(
             "Forbidden: attribute limit of {max} reached"
         )));
     }
-    let taken: bool = conn.query_row(
+    let taken: bool = conn.row(
         "SELECT EXISTS (SELECT 1 FROM attributes WHERE account_id = ?1 AND group_id = ?2 AND name = ?3)",
         params![account.0, group_id, name],
         |r| r.get(0),
@@ -156,7 +157,7 @@ pub fn create(
     }
     // The spec puts no rule on a default value: it is kept as given.
     let default_value = input.default_value.clone().unwrap_or_default();
-    conn.execute(
+    conn.exec(
         "INSERT INTO attributes (account_id, group_id, name, type, description, preview_value, default_value)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
         params![
@@ -209,7 +210,7 @@ pub fn update(
         if g != 0 {
             groups::ensure(conn, account, g)?;
         }
-        let taken: bool = conn.query_row(
+        let taken: bool = conn.row(
             "SELECT EXISTS (SELECT 1 FROM attributes WHERE account_id = ?1 AND group_id = ?2 AND name = ?3)",
             params![account.0, g, attr.name],
             |r| r.get(0),
@@ -222,7 +223,7 @@ pub fn update(
         }
         attr.group_id = g;
     }
-    conn.execute(
+    conn.exec(
         "UPDATE attributes SET type = ?1, description = ?2, preview_value = ?3, group_id = ?4 WHERE id = ?5",
         params![attr.kind, attr.description, attr.preview_value, attr.group_id, id],
     )?;
@@ -236,7 +237,7 @@ pub fn delete(
     scope: Option<i64>,
 ) -> StoreResult<()> {
     get(conn, account, id, scope)?;
-    conn.execute("DELETE FROM attributes WHERE id = ?1", [id])?;
+    conn.exec("DELETE FROM attributes WHERE id = ?1", [id])?;
     Ok(())
 }
 
@@ -298,12 +299,12 @@ pub fn set_value(
     let kind = AttributeType::parse(&attr.kind).unwrap_or(AttributeType::Text);
     let value = check_value(kind, &attr.name, value)?;
     if value.is_empty() {
-        conn.execute(
+        conn.exec(
             "DELETE FROM attribute_values WHERE contact_id = ?1 AND attribute_id = ?2",
             params![contact_id, attr.id],
         )?;
     } else {
-        conn.execute(
+        conn.exec(
             "INSERT INTO attribute_values (contact_id, attribute_id, value) VALUES (?1, ?2, ?3)
              ON CONFLICT (contact_id, attribute_id) DO UPDATE SET value = excluded.value",
             params![contact_id, attr.id, value],
@@ -320,7 +321,7 @@ pub fn apply_defaults(
     group_id: i64,
     contact_id: i64,
 ) -> StoreResult<()> {
-    conn.execute(
+    conn.exec(
         "INSERT OR IGNORE INTO attribute_values (contact_id, attribute_id, value)
          SELECT ?1, id, default_value FROM attributes
          WHERE account_id = ?2 AND (group_id = 0 OR group_id = ?3) AND default_value <> ''",

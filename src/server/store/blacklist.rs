@@ -5,6 +5,7 @@
 use super::{AccountId, StoreError, StoreResult, conflict, groups, invalid, not_found, now};
 use crate::api::BlacklistEntry;
 use crate::api::blacklist::{BlacklistInput, MAX_BATCH};
+use crate::server::store::Cached;
 use rusqlite::{Connection, OptionalExtension, params};
 
 /// An address or a `*@domain` entry, trimmed; anything else is a 400.
@@ -41,7 +42,7 @@ pub fn list(conn: &Connection, account: AccountId) -> StoreResult<Vec<BlacklistE
 }
 
 pub fn get(conn: &Connection, account: AccountId, email: &str) -> StoreResult<BlacklistEntry> {
-    conn.query_row(
+    conn.row(
         "SELECT email, comment, stamp FROM blacklist WHERE account_id = ?1 AND email = ?2",
         params![account.0, email.trim()],
         |r| {
@@ -110,7 +111,7 @@ fn upsert(conn: &Connection, account: AccountId, email: &str, comment: &str) -> 
 }
 
 pub fn delete(conn: &Connection, account: AccountId, email: &str) -> StoreResult<()> {
-    let n = conn.execute(
+    let n = conn.exec(
         "DELETE FROM blacklist WHERE account_id = ?1 AND email = ?2",
         params![account.0, email.trim()],
     )?;
@@ -221,11 +222,11 @@ pub fn group_add(
     };
     let email = check_entry(email)?;
     let t = now();
-    conn.execute(
+    conn.exec(
         "INSERT INTO group_blocklist (group_id, email, stamp) VALUES (?1, ?2, ?3) ON CONFLICT DO NOTHING",
         params![group_id, email, t],
     )?;
-    let stamp = conn.query_row(
+    let stamp = conn.row(
         "SELECT stamp FROM group_blocklist WHERE group_id = ?1 AND email = ?2",
         params![group_id, email],
         |r| r.get(0),
@@ -244,7 +245,7 @@ pub fn group_delete(
     email: &str,
 ) -> StoreResult<()> {
     groups::ensure(conn, account, group_id)?;
-    let n = conn.execute(
+    let n = conn.exec(
         "DELETE FROM group_blocklist WHERE group_id = ?1 AND email = ?2",
         params![group_id, email.trim()],
     )?;

@@ -3,6 +3,7 @@
 use super::{AccountId, StoreResult, conflict, invalid, not_found, now};
 use crate::api::group::GroupAdvancedStats;
 use crate::api::{Group, GroupInput, GroupStats};
+use crate::server::store::Cached;
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
 const COLUMNS: &str = "id, name, locked, backup, receiver_info, stamp, last_mailing, last_changed";
@@ -64,7 +65,7 @@ pub fn get(conn: &Connection, account: AccountId, id: i64) -> StoreResult<Group>
 
 /// 404 unless the group exists and belongs to the account.
 pub fn ensure(conn: &Connection, account: AccountId, id: i64) -> StoreResult<()> {
-    let found: bool = conn.query_row(
+    let found: bool = conn.row(
         "SELECT EXISTS (SELECT 1 FROM groups WHERE id = ?1 AND account_id = ?2)",
         params![id, account.0],
         |r| r.get(0),
@@ -87,7 +88,7 @@ fn check_name(
     if name.is_empty() {
         return invalid("Bad Request: name must not be empty");
     }
-    let taken: bool = conn.query_row(
+    let taken: bool = conn.row(
         "SELECT EXISTS (SELECT 1 FROM groups WHERE account_id = ?1 AND name = ?2 AND id <> ?3)",
         params![account.0, name, except],
         |r| r.get(0),
@@ -107,7 +108,7 @@ pub fn create(conn: &Connection, account: AccountId, input: &GroupInput) -> Stor
         super::check_len("receiver_info", info, super::MAX_TEXT_CHARS)?;
     }
     let t = now();
-    conn.execute(
+    conn.exec(
         "INSERT INTO groups (account_id, name, receiver_info, locked, backup, stamp, last_changed)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6)",
         params![
@@ -139,7 +140,7 @@ pub fn update(
     group.locked = input.locked.unwrap_or(group.locked);
     group.backup = input.backup.unwrap_or(group.backup);
     group.last_changed = now();
-    conn.execute(
+    conn.exec(
         "UPDATE groups SET name = ?1, receiver_info = ?2, locked = ?3, backup = ?4, last_changed = ?5
          WHERE id = ?6",
         params![group.name, group.receiver_info, group.locked, group.backup, group.last_changed, id],
@@ -149,7 +150,7 @@ pub fn update(
 
 /// Marks the group changed (a receiver was added, changed or removed).
 pub fn touch(conn: &Connection, id: i64) -> StoreResult<()> {
-    conn.execute(
+    conn.exec(
         "UPDATE groups SET last_changed = ?1 WHERE id = ?2",
         params![now(), id],
     )?;
@@ -161,11 +162,11 @@ pub fn touch(conn: &Connection, id: i64) -> StoreResult<()> {
 pub fn delete(conn: &Connection, account: AccountId, id: i64) -> StoreResult<()> {
     ensure(conn, account, id)?;
     clear(conn, account, id)?;
-    conn.execute(
+    conn.exec(
         "DELETE FROM attributes WHERE account_id = ?1 AND group_id = ?2",
         params![account.0, id],
     )?;
-    conn.execute("DELETE FROM groups WHERE id = ?1", [id])?;
+    conn.exec("DELETE FROM groups WHERE id = ?1", [id])?;
     Ok(())
 }
 
@@ -173,12 +174,12 @@ pub fn delete(conn: &Connection, account: AccountId, id: i64) -> StoreResult<()>
 /// addresses"); the group, its attributes and blocklist stay.
 pub fn clear(conn: &Connection, account: AccountId, id: i64) -> StoreResult<u64> {
     ensure(conn, account, id)?;
-    conn.execute(
+    conn.exec(
         "DELETE FROM attribute_values WHERE attribute_id IN
            (SELECT id FROM attributes WHERE account_id = ?1 AND group_id = ?2)",
         params![account.0, id],
     )?;
-    let removed = conn.execute("DELETE FROM receivers WHERE group_id = ?1", [id])?;
+    let removed = conn.exec("DELETE FROM receivers WHERE group_id = ?1", [id])?;
     super::receivers::delete_orphan_contacts(conn, account)?;
     touch(conn, id)?;
     Ok(removed as u64)
@@ -195,7 +196,7 @@ pub fn stats(conn: &Connection, account: AccountId, id: i64) -> StoreResult<Grou
         .query_row(&sql, [id], |r| {
             Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
         })?;
-    let order_count: i64 = conn.query_row(
+    let order_count: i64 = conn.row(
         "SELECT COUNT(*) FROM orders o JOIN receivers r ON r.contact_id = o.contact_id WHERE r.group_id = ?1",
         [id],
         |r| r.get(0),
@@ -225,7 +226,7 @@ pub fn advanced_stats(
 ) -> StoreResult<GroupAdvancedStats> {
     let stats = stats(conn, account, id)?;
     let count = |sql: &str| -> StoreResult<i64> {
-        Ok(conn.query_row(sql, params![id, account.0], |r| r.get(0))?)
+        Ok(conn.row(sql, params![id, account.0], |r| r.get(0))?)
     };
     Ok(GroupAdvancedStats {
         awaiting_activation_count: count(
@@ -240,7 +241,7 @@ pub fn advanced_stats(
             "SELECT COUNT(DISTINCT r.contact_id) FROM receivers r JOIN tags t ON t.contact_id = r.contact_id
              WHERE r.group_id = ?1 AND ?2 = ?2",
         )?,
-        order_revenue: conn.query_row(
+        order_revenue: conn.row(
             "SELECT COALESCE(SUM(o.price * MAX(o.quantity, 1)), 0) FROM orders o
              JOIN receivers r ON r.contact_id = o.contact_id WHERE r.group_id = ?1",
             [id],

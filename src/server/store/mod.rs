@@ -97,13 +97,60 @@ pub fn check_count(field: &str, n: usize, max: usize) -> StoreResult<()> {
     Ok(())
 }
 
+/// `execute` and `query_row` through the connection's statement cache: a
+/// query is parsed and planned once per connection, not once per call.
+pub trait Cached {
+    fn exec<P: rusqlite::Params>(&self, sql: &str, params: P) -> rusqlite::Result<usize>;
+    fn row<T, P, F>(&self, sql: &str, params: P, f: F) -> rusqlite::Result<T>
+    where
+        P: rusqlite::Params,
+        F: FnOnce(&rusqlite::Row<'_>) -> rusqlite::Result<T>;
+}
+
+impl Cached for Connection {
+    fn exec<P: rusqlite::Params>(&self, sql: &str, params: P) -> rusqlite::Result<usize> {
+        self.prepare_cached(sql)?.execute(params)
+    }
+    fn row<T, P, F>(&self, sql: &str, params: P, f: F) -> rusqlite::Result<T>
+    where
+        P: rusqlite::Params,
+        F: FnOnce(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
+    {
+        self.prepare_cached(sql)?.query_row(params, f)
+    }
+}
+
 /// The id of the account a token belongs to: every query is scoped by it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct AccountId(pub i64);
 
+/// The database: one connection that writes (SQLite has one writer at a
+/// time) and a few that only read, so that reads (pages of receivers, token
+/// checks, exports) run beside writes and beside each other (WAL).
 #[derive(Clone)]
 pub struct Store {
     conn: Arc<Mutex<Connection>>,
+    readers: Arc<Readers>,
+}
+
+/// Read-only connections, handed out round robin.
+struct Readers {
+    conns: Vec<Mutex<Connection>>,
+    next: std::sync::atomic::AtomicUsize,
+}
+
+/// Reading connections per store.
+const READERS: usize = 4;
+/// Prepared statements kept per connection: every hot query stays prepared.
+const STATEMENT_CACHE: usize = 256;
+
+/// Opens a connection with the settings every connection of the store uses.
+fn connect(path: &Path) -> StoreResult<Connection> {
+    let conn = Connection::open(path)?;
+    conn.pragma_update(None, "foreign_keys", "ON")?;
+    conn.busy_timeout(std::time::Duration::from_secs(10))?;
+    conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
+    Ok(conn)
 }
 
 impl Store {
@@ -114,17 +161,54 @@ impl Store {
                 StoreError::Internal(format!("cannot create {}: {e}", dir.display()))
             })?;
         }
-        let mut conn = Connection::open(path)?;
+        let mut conn = connect(path)?;
         conn.pragma_update(None, "journal_mode", "WAL")?;
         // NORMAL in WAL mode survives a crash of the process (not of the
         // machine's power), which is what "acknowledged is kept" needs here.
         conn.pragma_update(None, "synchronous", "NORMAL")?;
-        conn.pragma_update(None, "foreign_keys", "ON")?;
-        conn.busy_timeout(std::time::Duration::from_secs(10))?;
         migrate(&mut conn)?;
+        let conns = (0..READERS)
+            .map(|_| {
+                let r = connect(path)?;
+                // A reader never writes, whatever a caller asks of it.
+                r.pragma_update(None, "query_only", "ON")?;
+                Ok(Mutex::new(r))
+            })
+            .collect::<StoreResult<Vec<_>>>()?;
         Ok(Store {
             conn: Arc::new(Mutex::new(conn)),
+            readers: Arc::new(Readers {
+                conns,
+                next: Default::default(),
+            }),
         })
+    }
+
+    /// Runs `f`, which only reads, on a reading connection on a blocking
+    /// thread. It sees every write committed before it starts.
+    pub async fn read<T, F>(&self, f: F) -> StoreResult<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Connection) -> StoreResult<T> + Send + 'static,
+    {
+        let readers = self.readers.clone();
+        tokio::task::spawn_blocking(move || {
+            let n = readers.conns.len();
+            let start = readers
+                .next
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            // A free connection if there is one, else wait for the next in turn.
+            let guard = (0..n)
+                .find_map(|i| readers.conns[(start + i) % n].try_lock().ok())
+                .unwrap_or_else(|| {
+                    readers.conns[start % n]
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                });
+            f(&guard)
+        })
+        .await
+        .map_err(|e| StoreError::Internal(format!("store task failed: {e}")))?
     }
 
     /// Runs `f` with the connection on a blocking thread.

@@ -12,6 +12,7 @@
 
 use super::super::{AccountId, StoreResult, groups, now};
 use super::{ReceiverKey, locate, row};
+use crate::server::store::Cached;
 use rusqlite::{Connection, params};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -39,7 +40,7 @@ pub fn set_activation(
         Activation::Deactivate if current.deactivated > 0 => return Ok(()),
         Activation::Deactivate => (current.activated, t),
     };
-    conn.execute(
+    conn.exec(
         "UPDATE receivers SET activated = ?1, deactivated = ?2, changed = ?3 WHERE id = ?4",
         params![activated, deactivated, t, id],
     )?;

@@ -17,6 +17,7 @@ pub use read::{Selection, contact_of, count_matching, get, list, list_matching};
 use super::{AccountId, StoreResult, attributes, conflict, groups, invalid, not_found, now, tags};
 use crate::api::receiver::detail;
 use crate::api::{Order, Receiver, ReceiverInput};
+use crate::server::store::Cached;
 use read::{load, locate, row};
 use rusqlite::{Connection, OptionalExtension, params};
 use validator::ValidateEmail;
@@ -51,11 +52,11 @@ pub fn check_email(email: &str) -> StoreResult<String> {
 }
 
 fn contact_for(conn: &Connection, account: AccountId, email: &str) -> StoreResult<i64> {
-    conn.execute(
+    conn.exec(
         "INSERT INTO contacts (account_id, email) VALUES (?1, ?2) ON CONFLICT (account_id, email) DO NOTHING",
         params![account.0, email],
     )?;
-    Ok(conn.query_row(
+    Ok(conn.row(
         "SELECT id FROM contacts WHERE account_id = ?1 AND email = ?2",
         params![account.0, email],
         |r| r.get(0),
@@ -159,12 +160,12 @@ fn save_order(conn: &Connection, contact_id: i64, o: &Order) -> StoreResult<()> 
         )
         .optional()?;
     match existing {
-        Some(id) => conn.execute(
+        Some(id) => conn.exec(
             "UPDATE orders SET product = ?1, price = ?2, currency = ?3, quantity = ?4, mailing_id = ?5, stamp = ?6
              WHERE id = ?7",
             params![o.product, o.price, o.currency, o.quantity, o.mailing_id, stamp, id],
         )?,
-        None => conn.execute(
+        None => conn.exec(
             "INSERT INTO orders (contact_id, order_id, product_id, product, price, currency, quantity, mailing_id, stamp)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
             params![contact_id, o.order_id, o.product_id, o.product, o.price, o.currency, o.quantity, o.mailing_id, stamp],
@@ -201,7 +202,7 @@ fn insert(
     let email = check_email(email)?;
     check_sizes(input)?;
     let contact_id = contact_for(conn, account, &email)?;
-    let exists: bool = conn.query_row(
+    let exists: bool = conn.row(
         "SELECT EXISTS (SELECT 1 FROM receivers WHERE group_id = ?1 AND contact_id = ?2)",
         params![group_id, contact_id],
         |r| r.get(0),
@@ -213,7 +214,7 @@ fn insert(
     }
     let t = now();
     let (registered, activated, deactivated) = initial_state(input, t);
-    conn.execute(
+    conn.exec(
         "INSERT INTO receivers (account_id, group_id, contact_id, registered, activated, deactivated, imported,
             bounced, source, points, last_ip, last_location, last_client, created, changed)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?14)",
@@ -275,7 +276,7 @@ fn change(
     }
     let pick = |v: Option<i64>, old: i64| v.map(|v| v.max(0)).unwrap_or(old);
     let pick_s = |v: &Option<String>, old: &str| v.clone().unwrap_or_else(|| old.to_string());
-    conn.execute(
+    conn.exec(
         "UPDATE receivers SET registered = ?1, activated = ?2, deactivated = ?3, imported = ?4, bounced = ?5,
             source = ?6, points = ?7, last_ip = ?8, last_location = ?9, last_client = ?10, changed = ?11
          WHERE id = ?12",
@@ -326,12 +327,12 @@ pub fn delete(
         return not_found("Not Found: invalid receiver");
     }
     for (id, g) in targets {
-        conn.execute(
+        conn.exec(
             "DELETE FROM attribute_values WHERE contact_id = (SELECT contact_id FROM receivers WHERE id = ?1)
              AND attribute_id IN (SELECT id FROM attributes WHERE group_id = ?2)",
             params![id, g],
         )?;
-        conn.execute("DELETE FROM receivers WHERE id = ?1", [id])?;
+        conn.exec("DELETE FROM receivers WHERE id = ?1", [id])?;
         groups::touch(conn, g)?;
     }
     delete_orphan_contacts(conn, account)
@@ -340,7 +341,7 @@ pub fn delete(
 /// A contact in no group any more is deleted with all it carried: an
 /// address removed everywhere leaves nothing of the person behind.
 pub fn delete_orphan_contacts(conn: &Connection, account: AccountId) -> StoreResult<()> {
-    conn.execute(
+    conn.exec(
         "DELETE FROM contacts WHERE account_id = ?1
          AND NOT EXISTS (SELECT 1 FROM receivers r WHERE r.contact_id = contacts.id)",
         [account.0],

@@ -6,6 +6,7 @@ use super::super::{AccountId, StoreResult, groups, invalid, not_found};
 use super::{DEFAULT_PAGESIZE, MAX_PAGESIZE, ReceiverKey};
 use crate::api::receiver::detail;
 use crate::api::{Event, Order, Receiver, ReceiverQuery, ReceiverType};
+use crate::server::store::Cached;
 use rusqlite::types::Value;
 use rusqlite::{Connection, OptionalExtension, Row, params};
 use std::collections::HashMap;
@@ -432,7 +433,7 @@ pub fn count_matching(
     let mut values = vec![Value::Integer(account.0)];
     values.extend(sel.params.iter().cloned());
     Ok(
-        conn.query_row(&sql, rusqlite::params_from_iter(values.iter()), |r| {
+        conn.row(&sql, rusqlite::params_from_iter(values.iter()), |r| {
             Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
         })?,
     )

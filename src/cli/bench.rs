@@ -1,0 +1,49 @@
+//! `listpipe bench`: the benchmark harness (see `bench` and BENCHMARKS.md).
+
+use crate::bench::{self, BenchOptions};
+use clap::Args;
+use std::path::PathBuf;
+
+#[derive(Args, Debug)]
+pub struct BenchArgs {
+    /// Receiver rows to generate and import.
+    #[arg(long, default_value_t = 1_000_000)]
+    pub rows: u64,
+    /// Blacklist entries to generate and import.
+    #[arg(long, default_value_t = 100_000)]
+    pub blacklist_rows: u64,
+    /// Where the data, pipelines, reports and the server's database go.
+    #[arg(long, default_value = ".listpipe/bench")]
+    pub dir: PathBuf,
+    /// Where the results are written as JSON.
+    #[arg(long, default_value = ".listpipe/bench/results.json")]
+    pub json: PathBuf,
+    /// Leave out the XLSX check (writing the workbook takes a while).
+    #[arg(long)]
+    pub no_xlsx: bool,
+    /// Leave out the first import through the single-receiver endpoints.
+    #[arg(long)]
+    pub no_single: bool,
+    /// Requests in flight during the imports.
+    #[arg(long, default_value_t = 16)]
+    pub concurrency: usize,
+}
+
+pub fn run(args: BenchArgs) -> anyhow::Result<()> {
+    let report = bench::run(&BenchOptions {
+        rows: args.rows,
+        blacklist_rows: args.blacklist_rows,
+        dir: args.dir,
+        json: args.json.clone(),
+        no_xlsx: args.no_xlsx,
+        no_single: args.no_single,
+        concurrency: args.concurrency,
+    })?;
+    println!(
+        "{} rows ({} order lines), {} blacklist entries; {} build; {}\n",
+        report.rows, report.order_lines, report.blacklist_rows, report.profile, report.machine
+    );
+    println!("{}", bench::table(&report));
+    println!("results: {}", args.json.display());
+    Ok(())
+}
