@@ -1,15 +1,117 @@
 //! What an import row sends: the difference between the row and the
 //! receiver the target holds.
+//!
+//! What the target holds is kept as a [`Held`]: the timestamps and numbers
+//! as they are, every text, attribute, tag and order as a 64-bit hash. A
+//! re-import of a million receivers compares against a million of these
+//! (about 200 bytes each) instead of a million full receivers with their
+//! maps of attributes (kilobytes each).
 
 use crate::api::{Order, Receiver, ReceiverInput};
 use crate::pipeline::ReceiverField;
-use std::collections::HashSet;
+use std::hash::{DefaultHasher, Hash, Hasher};
+
+fn hash(v: impl Hash) -> u64 {
+    let mut h = DefaultHasher::new();
+    v.hash(&mut h);
+    h.finish()
+}
+
+/// An order line's identity and values, with and without its time (a row
+/// that gives no time matches any).
+fn order_hashes(o: &Order) -> (u64, u64) {
+    let price = format!("{:.6}", o.price);
+    let base = (
+        &o.order_id,
+        &o.product_id,
+        &o.product,
+        &price,
+        &o.currency,
+        o.quantity,
+        &o.mailing_id,
+    );
+    (hash(base), hash((base, o.stamp)))
+}
+
+/// A receiver as the target holds it, reduced to what [`changes`] compares.
+#[derive(Debug, Clone)]
+pub struct Held {
+    /// registered, activated, deactivated, imported, bounced.
+    stamps: [i64; 5],
+    points: i64,
+    /// source, last_ip, last_location, last_client.
+    texts: [u64; 4],
+    /// Sorted hashes: attribute pairs, global attribute pairs, tags, order
+    /// lines (with time, then without), one after the other.
+    parts: Box<[u64]>,
+    ends: [u32; 4],
+}
+
+impl From<&Receiver> for Held {
+    fn from(r: &Receiver) -> Self {
+        let sorted = |mut v: Vec<u64>| {
+            v.sort_unstable();
+            v
+        };
+        let attrs = sorted(r.attributes.iter().map(hash).collect());
+        let globals = sorted(r.global_attributes.iter().map(hash).collect());
+        let tags = sorted(r.tags.iter().flatten().map(hash).collect());
+        let orders = r.orders.iter().flatten().map(order_hashes);
+        let (without, with): (Vec<u64>, Vec<u64>) = orders.unzip();
+        let (with, without) = (sorted(with), sorted(without));
+        let mut parts = attrs;
+        let mut ends = [0u32; 4];
+        for (i, more) in [globals, tags, with].into_iter().enumerate() {
+            ends[i] = parts.len() as u32;
+            parts.extend(more);
+        }
+        ends[3] = parts.len() as u32;
+        parts.extend(without);
+        Held {
+            stamps: [
+                r.registered,
+                r.activated,
+                r.deactivated,
+                r.imported,
+                r.bounced,
+            ],
+            points: r.points,
+            texts: [
+                hash(&r.source),
+                hash(&r.last_ip),
+                hash(&r.last_location),
+                hash(&r.last_client),
+            ],
+            parts: parts.into_boxed_slice(),
+            ends,
+        }
+    }
+}
+
+impl Held {
+    fn part(&self, i: usize) -> &[u64] {
+        let start = if i == 0 { 0 } else { self.ends[i - 1] as usize };
+        let end = self.ends.get(i).map_or(self.parts.len(), |e| *e as usize);
+        &self.parts[start..end]
+    }
+    fn has(&self, part: usize, h: u64) -> bool {
+        self.part(part).binary_search(&h).is_ok()
+    }
+    fn has_order(&self, o: &Order) -> bool {
+        let (without, with) = order_hashes(o);
+        if o.stamp == 0 {
+            self.has(4, without)
+        } else {
+            self.has(3, with)
+        }
+    }
+}
 
 /// Reduces `input` to what differs from `have`, with the names of what
 /// differs; `None` when nothing does.
 pub fn changes(
     mut input: ReceiverInput,
-    have: &Receiver,
+    have: &Held,
 ) -> Option<(ReceiverInput, Vec<&'static str>)> {
     let mut changed: Vec<&'static str> = Vec::new();
     let mut check = |name: &'static str, same: bool| {
@@ -17,53 +119,33 @@ pub fn changes(
             changed.push(name);
         }
     };
-    check(
-        "registered",
-        input.registered.is_none_or(|v| v == have.registered),
-    );
-    check(
-        "activated",
-        input.activated.is_none_or(|v| v == have.activated),
-    );
-    check(
-        "deactivated",
-        input.deactivated.is_none_or(|v| v == have.deactivated),
-    );
-    check(
-        "imported",
-        input.imported.is_none_or(|v| v == have.imported),
-    );
-    check("bounced", input.bounced.is_none_or(|v| v == have.bounced));
+    let stamps = [
+        ("registered", input.registered),
+        ("activated", input.activated),
+        ("deactivated", input.deactivated),
+        ("imported", input.imported),
+        ("bounced", input.bounced),
+    ];
+    for ((name, v), held) in stamps.into_iter().zip(have.stamps) {
+        check(name, v.is_none_or(|v| v == held));
+    }
     check("points", input.points.is_none_or(|v| v == have.points));
-    check(
-        "source",
-        input.source.as_ref().is_none_or(|v| *v == have.source),
-    );
-    check(
-        "last_ip",
-        input.last_ip.as_ref().is_none_or(|v| *v == have.last_ip),
-    );
-    check(
-        "last_location",
-        input
-            .last_location
-            .as_ref()
-            .is_none_or(|v| *v == have.last_location),
-    );
-    check(
-        "last_client",
-        input
-            .last_client
-            .as_ref()
-            .is_none_or(|v| *v == have.last_client),
-    );
+    let texts = [
+        ("source", &input.source),
+        ("last_ip", &input.last_ip),
+        ("last_location", &input.last_location),
+        ("last_client", &input.last_client),
+    ];
+    for ((name, v), held) in texts.into_iter().zip(have.texts) {
+        check(name, v.as_ref().is_none_or(|v| hash(v) == held));
+    }
     check(
         "attributes",
         input
             .attributes
             .iter()
             .flatten()
-            .all(|(k, v)| have.attributes.get(k) == Some(v)),
+            .all(|kv| have.has(0, hash(kv))),
     );
     check(
         "global_attributes",
@@ -71,39 +153,19 @@ pub fn changes(
             .global_attributes
             .iter()
             .flatten()
-            .all(|(k, v)| have.global_attributes.get(k) == Some(v)),
+            .all(|kv| have.has(1, hash(kv))),
     );
-    let have_tags: HashSet<&str> = have.tags.iter().flatten().map(String::as_str).collect();
     check(
         "tags",
-        input
-            .tags
-            .iter()
-            .flatten()
-            .all(|t| have_tags.contains(t.as_str())),
+        input.tags.iter().flatten().all(|t| have.has(2, hash(t))),
     );
     // Only orders the target lacks (or holds differently) are sent.
     if let Some(orders) = input.orders.take() {
-        let have_orders = have.orders.as_deref().unwrap_or_default();
-        let new: Vec<Order> = orders
-            .into_iter()
-            .filter(|o| !have_orders.iter().any(|h| same_order(h, o)))
-            .collect();
+        let new: Vec<Order> = orders.into_iter().filter(|o| !have.has_order(o)).collect();
         check("orders", new.is_empty());
         input.orders = (!new.is_empty()).then_some(new);
     }
     (!changed.is_empty()).then_some((input, changed))
-}
-
-fn same_order(a: &Order, b: &Order) -> bool {
-    a.order_id == b.order_id
-        && a.product_id == b.product_id
-        && a.product == b.product
-        && (a.price - b.price).abs() < 1e-9
-        && a.currency == b.currency
-        && a.quantity == b.quantity
-        && a.mailing_id == b.mailing_id
-        && (b.stamp == 0 || a.stamp == b.stamp)
 }
 
 /// Leaves field `f` out of a receiver body.

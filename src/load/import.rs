@@ -5,12 +5,12 @@
 //! Writes are recorded in the run's [journal](super::journal) so that a
 //! resumed run sends no confirmed row again.
 
-use super::diff::{changes, clear};
+use super::diff::{Held, changes, clear};
 use super::journal::{self, Journal, Prior};
 use super::target::Connected;
 use super::write::{self, WriteError};
 use super::{Action, LoadError, PlanRow, WriteMode, WriteOptions, plan, progress_bar};
-use crate::api::{Id, Order, Receiver, ReceiverInput};
+use crate::api::{Id, Order, ReceiverInput};
 use crate::pipeline::{ImportStep, ReceiverField, ValueFrom};
 use crate::prepare::{PreparedImport, PreparedRows};
 use futures::StreamExt;
@@ -81,7 +81,7 @@ struct Rows<'a> {
     cols: &'a PreparedRows<'a>,
     emails: &'a [String],
     blocked: &'a HashSet<String>,
-    existing: &'a HashMap<String, Receiver>,
+    existing: &'a HashMap<String, Held>,
     orders: &'a HashMap<String, Vec<Order>>,
     create_only: &'a [ReceiverField],
     consent_unknown: bool,
@@ -123,7 +123,7 @@ impl Rows<'_> {
                     self.checked.fetch_add(1, Ordering::Relaxed);
                     match write::fetch(self.conn, g, email, self.opts.retries, &self.retried).await
                     {
-                        Ok(r) => fetched = Some(r),
+                        Ok(r) => fetched = Some(r.as_ref().map(Held::from)),
                         Err(error) => return finished(RowResult::Failed { index: i, error }),
                     }
                 }
@@ -338,7 +338,7 @@ pub async fn run(
         opts.retries,
     )
     .await?;
-    let existing: HashMap<String, Receiver> = match &group {
+    let existing: HashMap<String, Held> = match &group {
         Some(g) => plan::existing(conn, g, opts.concurrency, opts.retries).await?,
         None => HashMap::new(),
     };

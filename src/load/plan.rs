@@ -1,9 +1,10 @@
 //! What the target holds before a step writes: its group, attributes,
 //! blocked addresses and current receivers, read once per step.
 
+use super::diff::Held;
 use super::target::Connected;
 use super::{LoadError, PAGE, retry};
-use crate::api::{AttributeInput, Group, GroupInput, Receiver, ReceiverQuery, detail};
+use crate::api::{AttributeInput, Group, GroupInput, ReceiverQuery, detail};
 use crate::pipeline::{AttributeMapping, GroupRef};
 use futures::{StreamExt, TryStreamExt};
 use std::collections::{HashMap, HashSet};
@@ -219,13 +220,14 @@ pub async fn blocked(
         .collect())
 }
 
-/// Every receiver of the group with tags and orders, by lower-case email.
+/// Every receiver of the group with tags and orders, by lower-case email,
+/// reduced to what the comparison needs.
 pub async fn existing(
     conn: &Connected,
     group: &Group,
     concurrency: usize,
     retries: u32,
-) -> Result<HashMap<String, Receiver>, LoadError> {
+) -> Result<HashMap<String, Held>, LoadError> {
     let retried = AtomicU64::new(0);
     let total = retry::retrying(conn, retries, &retried, || {
         conn.client.group_stats(group.id)
@@ -253,7 +255,7 @@ pub async fn existing(
         .buffered(concurrency.clamp(1, 4));
     while let Some(page) = stream.next().await {
         for r in page? {
-            out.insert(r.email.to_lowercase(), r);
+            out.insert(r.email.to_lowercase(), Held::from(&r));
         }
     }
     Ok(out)

@@ -139,6 +139,11 @@ struct Readers {
     next: std::sync::atomic::AtomicUsize,
 }
 
+/// Counts calls on the writing connection (bumped after each), so that
+/// what a reader remembers of earlier reads (see `receivers::read`) is
+/// dropped once anything may have changed.
+pub static WRITES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
 /// Reading connections per store.
 const READERS: usize = 4;
 /// Prepared statements kept per connection: every hot query stays prepared.
@@ -222,7 +227,9 @@ impl Store {
             // A panic in another call poisons the lock but leaves the
             // connection usable (its transaction was rolled back on drop).
             let mut guard = conn.lock().unwrap_or_else(|p| p.into_inner());
-            f(&mut guard)
+            let out = f(&mut guard);
+            WRITES.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            out
         })
         .await
         .map_err(|e| StoreError::Internal(format!("store task failed: {e}")))?
