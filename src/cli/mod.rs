@@ -55,6 +55,8 @@ pub mod exit {
     pub const USAGE: u8 = 2;
     /// Target unreachable, authentication failed, or the server could not start.
     pub const TARGET: u8 = 3;
+    /// Another run of the same pipeline against the same target is in progress.
+    pub const LOCKED: u8 = 4;
     /// Stopped by Ctrl-C or SIGTERM; `run --resume` continues (128 + SIGINT).
     pub const STOPPED: u8 = 130;
 }

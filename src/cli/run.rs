@@ -6,7 +6,7 @@ use crate::export::{self, ExportOptions};
 use crate::load::journal::{self, JournalOptions};
 use crate::load::target::{self, TargetOverrides};
 use crate::load::{self, Action, LoadError, PlanRow, Stop, WriteMode, WriteOptions};
-use crate::pipeline::{self, Pipeline, STATE_DIR, Step};
+use crate::pipeline::{self, Pipeline, STATE_DIR, Step, TargetUrl};
 use crate::prepare::{self, Rejects};
 use crate::report::{RunReport, StepReport};
 use clap::Args;
@@ -57,6 +57,19 @@ pub async fn run(args: RunArgs) -> u8 {
         Err(e) => {
             eprintln!("{e}");
             return exit::USAGE;
+        }
+    };
+    // One run of a pipeline against a target at a time (a dry run writes
+    // nothing and takes no lock).
+    let _lock = if args.dry_run {
+        None
+    } else {
+        match load::lock::acquire(&args.pipeline, &lock_target(&args, &pipeline)) {
+            Ok(l) => Some(l),
+            Err(e) => {
+                eprintln!("listpipe: {e}");
+                return exit::LOCKED;
+            }
         }
     };
     // A leftover journal means an earlier run did not finish: continue it
@@ -181,6 +194,23 @@ pub async fn run(args: RunArgs) -> u8 {
         }
     }
     code
+}
+
+/// The target as the run lock names it.
+fn lock_target(args: &RunArgs, pipeline: &Pipeline) -> String {
+    let t = &pipeline.target;
+    match (&args.target_url, &t.url) {
+        (Some(url), _) => url.clone(),
+        (None, TargetUrl::Url(url)) => url.clone(),
+        (None, TargetUrl::Builtin { database }) => {
+            let db = std::fs::canonicalize(database).unwrap_or_else(|_| database.clone());
+            format!("the built-in target on {}", db.display())
+        }
+        (None, TargetUrl::FromCredentials) => format!(
+            "the target of {}",
+            t.credentials.as_deref().unwrap_or(Path::new("")).display()
+        ),
+    }
 }
 
 /// Ctrl-C or SIGTERM sets `stop`: the write loops take no new rows, rows

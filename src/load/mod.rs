@@ -7,6 +7,7 @@ pub mod blacklist;
 mod diff;
 pub mod import;
 pub mod journal;
+pub mod lock;
 mod plan;
 pub mod retry;
 pub mod target;

@@ -23,6 +23,7 @@ mod properties;
 mod receivers;
 mod reliability;
 mod safety;
+mod scheduled;
 mod tags;
 mod third_party;
 mod wire;
