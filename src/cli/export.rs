@@ -309,6 +309,7 @@ pub async fn run(args: ExportArgs) -> Result<u8, (u8, anyhow::Error)> {
             let code = match &e {
                 LoadError::Target(_) => exit::TARGET,
                 LoadError::Step(_) => exit::USAGE,
+                LoadError::Guard(_) => exit::GUARD,
                 LoadError::Output { .. } => exit::PARTIAL,
             };
             Err((code, anyhow::anyhow!(e)))

@@ -57,6 +57,8 @@ pub mod exit {
     pub const TARGET: u8 = 3;
     /// Another run of the same pipeline against the same target is in progress.
     pub const LOCKED: u8 = 4;
+    /// Mirror mode's guard refused a step: more removals than allowed.
+    pub const GUARD: u8 = 5;
     /// Stopped by Ctrl-C or SIGTERM; `run --resume` continues (128 + SIGINT).
     pub const STOPPED: u8 = 130;
 }

@@ -45,6 +45,10 @@ pub struct RunArgs {
     /// receiver through the spec's endpoints.
     #[arg(long, value_enum, default_value_t = WriteMode::Auto)]
     pub writes: WriteMode,
+    /// Let mirror mode remove more receivers than its guard allows (default
+    /// 10% of the group).
+    #[arg(long)]
+    pub allow_mass_removal: bool,
     /// Requests in flight, instead of the file's `[target] concurrency`.
     #[arg(long, value_parser = clap::value_parser!(u16).range(1..=1024))]
     pub concurrency: Option<u16>,
@@ -102,6 +106,8 @@ pub async fn run(args: RunArgs) -> u8 {
             .concurrency
             .map_or(pipeline.target.concurrency, usize::from),
         writes: args.writes,
+        pipeline: pipeline.name.clone(),
+        allow_mass_removal: args.allow_mass_removal,
         retries: pipeline.target.retries,
         dry_run: args.dry_run,
         progress: !args.quiet && std::io::stderr().is_terminal(),
@@ -146,6 +152,10 @@ pub async fn run(args: RunArgs) -> u8 {
                     step_report.summary().iter().for_each(|l| eprintln!("{l}"));
                 }
                 report.steps.push(step_report);
+            }
+            Err(StepError::Load(LoadError::Guard(e))) => {
+                eprintln!("listpipe: {}: {e}", step.name());
+                code = code.max(exit::GUARD);
             }
             Err(StepError::Load(LoadError::Target(e))) => {
                 eprintln!("listpipe: {}: {e}", step.name());

@@ -89,6 +89,10 @@ impl From<&Receiver> for Held {
 }
 
 impl Held {
+    /// When the receiver was deactivated (0: not).
+    pub fn deactivated(&self) -> i64 {
+        self.stamps[2]
+    }
     fn part(&self, i: usize) -> &[u64] {
         let start = if i == 0 { 0 } else { self.ends[i - 1] as usize };
         let end = self.ends.get(i).map_or(self.parts.len(), |e| *e as usize);

@@ -9,7 +9,7 @@ use super::diff::{Held, changes, clear};
 use super::journal::{self, Journal, Prior};
 use super::target::Connected;
 use super::write::{self, WriteError};
-use super::{Action, LoadError, PlanRow, WriteMode, WriteOptions, plan, progress_bar};
+use super::{Action, LoadError, PlanRow, WriteMode, WriteOptions, mirror, plan, progress_bar};
 use crate::api::{Id, Order, ReceiverInput};
 use crate::pipeline::{ImportStep, ReceiverField, ValueFrom};
 use crate::prepare::{PreparedImport, PreparedRows};
@@ -42,6 +42,11 @@ pub struct ImportOutcome {
     pub stopped: bool,
     /// Write requests sent (with retries): 0 when nothing changed.
     pub write_requests: u64,
+    /// Mirror mode: receivers deactivated or deleted (planned, in a dry run).
+    pub removed: u64,
+    /// Mirror mode: removals the target refused, with its reason.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub removal_failures: Vec<(String, String)>,
 }
 
 /// Rows per batch upsert (the extension takes up to 1,000).
@@ -293,6 +298,34 @@ impl Rows<'_> {
     }
 }
 
+/// Every address the source holds, valid or not, as an import row would
+/// normalise it: mirror mode must not remove a receiver whose row is still
+/// there but was rejected this time (a bad date, say).
+fn source_emails(
+    step: &ImportStep,
+    prepared: &PreparedImport,
+    valid: &[String],
+) -> HashSet<String> {
+    let mut all: HashSet<String> = valid.iter().cloned().collect();
+    let column = step.fields.iter().find_map(|(f, m)| match (f, &m.from) {
+        (ReceiverField::Email, ValueFrom::Column(c)) => Some(c.as_str()),
+        _ => None,
+    });
+    if let Some(Ok(cells)) = column.map(|c| {
+        prepared
+            .table
+            .frame
+            .column(c)
+            .and_then(|c| c.str().cloned())
+    }) {
+        all.extend(cells.iter().flatten().map(|e| e.trim().to_lowercase()));
+    }
+    for (_, email) in &prepared.duplicates {
+        all.insert(email.trim().to_lowercase());
+    }
+    all
+}
+
 /// Runs one import step. Failed rows are added to `prepared.rejects`;
 /// dry runs fill `plan`.
 pub async fn run(
@@ -341,6 +374,24 @@ pub async fn run(
     let existing: HashMap<String, Held> = match &group {
         Some(g) => plan::existing(conn, g, opts.concurrency, opts.retries).await?,
         None => HashMap::new(),
+    };
+    // What listpipe imported into this group before; mirror mode plans its
+    // removals now, so that its guard can refuse before anything is written.
+    let mut ledger = group
+        .as_ref()
+        .map(|g| mirror::Ledger::open(&opts.pipeline, &step.name, &conn.base_url, g.id));
+    let removals = match (&step.mirror, &ledger) {
+        (Some(m), Some(l)) => {
+            let source = source_emails(step, prepared, &emails);
+            let source: HashSet<&str> = source.iter().map(String::as_str).collect();
+            let planned = mirror::planned(l, &source, &existing, m.removal);
+            if !opts.dry_run {
+                mirror::guard(m, planned.len(), existing.len(), opts.allow_mass_removal)
+                    .map_err(LoadError::Guard)?;
+            }
+            planned
+        }
+        _ => Vec::new(),
     };
 
     // Timestamps given as `value = "now"` mean "when first imported": they
@@ -441,11 +492,13 @@ pub async fn run(
     bar.finish_and_clear();
 
     let mut failed_rows = Vec::new();
+    let mut imported: Vec<&str> = Vec::new();
     for (i, r) in results {
         let (action, detail) = match r {
             RowResult::Done(a, detail) => (a, detail),
             RowResult::Resumed => {
                 out.resumed += 1;
+                imported.push(&emails[i]);
                 continue;
             }
             RowResult::Failed { index, error } => {
@@ -460,7 +513,10 @@ pub async fn run(
             Action::Unchanged => out.unchanged += 1,
             Action::Blocked => out.blocked += 1,
             Action::Failed => out.failed += 1,
-            Action::Invalid | Action::Duplicate => {}
+            Action::Invalid | Action::Duplicate | Action::Remove => {}
+        }
+        if matches!(action, Action::Create | Action::Update) && !opts.dry_run {
+            imported.push(&emails[i]);
         }
         if opts.dry_run {
             let detail = match action {
@@ -475,6 +531,41 @@ pub async fn run(
             });
         }
     }
+    // Mirror mode: what left the source goes, once every row is written.
+    let mut removed = Vec::new();
+    if let (Some(m), Some(g)) = (&step.mirror, gid) {
+        if opts.dry_run {
+            plan_rows.extend(removals.iter().map(|e| PlanRow {
+                row_number: 0,
+                email: e.clone(),
+                action: Action::Remove,
+                detail: format!(
+                    "{}: imported earlier, not in the source now",
+                    m.removal.as_str()
+                ),
+            }));
+            out.removed = removals.len() as u64;
+        } else if !out.stopped {
+            let r = mirror::remove(conn, g, removals, m.removal, concurrency, opts.retries).await;
+            out.removed = r.done.len() as u64;
+            out.removal_failures = r.failed;
+            out.retries += r.retries;
+            removed = r.done;
+        }
+    }
+    if let (Some(l), false) = (ledger.as_mut(), opts.dry_run) {
+        l.emails.extend(imported.into_iter().map(str::to_string));
+        if step
+            .mirror
+            .as_ref()
+            .is_some_and(|m| m.removal == mirror::Removal::Delete)
+        {
+            removed.iter().for_each(|e| {
+                l.emails.remove(e);
+            });
+        }
+        l.save()?;
+    }
     for (index, reason) in failed_rows {
         let (file, row) = (cols.file(index), cols.row_number(index));
         prepared.rejects.rows.push(crate::prepare::reject_for(
@@ -485,7 +576,7 @@ pub async fn run(
             reason,
         ));
     }
-    out.retries = rows.retried.load(Ordering::Relaxed) + setup_retried.load(Ordering::Relaxed);
+    out.retries += rows.retried.load(Ordering::Relaxed) + setup_retried.load(Ordering::Relaxed);
     out.orders_sent = rows.orders_sent.load(Ordering::Relaxed);
     out.in_flight_checked = rows.checked.load(Ordering::Relaxed);
     out.write_requests = rows.write_requests.load(Ordering::Relaxed);

@@ -8,6 +8,7 @@ mod diff;
 pub mod import;
 pub mod journal;
 pub mod lock;
+pub mod mirror;
 mod plan;
 pub mod retry;
 pub mod target;
@@ -32,6 +33,9 @@ pub enum LoadError {
     Step(String),
     #[error("cannot write {path}: {message}")]
     Output { path: PathBuf, message: String },
+    /// Mirror mode's guard: more removals planned than allowed.
+    #[error("{0}")]
+    Guard(String),
 }
 
 /// How receivers are written.
@@ -49,6 +53,10 @@ pub enum WriteMode {
 pub struct WriteOptions {
     pub concurrency: usize,
     pub writes: WriteMode,
+    /// The pipeline's name (names the ledger of mirror mode).
+    pub pipeline: String,
+    /// Mirror mode may remove more than its guard allows.
+    pub allow_mass_removal: bool,
     pub retries: u32,
     pub dry_run: bool,
     /// Show progress bars (a terminal and not `--quiet`).
@@ -83,6 +91,8 @@ pub enum Action {
     Invalid,
     Duplicate,
     Failed,
+    /// Mirror mode: deactivated or deleted (not in the source any more).
+    Remove,
 }
 
 impl Action {
@@ -95,6 +105,7 @@ impl Action {
             Action::Invalid => "invalid",
             Action::Duplicate => "duplicate",
             Action::Failed => "failed",
+            Action::Remove => "remove",
         }
     }
 }

@@ -118,6 +118,8 @@ pub struct ImportStep {
     pub attributes: Vec<AttributeMapping>,
     pub tags: Option<TagsSpec>,
     pub orders: Option<OrdersSpec>,
+    /// `mode = "mirror"`: receivers imported earlier and gone from the source are removed.
+    pub mirror: Option<crate::load::mirror::MirrorSpec>,
 }
 
 #[derive(Debug, Clone)]

@@ -57,3 +57,157 @@ async fn a_second_run_of_the_same_pipeline_against_the_same_target_is_refused() 
     let _ = first.kill();
     let _ = first.wait();
 }
+
+/// A source of `emails`, and a mirror pipeline over it (`extra` lines added to the step).
+fn mirror_pipeline(t: &TestServer, emails: &[String], extra: &str) -> std::path::PathBuf {
+    let dir = t.dir.path();
+    let mut csv = String::from("email,signup\n");
+    emails
+        .iter()
+        .for_each(|e| csv.push_str(&format!("{e},2024-05-01\n")));
+    std::fs::write(dir.join("members.csv"), csv).unwrap();
+    let path = dir.join("members.toml");
+    std::fs::write(
+        &path,
+        format!(
+            "[[import]]\nname = \"members\"\nsource = \"members.csv\"\ngroup = \"Members\"\ncreate_group = true\nmode = \"mirror\"\n{extra}\n[import.receiver]\nemail = \"email\"\nregistered = \"signup\"\nactivated = \"signup\"\n"
+        ),
+    )
+    .unwrap();
+    path
+}
+
+fn members(n: usize) -> Vec<String> {
+    (0..n).map(|i| format!("m{i}@example.com")).collect()
+}
+
+async fn members_group(t: &TestServer) -> listpipe::api::Group {
+    t.client
+        .groups(None)
+        .await
+        .unwrap()
+        .into_iter()
+        .find(|g| g.name == "Members")
+        .unwrap()
+}
+
+/// Receivers of group "Members" by email: deactivated timestamp.
+async fn states(t: &TestServer) -> std::collections::BTreeMap<String, i64> {
+    let g = members_group(t).await;
+    let q = listpipe::api::ReceiverQuery {
+        pagesize: Some(1000),
+        ..Default::default()
+    };
+    t.client
+        .receivers(g.id, &q)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|r| (r.email, r.deactivated))
+        .collect()
+}
+
+#[tokio::test]
+async fn mirror_mode_deactivates_exactly_what_left_the_source_and_never_a_hand_added_receiver() {
+    let t = TestServer::start().await;
+    let all = members(40);
+    let (code, _, stderr) = crate::import::run(&t, &mirror_pipeline(&t, &all, ""), &[]).await;
+    assert_eq!(code, 0, "{stderr}");
+    // Someone adds a receiver by hand; listpipe never imported it.
+    let g = members_group(&t).await;
+    t.client
+        .create_receiver(
+            g.id,
+            &listpipe::api::ReceiverInput::email("hand@example.com"),
+        )
+        .await
+        .unwrap();
+
+    // Three members left the source: a dry run lists them, changes nothing.
+    let kept: Vec<String> = all[3..].to_vec();
+    let path = mirror_pipeline(&t, &kept, "");
+    let (code, report, stderr) = crate::import::run(&t, &path, &["--dry-run"]).await;
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(report["steps"][0]["import"]["removed"], 3);
+    let plan = std::fs::read_to_string(
+        t.dir
+            .path()
+            .join(report["steps"][0]["plan_file"].as_str().unwrap()),
+    )
+    .unwrap();
+    for e in &all[..3] {
+        assert!(
+            plan.contains(&format!("0,{e},remove,\"deactivate:")),
+            "{plan}"
+        );
+    }
+    assert!(states(&t).await.values().all(|d| *d == 0));
+
+    let (code, report, stderr) = crate::import::run(&t, &path, &[]).await;
+    assert_eq!(code, 0, "{stderr}");
+    let import = &report["steps"][0]["import"];
+    assert_eq!(import["removed"], 3, "{import}");
+    assert_eq!(import["unchanged"], 37, "{import}");
+    let now = states(&t).await;
+    for (email, deactivated) in &now {
+        let gone = all[..3].contains(email);
+        assert_eq!(*deactivated > 0, gone, "{email}: {deactivated}");
+    }
+    assert_eq!(now["hand@example.com"], 0, "not listpipe's to remove");
+
+    // Again: nothing left to remove, nothing written.
+    let (_, report, _) = crate::import::run(&t, &path, &[]).await;
+    let import = &report["steps"][0]["import"];
+    assert_eq!(
+        (
+            import["removed"].as_u64(),
+            import["write_requests"].as_u64()
+        ),
+        (Some(0), Some(0)),
+        "{import}"
+    );
+}
+
+#[tokio::test]
+async fn the_guard_refuses_mass_removal_before_writing_anything_unless_allowed() {
+    let t = TestServer::start().await;
+    let all = members(50);
+    let (code, _, stderr) =
+        crate::import::run(&t, &mirror_pipeline(&t, &all, "removal = \"delete\""), &[]).await;
+    assert_eq!(code, 0, "{stderr}");
+
+    // A truncated source: 20 of 50 rows, and one new address.
+    let mut short: Vec<String> = all[..20].to_vec();
+    short.push("new@example.com".into());
+    let path = mirror_pipeline(&t, &short, "removal = \"delete\"");
+    let (code, _, stderr) = crate::import::run(&t, &path, &[]).await;
+    assert_eq!(code, 5, "{stderr}");
+    assert!(
+        stderr.contains(
+            "would delete 30 of the group's 50 receivers (60.0%), more than the limit of 10% (5)"
+        ),
+        "{stderr}"
+    );
+    assert!(stderr.contains("--allow-mass-removal"), "{stderr}");
+    let now = states(&t).await;
+    assert_eq!(now.len(), 50, "nothing removed, nothing added");
+
+    // Meant: allowed, exactly the missing 30 go and the new one arrives.
+    let (code, report, stderr) = crate::import::run(&t, &path, &["--allow-mass-removal"]).await;
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(report["steps"][0]["import"]["removed"], 30);
+    let now: Vec<String> = states(&t).await.into_keys().collect();
+    let mut want = short.clone();
+    want.sort();
+    assert_eq!(now, want);
+
+    // A higher limit in the file lets the next shrink through.
+    let path = mirror_pipeline(
+        &t,
+        &short[..15],
+        "removal = \"delete\"\nmax_removal = \"50%\"",
+    );
+    let (code, report, stderr) = crate::import::run(&t, &path, &[]).await;
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(report["steps"][0]["import"]["removed"], 6);
+}

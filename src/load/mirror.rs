@@ -1,0 +1,243 @@
+//! Mirror mode: a group kept equal to its source. Receivers that listpipe
+//! imported into the group in earlier runs and that the source no longer
+//! holds are deactivated (or deleted). Receivers listpipe did not import
+//! (added by hand, by a form, by another tool) are never touched.
+//!
+//! What listpipe imported is kept in a ledger per step, target and group
+//! (`.listpipe/ledger/<pipeline>/<step>-<hash>.txt`, one address a line):
+//! every import run adds the receivers it created or updated, mirror mode or
+//! not, so turning mirror mode on later knows them. A lost ledger means
+//! nothing is removed: the safe direction.
+//!
+//! A guard refuses the whole step, before it writes anything, when the
+//! planned removals exceed a share of the group (default 10%): a truncated
+//! or wrong source file must not empty a list. `--allow-mass-removal`
+//! overrides it.
+
+use super::diff::Held;
+use super::target::Connected;
+use super::{LoadError, retry};
+use crate::api::{Id, ReceiverInput};
+use crate::pipeline::STATE_DIR;
+use futures::StreamExt;
+use sha2::{Digest, Sha256};
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// What happens to a receiver that left the source.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Removal {
+    /// Set `deactivated` (an opt-out): the receiver stays, with its history.
+    Deactivate,
+    /// Delete it from the group.
+    Delete,
+}
+
+impl Removal {
+    pub const CHOICES: &'static str = "deactivate, delete";
+    pub fn parse(s: &str) -> Option<Removal> {
+        match s.to_ascii_lowercase().as_str() {
+            "deactivate" => Some(Removal::Deactivate),
+            "delete" => Some(Removal::Delete),
+            _ => None,
+        }
+    }
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Removal::Deactivate => "deactivate",
+            Removal::Delete => "delete",
+        }
+    }
+}
+
+/// `mode = "mirror"` of an import step.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MirrorSpec {
+    pub removal: Removal,
+    /// The most removals one run may make, as a share of the group's
+    /// receivers (0.1 is 10%), unless `--allow-mass-removal` is given.
+    pub max_share: f64,
+}
+
+impl Default for MirrorSpec {
+    fn default() -> Self {
+        MirrorSpec {
+            removal: Removal::Deactivate,
+            max_share: 0.10,
+        }
+    }
+}
+
+/// The addresses listpipe imported into one group of one target.
+pub struct Ledger {
+    path: PathBuf,
+    pub emails: BTreeSet<String>,
+}
+
+impl Ledger {
+    /// The ledger of `step` of `pipeline` for group `group` of `target`.
+    pub fn open(pipeline: &str, step: &str, target: &str, group: Id) -> Ledger {
+        let digest = Sha256::digest(format!("{target}\n{group}").as_bytes());
+        let path = Path::new(STATE_DIR)
+            .join("ledger")
+            .join(pipeline)
+            .join(format!("{step}-{}.txt", &hex::encode(digest)[..16]));
+        let emails = std::fs::read_to_string(&path)
+            .map(|s| {
+                s.lines()
+                    .filter(|l| !l.is_empty() && !l.starts_with('#'))
+                    .map(str::to_string)
+                    .collect()
+            })
+            .unwrap_or_default();
+        Ledger { path, emails }
+    }
+
+    /// Writes the ledger (whole, through a temporary file, so a crash
+    /// leaves the old one or the new one).
+    pub fn save(&self) -> Result<(), LoadError> {
+        let err = |e: std::io::Error| LoadError::Output {
+            path: self.path.clone(),
+            message: e.to_string(),
+        };
+        if let Some(dir) = self.path.parent() {
+            std::fs::create_dir_all(dir).map_err(err)?;
+        }
+        let mut text = String::from(
+            "# Receivers listpipe imported into this group (mirror mode removes only these).\n",
+        );
+        for e in &self.emails {
+            text.push_str(e);
+            text.push('\n');
+        }
+        let tmp = self.path.with_extension("txt.tmp");
+        std::fs::write(&tmp, text).map_err(err)?;
+        std::fs::rename(&tmp, &self.path).map_err(err)
+    }
+}
+
+/// The receivers to remove: imported by listpipe earlier, in the group
+/// now, absent from the source; sorted.
+pub fn planned(
+    ledger: &Ledger,
+    source: &HashSet<&str>,
+    existing: &HashMap<String, Held>,
+    removal: Removal,
+) -> Vec<String> {
+    ledger
+        .emails
+        .iter()
+        .filter(|e| !source.contains(e.as_str()))
+        .filter(|e| match existing.get(*e) {
+            None => false,
+            // Already deactivated: nothing left to do.
+            Some(h) => removal == Removal::Delete || h.deactivated() == 0,
+        })
+        .cloned()
+        .collect()
+}
+
+/// The guard: `Err` with the reason when `removals` of a group of `total`
+/// exceed the spec's share.
+pub fn guard(
+    spec: &MirrorSpec,
+    removals: usize,
+    total: usize,
+    allowed: bool,
+) -> Result<(), String> {
+    let limit = (spec.max_share * total as f64).floor() as usize;
+    if removals <= limit || allowed {
+        return Ok(());
+    }
+    Err(format!(
+        "mirror mode would {} {removals} of the group's {total} receivers ({:.1}%), more than the limit of {:.0}% ({limit}); \
+         nothing was written. Check the source; if the removals are meant, run again with --allow-mass-removal \
+         (a --dry-run lists them in its plan)",
+        spec.removal.as_str(),
+        100.0 * removals as f64 / total.max(1) as f64,
+        100.0 * spec.max_share,
+    ))
+}
+
+/// What the removals did.
+#[derive(Debug, Default)]
+pub struct Removed {
+    pub done: Vec<String>,
+    /// Address and the target's reason.
+    pub failed: Vec<(String, String)>,
+    pub retries: u64,
+}
+
+/// Deactivates or deletes `emails` in group `g`, with bounded concurrency.
+pub async fn remove(
+    conn: &Connected,
+    g: Id,
+    emails: Vec<String>,
+    removal: Removal,
+    concurrency: usize,
+    retries: u32,
+) -> Removed {
+    let retried = AtomicU64::new(0);
+    let now = chrono::Utc::now().timestamp();
+    let retried_ref = &retried;
+    let results: Vec<(String, Result<(), String>)> = futures::stream::iter(emails)
+        .map(|email| async move {
+            let c = &conn.client;
+            let result = match removal {
+                Removal::Deactivate => {
+                    let body = ReceiverInput {
+                        deactivated: Some(now),
+                        ..Default::default()
+                    };
+                    retry::retrying(conn, retries, retried_ref, || {
+                        c.update_receiver(g, &email, &body)
+                    })
+                    .await
+                    .map(|_| ())
+                }
+                Removal::Delete => retry::retrying(conn, retries, retried_ref, || {
+                    c.delete_receiver(&email, Some(g))
+                })
+                .await
+                .map(|_| ()),
+            };
+            (email, result.map_err(|e| e.server_message()))
+        })
+        .buffer_unordered(concurrency.max(1))
+        .collect()
+        .await;
+    let mut out = Removed {
+        retries: retried.load(Ordering::Relaxed),
+        ..Default::default()
+    };
+    for (email, r) in results {
+        match r {
+            Ok(()) => out.done.push(email),
+            Err(reason) => out.failed.push((email, reason)),
+        }
+    }
+    out.done.sort();
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_guard_allows_up_to_the_share_and_names_the_override() {
+        let spec = MirrorSpec::default();
+        assert!(guard(&spec, 10, 100, false).is_ok());
+        let err = guard(&spec, 11, 100, false).unwrap_err();
+        assert!(
+            err.contains("11 of the group's 100 receivers (11.0%)"),
+            "{err}"
+        );
+        assert!(err.contains("--allow-mass-removal"), "{err}");
+        assert!(guard(&spec, 100, 100, true).is_ok());
+        // An empty group has nothing to remove; a tiny one none at 10%.
+        assert!(guard(&spec, 0, 0, false).is_ok());
+        assert!(guard(&spec, 1, 5, false).is_err());
+    }
+}
