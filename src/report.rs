@@ -94,9 +94,14 @@ impl StepReport {
         }
         let p = &self.prepare;
         let mut lines = vec![format!(
-            "{}: prepare: {} rows read, {} rejected{}, {} duplicates{} ({} ms)",
+            "{}: prepare: {} rows read{}, {} rejected{}, {} duplicates{} ({} ms)",
             self.name,
             p.rows_read,
+            if p.skipped > 0 {
+                format!(", {} skipped (only_if)", p.skipped)
+            } else {
+                String::new()
+            },
             p.rejected_total(),
             if p.rejected.is_empty() {
                 String::new()
@@ -118,6 +123,7 @@ impl StepReport {
             },
             self.timings_ms.prepare,
         )];
+
         if p.orders_read > 0 {
             lines.push(format!(
                 "{}: orders: {} read, {} accepted, {} rejected",

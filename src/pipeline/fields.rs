@@ -1,10 +1,7 @@
 //! The parts of a step that map values: receiver fields, attributes, tags
 //! and orders, each column name remembered for the header check.
 
-use super::parse::{
-    ATTRIBUTE_KEYS, ATTRIBUTE_TYPES, CASES, CONDITION_KEYS, ColumnRef, MAPPING_KEYS, Parser,
-    TAGS_KEYS,
-};
+use super::parse::{ATTRIBUTE_KEYS, ATTRIBUTE_TYPES, CASES, MAPPING_KEYS, Parser, TAGS_KEYS};
 use super::reader::{Table, Value, choices, type_name};
 use super::*;
 use crate::api::AttributeType;
@@ -66,13 +63,7 @@ impl Parser<'_> {
         let ctx = &mut self.ctx;
         let columns = tags.strings(ctx, "columns").unwrap_or_default();
         for c in &columns {
-            if let Some(s) = src {
-                self.columns.push(ColumnRef {
-                    source: s,
-                    column: c.get_ref().clone(),
-                    span: c.span(),
-                });
-            }
+            self.check_column(src, c);
         }
         let ctx = &mut self.ctx;
         let separator = tags
@@ -164,7 +155,8 @@ impl Parser<'_> {
         })
     }
 
-    /// A value mapping: `"Column"`, or a table with `column` or `value` and the cleaning keys.
+    /// A value mapping: `"Column"`, or a table with `column` (a name, or a list of names
+    /// of which the first non-empty one is used) or `value`, and the cleaning keys.
     pub(super) fn mapping(
         &mut self,
         v: &Value,
@@ -181,13 +173,7 @@ impl Parser<'_> {
         match v.get_ref() {
             DeValue::String(col) => {
                 m.from = ValueFrom::Column(col.to_string());
-                if let Some(s) = src {
-                    self.columns.push(ColumnRef {
-                        source: s,
-                        column: col.to_string(),
-                        span: v.span(),
-                    });
-                }
+                self.check_column(src, &Spanned::new(v.span(), col.to_string()));
                 return Some(m);
             }
             DeValue::Table(_) => {}
@@ -199,16 +185,23 @@ impl Parser<'_> {
         let t = Table::new(v, format!("`{key}` of {parent}"))?;
         t.check_keys(&mut self.ctx, known);
         let ctx = &mut self.ctx;
-        match (t.str(ctx, "column"), t.str(ctx, "value")) {
-            (Some(c), None) => {
-                if let Some(s) = src {
-                    self.columns.push(ColumnRef {
-                        source: s,
-                        column: c.get_ref().clone(),
-                        span: c.span(),
-                    });
+        let columns = match t.get("column").map(Spanned::get_ref) {
+            Some(DeValue::Array(_)) => t.strings(ctx, "column").filter(|c| !c.is_empty()),
+            Some(_) => t.str(ctx, "column").map(|c| vec![c]),
+            None => None,
+        };
+        let value = t.str(ctx, "value");
+        match (columns, value) {
+            (Some(cols), None) => {
+                for c in &cols {
+                    self.check_column(src, c);
                 }
-                m.from = ValueFrom::Column(c.into_inner());
+                let mut names: Vec<String> = cols.into_iter().map(Spanned::into_inner).collect();
+                m.from = if names.len() == 1 {
+                    ValueFrom::Column(names.remove(0))
+                } else {
+                    ValueFrom::FirstOf(names)
+                };
             }
             (None, Some(value)) => m.from = ValueFrom::Constant(value.into_inner()),
             (Some(_), Some(value)) => ctx.error(
@@ -219,7 +212,7 @@ impl Parser<'_> {
                 t.missing(
                     ctx,
                     "column",
-                    " (the source column) or `value` (a constant)",
+                    " (the source column, or a list of columns) or `value` (a constant)",
                 );
                 return None;
             }
@@ -257,6 +250,11 @@ impl Parser<'_> {
         }
         m.default = t.str(ctx, "default").map(Spanned::into_inner);
         m.format = t.str(ctx, "format").map(Spanned::into_inner);
+        m.trim_chars = t
+            .str(ctx, "trim_chars")
+            .map(Spanned::into_inner)
+            .filter(|c| !c.is_empty());
+        m.missing_reason = t.str(ctx, "missing_reason").map(Spanned::into_inner);
         if let Some(d) = t.str(ctx, "decimal") {
             match d.get_ref().as_str() {
                 "." => m.decimal = '.',
@@ -267,26 +265,8 @@ impl Parser<'_> {
                 ),
             }
         }
-        if let Some(cond) = t.table(ctx, "only_if") {
-            cond.check_keys(ctx, CONDITION_KEYS);
-            let column = cond.str(ctx, "column");
-            let equals = cond.strings(ctx, "equals");
-            match (column, equals) {
-                (Some(c), Some(eq)) => {
-                    if let Some(s) = src {
-                        self.columns.push(ColumnRef {
-                            source: s,
-                            column: c.get_ref().clone(),
-                            span: c.span(),
-                        });
-                    }
-                    m.only_if = Some(Condition {
-                        column: c.into_inner(),
-                        equals: eq.into_iter().map(Spanned::into_inner).collect(),
-                    });
-                }
-                _ => cond.missing(&mut self.ctx, "column` and `equals", ""),
-            }
+        if let Some(cond) = t.get("only_if") {
+            m.only_if = self.condition(cond, &t.name, src);
         }
         Some(m)
     }
@@ -333,7 +313,7 @@ impl Parser<'_> {
 const LISTED_COLUMNS: usize = 30;
 const SHOWN_NAME_CHARS: usize = 60;
 
-fn column_list(cols: &[String]) -> String {
+pub(super) fn column_list(cols: &[String]) -> String {
     let shown: Vec<String> = cols
         .iter()
         .take(LISTED_COLUMNS)

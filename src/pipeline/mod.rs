@@ -3,13 +3,20 @@
 //! problem at once, each as `file:line:col: message`. Loading is offline:
 //! it reads the sources' header rows to check column names, nothing more.
 //!
+//! A step may name a [preset](presets) (another tool's export layout), which expands into
+//! ordinary keys before the step is read.
+//!
 //! Every key is documented for users in `pipelines/README.md`.
 
+mod conditions;
 pub mod export;
 mod export_parse;
 mod fields;
 mod parse;
+pub mod presets;
 pub mod reader;
+mod source_key;
+mod step_columns;
 
 pub use export::{ExportFormat, ExportStep, ExportWhat};
 
@@ -120,6 +127,17 @@ pub struct ImportStep {
     pub orders: Option<OrdersSpec>,
     /// `mode = "mirror"`: receivers imported earlier and gone from the source are removed.
     pub mirror: Option<crate::load::mirror::MirrorSpec>,
+    /// Cells left empty on follow-up rows (a shop export's order-level fields, written on
+    /// an order's first line only) filled from the rows with the same key.
+    pub fill_down: Option<FillDown>,
+}
+
+/// `fill_down = { within = "Name", columns = [...] }`: in each of `columns`, an empty cell
+/// takes the first value found on a row with the same `within` value.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FillDown {
+    pub within: String,
+    pub columns: Vec<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -131,6 +149,8 @@ pub struct BlacklistStep {
     /// A group's blocklist instead of the account blacklist.
     pub group: Option<GroupRef>,
     pub rejects: PathBuf,
+    /// Only rows where this holds are read; the others are skipped, not rejected.
+    pub only_if: Option<Condition>,
 }
 
 /// The receiver fields a column can fill.
@@ -242,12 +262,31 @@ pub struct Mapping {
     pub decimal: char,
     /// Keep the value only on rows where this holds; elsewhere it is empty.
     pub only_if: Option<Condition>,
+    /// Characters removed from both ends after trimming (Shopify writes `'01067` so that
+    /// spreadsheets keep leading zeros).
+    pub trim_chars: Option<String>,
+    /// The reject reason when a required value (the address) is empty, instead of
+    /// "missing email": a guest order has no address by nature, not by mistake.
+    pub missing_reason: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum ValueFrom {
     Column(String),
+    /// The first of these columns that is not empty on the row.
+    FirstOf(Vec<String>),
     Constant(String),
+}
+
+impl ValueFrom {
+    /// The source columns a value is read from.
+    pub fn columns(&self) -> &[String] {
+        match self {
+            ValueFrom::Column(c) => std::slice::from_ref(c),
+            ValueFrom::FirstOf(cs) => cs,
+            ValueFrom::Constant(_) => &[],
+        }
+    }
 }
 
 impl Default for ValueFrom {
@@ -266,11 +305,20 @@ pub enum Case {
     Title,
 }
 
+/// When a row qualifies (`only_if`). An empty cell counts as `""`.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Condition {
-    pub column: String,
-    /// The row qualifies when the column's trimmed value is one of these.
-    pub equals: Vec<String>,
+pub enum Condition {
+    /// The column's trimmed value is one of these.
+    Equals { column: String, values: Vec<String> },
+    /// The column's trimmed value is none of these.
+    NotEquals { column: String, values: Vec<String> },
+    /// The row's file has (or lacks) the column, whatever the cell holds: a Mailchimp
+    /// unsubscribed export is the file with `UNSUB_TIME`.
+    InFile { column: String, present: bool },
+    /// Every condition holds.
+    All(Vec<Condition>),
+    /// At least one condition holds.
+    Any(Vec<Condition>),
 }
 
 #[derive(Debug, Clone, PartialEq)]

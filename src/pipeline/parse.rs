@@ -3,9 +3,9 @@
 //! The mapped parts of a step are in [`fields`](super::fields).
 
 use super::reader::{Ctx, Table, choices, type_name};
+use super::step_columns::Others;
 use super::*;
 use crate::load::mirror::{MirrorSpec, Removal};
-use crate::source::{SheetRef, SourceFormat, TextEncoding};
 use std::ops::Range;
 use toml::Spanned;
 use toml::de::{DeTable, DeValue};
@@ -20,20 +20,12 @@ const TARGET_KEYS: &[&str] = &[
     "timeout_secs",
     "retries",
 ];
-const SOURCE_KEYS: &[&str] = &[
-    "path",
-    "paths",
-    "format",
-    "delimiter",
-    "encoding",
-    "header_row",
-    "sheet",
-];
-const IMPORT_KEYS: &[&str] = &[
+pub(super) const IMPORT_KEYS: &[&str] = &[
     "name",
     "source",
     "group",
     "create_group",
+    "preset",
     "dedupe",
     "rejects",
     "receiver",
@@ -44,17 +36,54 @@ const IMPORT_KEYS: &[&str] = &[
     "mode",
     "removal",
     "max_removal",
+    "fill_down",
+    "other_columns",
+    "ignore_columns",
+    "date_format",
 ];
-const BLACKLIST_KEYS: &[&str] = &["name", "source", "email", "comment", "group", "rejects"];
+const BLACKLIST_KEYS: &[&str] = &[
+    "name", "source", "email", "comment", "group", "rejects", "only_if",
+];
 pub(super) const MAPPING_KEYS: &[&str] = &[
-    "column", "value", "trim", "case", "map", "default", "format", "decimal", "only_if",
+    "column",
+    "value",
+    "trim",
+    "trim_chars",
+    "case",
+    "map",
+    "default",
+    "format",
+    "decimal",
+    "only_if",
+];
+/// The address takes one key more: the reject reason when it is empty.
+pub(super) const EMAIL_KEYS: &[&str] = &[
+    "column",
+    "value",
+    "trim",
+    "trim_chars",
+    "case",
+    "map",
+    "default",
+    "format",
+    "decimal",
+    "only_if",
+    "missing_reason",
 ];
 pub(super) const ATTRIBUTE_KEYS: &[&str] = &[
-    "column", "value", "type", "trim", "case", "map", "default", "format", "decimal", "only_if",
+    "column",
+    "value",
+    "type",
+    "trim",
+    "trim_chars",
+    "case",
+    "map",
+    "default",
+    "format",
+    "decimal",
+    "only_if",
 ];
 pub(super) const TAGS_KEYS: &[&str] = &["columns", "separator", "fixed", "origin"];
-pub(super) const CONDITION_KEYS: &[&str] = &["column", "equals"];
-const FORMATS: &[&str] = &["csv", "xlsx", "xls", "ods"];
 const DEDUPE: &[&str] = &["first", "last", "merge"];
 const MODES: &[&str] = &["import", "mirror"];
 pub(super) const CASES: &[&str] = &["keep", "lower", "upper", "title"];
@@ -101,6 +130,7 @@ pub fn parse(path: &Path, text: &str) -> Result<Pipeline, PipelineError> {
     top.check_keys(&mut p.ctx, TOP_KEYS);
     let target = p.target(&top);
     let mut steps: Vec<(usize, Step)> = Vec::new();
+    let mut tables = 0;
     for (key, kind) in [
         ("import", "[[import]]"),
         ("blacklist", "[[blacklist]]"),
@@ -115,18 +145,24 @@ pub fn parse(path: &Path, text: &str) -> Result<Pipeline, PipelineError> {
             continue;
         };
         for item in items.iter() {
-            let n = steps.len() + 1;
+            tables += 1;
+            let n = tables;
             let Some(t) = Table::new(item, format!("{kind} step {n}")) else {
                 p.ctx
                     .error(item.span(), format!("each {kind} must be a table"));
                 continue;
             };
-            let step = match key {
-                "import" => p.import(&t, &name, n).map(Step::Import),
-                "blacklist" => p.blacklist(&t, &name, n).map(Step::Blacklist),
-                _ => p.export(&t, n).map(Step::Export),
+            // A preset's import may bring blacklist steps that run before it.
+            let made: Vec<Step> = match key {
+                "import" => p.import_steps(&t, &name, n),
+                "blacklist" => p
+                    .blacklist(&t, &name, n)
+                    .map(Step::Blacklist)
+                    .into_iter()
+                    .collect(),
+                _ => p.export(&t, n).map(Step::Export).into_iter().collect(),
             };
-            if let Some(step) = step {
+            for step in made {
                 steps.push((item.span().start, step));
             }
         }
@@ -210,95 +246,6 @@ impl Parser<'_> {
         target
     }
 
-    /// `source = "file.csv"` or `source = { path = ..., ... }`; returns the spec and its index.
-    pub(super) fn source(&mut self, parent: &Table, key: &str) -> Option<(SourceSpec, usize)> {
-        let Some(v) = parent.get(key) else {
-            parent.missing(&mut self.ctx, key, " (a file path, or a table with `path`)");
-            return None;
-        };
-        let mut spec = SourceSpec {
-            header_row: 1,
-            ..Default::default()
-        };
-        match v.get_ref() {
-            DeValue::String(s) => spec.paths.push(s.to_string()),
-            DeValue::Table(_) => {
-                let t = Table::new(v, format!("`{key}` of {}", parent.name))?;
-                t.check_keys(&mut self.ctx, SOURCE_KEYS);
-                let ctx = &mut self.ctx;
-                spec.paths
-                    .extend(t.str(ctx, "path").map(Spanned::into_inner));
-                spec.paths.extend(
-                    t.strings(ctx, "paths")
-                        .unwrap_or_default()
-                        .into_iter()
-                        .map(Spanned::into_inner),
-                );
-                if spec.paths.is_empty() {
-                    t.missing(ctx, "path", " (or `paths`)");
-                }
-                if let Some(f) = t.str(ctx, "format") {
-                    match f.get_ref().to_ascii_lowercase().as_str() {
-                        "csv" => spec.format = Some(SourceFormat::Csv),
-                        "xlsx" | "xls" | "ods" => spec.format = Some(SourceFormat::Spreadsheet),
-                        other => ctx.error(
-                            f.span(),
-                            format!(
-                                "unknown format \"{other}\"; valid formats: {}",
-                                choices(FORMATS)
-                            ),
-                        ),
-                    }
-                }
-                if let Some(d) = t.str(ctx, "delimiter") {
-                    match d.get_ref().as_str() {
-                        "tab" | "\t" => spec.delimiter = Some(b'\t'),
-                        s if s.len() == 1 && s.is_ascii() => spec.delimiter = Some(s.as_bytes()[0]),
-                        other => ctx.error(d.span(), format!("`delimiter` must be one character (such as \",\", \";\", \"|\") or \"tab\", not \"{other}\"")),
-                    }
-                }
-                if let Some(e) = t.str(ctx, "encoding") {
-                    match TextEncoding::parse(e.get_ref()) {
-                        Some(enc) => spec.encoding = Some(enc),
-                        None => ctx.error(
-                            e.span(),
-                            format!(
-                                "unknown encoding \"{}\"; valid encodings: {}",
-                                e.get_ref(),
-                                TextEncoding::CHOICES
-                            ),
-                        ),
-                    }
-                }
-                spec.header_row = t
-                    .int(ctx, "header_row", 1..1_000_001)
-                    .map_or(1, |n| n as usize);
-                if let Some(s) = t.get("sheet") {
-                    match s.get_ref() {
-                        DeValue::String(name) => spec.sheet = Some(SheetRef::Name(name.to_string())),
-                        DeValue::Integer(_) => {
-                            spec.sheet = t.int(ctx, "sheet", 1..10_001).map(|n| SheetRef::Index(n as usize))
-                        }
-                        other => ctx.error(s.span(), format!("`sheet` must be a sheet name or its number (1 is the first), not {}", type_name(other))),
-                    }
-                }
-            }
-            other => {
-                self.ctx.error(
-                    v.span(),
-                    format!(
-                        "`{key}` in {} must be a file path or a table, not {}",
-                        parent.name,
-                        type_name(other)
-                    ),
-                );
-                return None;
-            }
-        }
-        self.sources.push((spec.clone(), v.span()));
-        Some((spec, self.sources.len() - 1))
-    }
-
     fn group(&mut self, t: &Table, required: bool) -> Option<GroupRef> {
         let Some(v) = t.get("group") else {
             if required {
@@ -344,8 +291,30 @@ impl Parser<'_> {
             .unwrap_or_else(|| format!("{kind}-{n}"))
     }
 
-    fn import(&mut self, t: &Table, pipeline: &str, n: usize) -> Option<ImportStep> {
-        t.check_keys(&mut self.ctx, IMPORT_KEYS);
+    /// An `[[import]]` table: one import step, or with `preset` the preset's expansion
+    /// (see [`presets`](super::presets)).
+    fn import_steps(&mut self, t: &Table, pipeline: &str, n: usize) -> Vec<Step> {
+        if t.get("preset").is_some() {
+            return self.preset_steps(t, pipeline, n);
+        }
+        self.import(t, pipeline, n, &[])
+            .map(Step::Import)
+            .into_iter()
+            .collect()
+    }
+
+    /// One import step. `extra_keys` are keys a preset allows beyond [`IMPORT_KEYS`]
+    /// (its options), named in the unknown-key message.
+    pub(super) fn import(
+        &mut self,
+        t: &Table,
+        pipeline: &str,
+        n: usize,
+        extra_keys: &[&str],
+    ) -> Option<ImportStep> {
+        let mut known = IMPORT_KEYS.to_vec();
+        known.extend_from_slice(extra_keys);
+        t.check_keys(&mut self.ctx, &known);
         let name = self.step_name(t, "import", n);
         let source = self.source(t, "source");
         let group = self.group(t, true);
@@ -382,8 +351,13 @@ impl Parser<'_> {
                 let known: Vec<&str> = ReceiverField::ALL.iter().map(|f| f.as_str()).collect();
                 r.check_keys(&mut self.ctx, &known);
                 for field in ReceiverField::ALL {
+                    let keys = if field == ReceiverField::Email {
+                        EMAIL_KEYS
+                    } else {
+                        MAPPING_KEYS
+                    };
                     if let Some(v) = r.get(field.as_str())
-                        && let Some(m) = self.mapping(v, field.as_str(), &r.name, src, MAPPING_KEYS)
+                        && let Some(m) = self.mapping(v, field.as_str(), &r.name, src, keys)
                     {
                         fields.push((field, m));
                     }
@@ -393,11 +367,27 @@ impl Parser<'_> {
                 }
             }
         }
-        let global_attributes = self.attributes(t, "global_attributes", src);
-        let attributes = self.attributes(t, "attributes", src);
+        let mut global_attributes = self.attributes(t, "global_attributes", src);
+        let mut attributes = self.attributes(t, "attributes", src);
         let tags = self.tags(t, src);
-        let orders = self.orders(t, src, pipeline, &name);
         let mirror = self.mirror(t);
+        let mut orders = self.orders(t, src, pipeline, &name);
+        if let Some(format) = t.str(&mut self.ctx, "date_format") {
+            default_date_format(
+                format.get_ref(),
+                &mut fields,
+                [&mut global_attributes, &mut attributes],
+                orders.as_mut(),
+            );
+        }
+        let fill_down = self.fill_down(t, src);
+        if let (Some((to, ignore)), Some(src)) = (self.others(t), src) {
+            let into = match to {
+                Others::Global => &mut global_attributes,
+                Others::Group => &mut attributes,
+            };
+            self.map_other_columns(src, &ignore, into);
+        }
         Some(ImportStep {
             name,
             source: source?.0,
@@ -411,6 +401,7 @@ impl Parser<'_> {
             tags,
             orders,
             mirror,
+            fill_down,
         })
     }
 
@@ -476,13 +467,18 @@ impl Parser<'_> {
         mirror.then_some(spec)
     }
 
-    fn blacklist(&mut self, t: &Table, pipeline: &str, n: usize) -> Option<BlacklistStep> {
+    pub(super) fn blacklist(
+        &mut self,
+        t: &Table,
+        pipeline: &str,
+        n: usize,
+    ) -> Option<BlacklistStep> {
         t.check_keys(&mut self.ctx, BLACKLIST_KEYS);
         let name = self.step_name(t, "blacklist", n);
         let source = self.source(t, "source");
         let src = source.as_ref().map(|(_, i)| *i);
         let email = match t.get("email") {
-            Some(v) => self.mapping(v, "email", &t.name, src, MAPPING_KEYS),
+            Some(v) => self.mapping(v, "email", &t.name, src, EMAIL_KEYS),
             None => {
                 t.missing(&mut self.ctx, "email", ": the column holding the address");
                 None
@@ -493,6 +489,9 @@ impl Parser<'_> {
             .and_then(|v| self.mapping(v, "comment", &t.name, src, MAPPING_KEYS));
         let group = self.group(t, false);
         let rejects = self.rejects(t, pipeline, &name);
+        let only_if = t
+            .get("only_if")
+            .and_then(|v| self.condition(v, &t.name, src));
         Some(BlacklistStep {
             name,
             source: source?.0,
@@ -500,6 +499,37 @@ impl Parser<'_> {
             comment,
             group,
             rejects,
+            only_if,
         })
+    }
+}
+
+/// `date_format`: the format of every date and time the step reads without its own (an
+/// export written in the account's regional format, such as `%d-%m-%Y`).
+fn default_date_format(
+    format: &str,
+    fields: &mut [(ReceiverField, Mapping)],
+    attributes: [&mut Vec<AttributeMapping>; 2],
+    orders: Option<&mut OrdersSpec>,
+) {
+    let set = |m: &mut Mapping| {
+        if m.format.is_none() {
+            m.format = Some(format.to_string());
+        }
+    };
+    fields
+        .iter_mut()
+        .filter(|(f, _)| f.kind() == ValueKind::Timestamp)
+        .for_each(|(_, m)| set(m));
+    attributes
+        .into_iter()
+        .flat_map(|a| a.iter_mut())
+        .filter(|a| a.kind == crate::api::AttributeType::Date)
+        .for_each(|a| set(&mut a.mapping));
+    if let Some(o) = orders {
+        o.fields
+            .iter_mut()
+            .filter(|(f, _)| f.kind() == ValueKind::Timestamp)
+            .for_each(|(_, m)| set(m));
     }
 }

@@ -2,6 +2,7 @@
 //! validated and deduplicated.
 
 use super::columns::{Errors, map_column, reject_rows};
+use super::condition::RowTest;
 use super::{PrepareError, PrepareStats, PreparedBlacklist, Rejects, value};
 use crate::pipeline::{BlacklistStep, ValueKind};
 use crate::source::{self, FILE_COL, ROW_COL};
@@ -39,6 +40,13 @@ pub fn prepare_blacklist(
         )?),
         None => None,
     };
+    // Rows the step's `only_if` leaves out are not its rows: no entry, no reject.
+    let wanted = step.only_if.as_ref().map(|c| RowTest::new(&table, c));
+    let skipped: Vec<bool> = (0..height)
+        .map(|i| wanted.as_ref().is_some_and(|w| !w.holds(i)))
+        .collect();
+    errors.0.retain(|i, _| !skipped[*i]);
+    stats.skipped = skipped.iter().filter(|s| **s).count() as u64;
     let rows = table.frame.column(ROW_COL)?.u32()?;
     let files = table.frame.column(FILE_COL)?.u32()?;
     let mut seen = HashSet::new();
@@ -46,6 +54,9 @@ pub fn prepare_blacklist(
     let mut kept_rows = Vec::new();
     for (i, email) in emails.iter().enumerate() {
         let Some(email) = email else { continue };
+        if skipped[i] {
+            continue;
+        }
         let normalised = match email.trim().strip_prefix("*@") {
             Some(domain) => value::normalize_email(&format!("x@{domain}"))
                 .map(|_| format!("*@{}", domain.to_lowercase())),

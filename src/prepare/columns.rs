@@ -2,6 +2,7 @@
 //! converted into one text column, errors collected by row, and the rows
 //! with errors turned into reject lines carrying their raw values.
 
+use super::condition::RowTest;
 use super::value;
 use super::{PrepareError, PrepareStats};
 use crate::pipeline::{AttributeMapping, Mapping, ValueFrom, ValueKind};
@@ -9,20 +10,46 @@ use crate::source::{FILE_COL, ROW_COL, RejectRow, Table};
 use polars::prelude::*;
 use std::collections::BTreeMap;
 
+/// One problem of a row: the field, the reason, and the category the report counts it
+/// under (`missing email`, `invalid birthday`).
+pub(super) struct RowError {
+    pub(super) field: String,
+    pub(super) reason: String,
+    category: String,
+}
+
 /// The errors found in a table, by row index.
 #[derive(Default)]
-pub(super) struct Errors(pub(super) BTreeMap<usize, Vec<(String, String)>>);
+pub(super) struct Errors(pub(super) BTreeMap<usize, Vec<RowError>>);
 
 impl Errors {
     pub(super) fn add(&mut self, row: usize, field: &str, reason: String) {
-        self.0
-            .entry(row)
-            .or_default()
-            .push((field.to_string(), reason));
+        let category = if reason.starts_with("missing") {
+            reason.clone()
+        } else {
+            format!("invalid {field}")
+        };
+        self.push(row, field, reason, category);
+    }
+
+    /// A required value that is empty, with the step's own reason when it gives one.
+    fn add_missing(&mut self, row: usize, field: &str, reason: Option<&str>) {
+        let category = format!("missing {field}");
+        let reason = reason.map_or_else(|| category.clone(), str::to_string);
+        self.push(row, field, reason, category);
+    }
+
+    fn push(&mut self, row: usize, field: &str, reason: String, category: String) {
+        self.0.entry(row).or_default().push(RowError {
+            field: field.to_string(),
+            reason,
+            category,
+        });
     }
 }
 
-/// Reads a mapping's values: the column, or the constant on every row.
+/// Reads a mapping's values: the column, the first non-empty of several, or the constant
+/// on every row.
 fn raw_values<'a>(
     table: &'a Table,
     m: &'a Mapping,
@@ -30,6 +57,18 @@ fn raw_values<'a>(
     let n = table.frame.height();
     Ok(match &m.from {
         ValueFrom::Column(c) => Box::new(table.frame.column(c)?.str()?.iter()),
+        ValueFrom::FirstOf(cs) => {
+            // Columns a preset names may be absent from this file: they are empty.
+            let cols: Vec<&StringChunked> = cs
+                .iter()
+                .filter_map(|c| table.frame.column(c).ok().and_then(|c| c.str().ok()))
+                .collect();
+            Box::new((0..n).map(move |i| {
+                cols.iter()
+                    .filter_map(|c| c.get(i))
+                    .find(|v| !v.trim().is_empty())
+            }))
+        }
         ValueFrom::Constant(v) => Box::new(std::iter::repeat_n(Some(v.as_str()), n)),
     })
 }
@@ -43,19 +82,15 @@ pub(super) fn map_column(
     required: bool,
     errors: &mut Errors,
 ) -> Result<StringChunked, PrepareError> {
-    let condition: Option<(&StringChunked, &Vec<String>)> = match &m.only_if {
-        Some(c) => Some((table.frame.column(&c.column)?.str()?, &c.equals)),
-        None => None,
-    };
+    let condition = m.only_if.as_ref().map(|c| RowTest::new(table, c));
     let mut out: Vec<Option<String>> = Vec::with_capacity(table.frame.height());
     for (i, raw) in raw_values(table, m)?.enumerate() {
-        let applies = condition
-            .is_none_or(|(ca, eq)| ca.get(i).is_some_and(|v| eq.iter().any(|e| e == v.trim())));
+        let applies = condition.as_ref().is_none_or(|c| c.holds(i));
         let cleaned = if applies { value::clean(m, raw) } else { None };
         out.push(match cleaned {
             None => {
                 if required {
-                    errors.add(i, field, format!("missing {field}"));
+                    errors.add_missing(i, field, m.missing_reason.as_deref());
                 }
                 None
             }
@@ -118,13 +153,8 @@ pub(super) fn reject_rows(
         });
     }
     for (&i, errs) in &errors.0 {
-        let (first_field, first_reason) = &errs[0];
-        let category = if first_reason.starts_with("missing") {
-            first_reason.clone()
-        } else {
-            format!("invalid {first_field}")
-        };
-        *stats.rejected.entry(category).or_default() += 1;
+        let Some(first) = errs.first() else { continue };
+        *stats.rejected.entry(first.category.clone()).or_default() += 1;
         out.push(RejectRow {
             file: files
                 .get(i)
@@ -134,12 +164,12 @@ pub(super) fn reject_rows(
             row_number: rows.get(i).unwrap_or(0) as u64,
             field: errs
                 .iter()
-                .map(|(f, _)| f.as_str())
+                .map(|e| e.field.as_str())
                 .collect::<Vec<_>>()
                 .join("; "),
             reason: errs
                 .iter()
-                .map(|(_, r)| r.as_str())
+                .map(|e| e.reason.as_str())
                 .collect::<Vec<_>>()
                 .join("; "),
         });

@@ -8,7 +8,9 @@
 
 mod blacklist;
 mod columns;
+mod condition;
 pub mod dedupe;
+mod fill;
 mod orders;
 mod rows;
 pub mod tags;
@@ -55,6 +57,9 @@ pub enum PrepareError {
 #[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct PrepareStats {
     pub rows_read: u64,
+    /// Rows left out by the step's `only_if` (not rejects: they were not meant for it).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub skipped: u64,
     /// Rejected rows by reason (`invalid email`, `missing email`, `invalid birthday`, `wrong number of fields`...).
     pub rejected: BTreeMap<String, u64>,
     pub duplicates: u64,
@@ -64,6 +69,10 @@ pub struct PrepareStats {
     /// Order lines that will be sent with their receivers.
     pub orders_accepted: u64,
     pub orders_rejected: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl PrepareStats {
@@ -133,9 +142,12 @@ pub fn prepare_import(step: &ImportStep, base_dir: &Path) -> Result<PreparedImpo
 
 pub fn prepare_import_table(
     step: &ImportStep,
-    owned: Table,
+    mut owned: Table,
     base_dir: &Path,
 ) -> Result<PreparedImport, PrepareError> {
+    if let Some(spec) = &step.fill_down {
+        fill::fill_down(&mut owned, spec)?;
+    }
     let table = &owned;
     let height = table.frame.height();
     let mut stats = PrepareStats {

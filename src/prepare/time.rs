@@ -1,7 +1,8 @@
 //! Dates and timestamps from the text users' files hold. Without an
 //! explicit `format` only unambiguous spellings are accepted (ISO 8601 and
 //! Unix seconds): `01.02.2024` could be either month, so it needs
-//! `format = "%d.%m.%Y"`. Times without a zone are taken as UTC.
+//! `format = "%d.%m.%Y"`. Times without a zone are taken as UTC; a trailing offset
+//! (`2024-03-05 14:22:10 +0100`, as Shopify writes them) is applied.
 
 use chrono::{DateTime, NaiveDate, NaiveDateTime, Utc};
 
@@ -48,6 +49,10 @@ pub fn parse_timestamp(s: &str, format: Option<&str>) -> Result<i64, String> {
                     .map_err(|_| format!("\"{s}\" is too large for a timestamp"));
             }
             if let Ok(dt) = DateTime::parse_from_rfc3339(s) {
+                return Ok(dt.timestamp());
+            }
+            // Shopify's exports: `2024-03-05 14:22:10 +0100`.
+            if let Ok(dt) = DateTime::parse_from_str(s, "%Y-%m-%d %H:%M:%S %z") {
                 return Ok(dt.timestamp());
             }
             let plain = strip_utc(s);
@@ -135,6 +140,10 @@ mod tests {
             Ok(1_706_745_600)
         );
         assert_eq!(parse_timestamp("1706745600", None), Ok(1_706_745_600));
+        assert_eq!(
+            parse_timestamp("2024-02-01 02:00:00 +0200", None),
+            Ok(1_706_745_600)
+        );
         assert!(
             parse_timestamp("01.02.2024", None)
                 .unwrap_err()

@@ -12,6 +12,9 @@ pub fn clean(m: &Mapping, raw: Option<&str>) -> Option<String> {
     if m.trim {
         v = v.trim().to_string();
     }
+    if let Some(chars) = &m.trim_chars {
+        v = v.trim_matches(|c| chars.contains(c)).to_string();
+    }
     v = match m.case {
         Case::Keep => v,
         Case::Lower => v.to_lowercase(),

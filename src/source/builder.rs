@@ -104,6 +104,7 @@ pub(crate) struct TableBuilder {
     row_col: Vec<u32>,
     ragged: Vec<RawReject>,
     files: Vec<PathBuf>,
+    file_columns: Vec<Vec<String>>,
     dialect: Option<Dialect>,
 }
 
@@ -130,6 +131,7 @@ impl TableBuilder {
             }
         }
         self.files.push(path);
+        self.file_columns.push(header.names.clone());
         self.dialect.get_or_insert(dialect);
         FileColumns {
             file: self.files.len() - 1,
@@ -188,6 +190,7 @@ impl TableBuilder {
             frame,
             files: self.files,
             ragged: self.ragged,
+            file_columns: self.file_columns,
             dialect,
         })
     }

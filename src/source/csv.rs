@@ -10,26 +10,31 @@
 use std::borrow::Cow;
 use std::fs::File;
 use std::io::Read;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use ::csv::{ReaderBuilder, StringRecord};
 
 use super::builder::{self, Header, TableBuilder};
 use super::encoding;
 use super::sniff;
+use super::zipped;
 use super::{Dialect, SourceError, SourceFormat, SourceSpec};
 
 /// How much of a file [`read_header`] reads first; the whole file only if the header does
 /// not end within it.
 const HEADER_PREFIX: u64 = 1 << 20;
 
-/// Reads a CSV file into the table; returns its dialect.
+/// A zip member to read instead of the file at `path`: the archive and the member's name.
+pub(crate) type Member = Option<(PathBuf, String)>;
+
+/// Reads a CSV file (or zip member) into the table; returns its dialect.
 pub(crate) fn read_file(
     path: &Path,
+    member: &Member,
     spec: &SourceSpec,
     table: &mut TableBuilder,
 ) -> Result<Dialect, SourceError> {
-    let bytes = read_bytes(path, None)?;
+    let bytes = read_bytes(path, member, None)?;
     let (text, dialect) = prepare(&bytes, path, spec, false)?;
     let mut rows = Rows::new(&text, dialect.delimiter, path);
     let header = find_header(&mut rows, spec)?.ok_or_else(|| empty_or_beyond(&rows, spec, path))?;
@@ -41,8 +46,12 @@ pub(crate) fn read_file(
 }
 
 /// The column names only, from the first megabyte when the header ends within it.
-pub(crate) fn read_header(path: &Path, spec: &SourceSpec) -> Result<Vec<String>, SourceError> {
-    let prefix = read_bytes(path, Some(HEADER_PREFIX))?;
+pub(crate) fn read_header(
+    path: &Path,
+    member: &Member,
+    spec: &SourceSpec,
+) -> Result<Vec<String>, SourceError> {
+    let prefix = read_bytes(path, member, Some(HEADER_PREFIX))?;
     let truncated = prefix.len() as u64 >= HEADER_PREFIX;
     if truncated {
         let (text, dialect) = prepare(&prefix, path, spec, true)?;
@@ -54,7 +63,7 @@ pub(crate) fn read_header(path: &Path, spec: &SourceSpec) -> Result<Vec<String>,
         }
     }
     let bytes = if truncated {
-        read_bytes(path, None)?
+        read_bytes(path, member, None)?
     } else {
         prefix
     };
@@ -66,7 +75,10 @@ pub(crate) fn read_header(path: &Path, spec: &SourceSpec) -> Result<Vec<String>,
     }
 }
 
-fn read_bytes(path: &Path, limit: Option<u64>) -> Result<Vec<u8>, SourceError> {
+fn read_bytes(path: &Path, member: &Member, limit: Option<u64>) -> Result<Vec<u8>, SourceError> {
+    if let Some((archive, name)) = member {
+        return zipped::read_member(archive, name, limit);
+    }
     let io_error = |source| SourceError::Io {
         file: path.to_path_buf(),
         source,

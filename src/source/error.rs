@@ -102,6 +102,21 @@ pub enum SourceError {
         last_row: u64,
     },
 
+    #[error("{} is not a readable zip archive ({message}); unpack it and name the CSV files in `paths`", .file.display())]
+    Archive { file: PathBuf, message: String },
+
+    #[error(
+        "{} unpacks to more than {limit_gib} GiB; unpack it yourself and name the CSV file in `paths`",
+        .file.display()
+    )]
+    ArchiveMemberTooLarge { file: PathBuf, limit_gib: u64 },
+
+    #[error(
+        "{} holds no CSV file; export the list again as CSV, or name the CSV files themselves in `paths`",
+        .file.display()
+    )]
+    NoCsvInArchive { file: PathBuf },
+
     #[error("cannot write {}: {source}", .file.display())]
     Write { file: PathBuf, source: io::Error },
 

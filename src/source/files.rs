@@ -1,18 +1,23 @@
 //! Which files a source means: each entry of `paths` is a file or a glob pattern, relative to
 //! the pipeline's directory; matches are sorted so runs read files in a stable order, and a
 //! file named twice is read once. The format comes from the extension unless the step sets it.
+//! A zip archive stands for the CSV files inside it (see `zipped`).
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 use glob::{MatchOptions, Pattern};
 
+use super::zipped;
 use super::{SourceError, SourceFormat, SourceSpec};
 
 /// One file to read and how.
 pub(crate) struct Input {
+    /// The file, or for a zip member `archive.zip/member.csv` (how rejects name it).
     pub path: PathBuf,
     pub format: SourceFormat,
+    /// For a member of a zip archive: the archive and the member's name in it.
+    pub member: Option<(PathBuf, String)>,
 }
 
 pub(crate) fn resolve(spec: &SourceSpec, base_dir: &Path) -> Result<Vec<Input>, SourceError> {
@@ -35,11 +40,25 @@ pub(crate) fn resolve(spec: &SourceSpec, base_dir: &Path) -> Result<Vec<Input>, 
             if !seen.insert(path.clone()) {
                 continue;
             }
+            if zipped::is_zip(&path) {
+                for name in zipped::members(&path)? {
+                    inputs.push(Input {
+                        path: zipped::member_path(&path, &name),
+                        format: SourceFormat::Csv,
+                        member: Some((path.clone(), name)),
+                    });
+                }
+                continue;
+            }
             let format = spec
                 .format
                 .or_else(|| format_of(&path))
                 .ok_or_else(|| SourceError::UnknownFormat { file: path.clone() })?;
-            inputs.push(Input { path, format });
+            inputs.push(Input {
+                path,
+                format,
+                member: None,
+            });
         }
     }
     Ok(inputs)

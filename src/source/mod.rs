@@ -3,7 +3,7 @@
 //!
 //! Everything about bytes ends here: encodings and BOMs (`encoding`), delimiters and
 //! non-RFC quoting (`sniff`), CSV parsing and row numbers (`csv`), sheets and cell types
-//! (`xlsx`), the union of several files (`builder`). Later stages see column names and cell
+//! (`xlsx`), the union of several files (`builder`), zip archives of CSV files (`zipped`). Later stages see column names and cell
 //! text only, and send bad rows back through `rejects` in the input's own dialect.
 
 mod builder;
@@ -14,6 +14,7 @@ mod files;
 mod rejects;
 mod sniff;
 mod xlsx;
+mod zipped;
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -119,6 +120,9 @@ pub struct Table {
     pub files: Vec<PathBuf>,
     /// Rows with too few or too many fields ("row has 8 fields, the header has 9").
     pub ragged: Vec<RawReject>,
+    /// The column names of each file, in `files` order: which file has which column
+    /// (a Mailchimp unsubscribed export is the file with `UNSUB_TIME`).
+    pub file_columns: Vec<Vec<String>>,
     /// The dialect of the first file.
     pub dialect: Dialect,
 }
@@ -127,9 +131,14 @@ pub struct Table {
 pub fn read(spec: &SourceSpec, base_dir: &Path) -> Result<Table, SourceError> {
     let inputs = files::resolve(spec, base_dir)?;
     let mut table = TableBuilder::default();
-    for Input { path, format } in inputs {
+    for Input {
+        path,
+        format,
+        member,
+    } in inputs
+    {
         let dialect = match format {
-            SourceFormat::Csv => csv::read_file(&path, spec, &mut table)?,
+            SourceFormat::Csv => csv::read_file(&path, &member, spec, &mut table)?,
             SourceFormat::Spreadsheet => xlsx::read_file(&path, spec, &mut table)?,
         };
         tracing::debug!(
@@ -148,9 +157,14 @@ pub fn read_columns(spec: &SourceSpec, base_dir: &Path) -> Result<Vec<String>, S
     let inputs = files::resolve(spec, base_dir)?;
     let mut columns: Vec<String> = Vec::new();
     let mut seen = HashSet::new();
-    for Input { path, format } in inputs {
+    for Input {
+        path,
+        format,
+        member,
+    } in inputs
+    {
         let names = match format {
-            SourceFormat::Csv => csv::read_header(&path, spec)?,
+            SourceFormat::Csv => csv::read_header(&path, &member, spec)?,
             SourceFormat::Spreadsheet => xlsx::read_header(&path, spec)?,
         };
         for name in names {

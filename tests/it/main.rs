@@ -19,6 +19,7 @@ mod import;
 mod oauth;
 mod openapi;
 mod pipeline_errors;
+mod presets;
 mod properties;
 mod receivers;
 mod reliability;

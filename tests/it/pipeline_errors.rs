@@ -37,10 +37,27 @@ fn a_valid_file_has_no_errors() {
 fn errors_name_file_line_column_and_the_valid_choices() {
     let cases: &[(&str, &[&str])] = &[
         (
+            "[[import]]\nsource = \"in.csv\"\ngroup = \"News\"\nmode = \"sync\"\n[import.receiver]\nemail = \"email\"\n",
+            &["p.toml:4:8: unknown mode \"sync\"; valid values: `import` or `mirror`"],
+        ),
+        (
+            "[[import]]\nsource = \"in.csv\"\ngroup = \"News\"\nmode = \"mirror\"\nremoval = \"drop\"\nmax_removal = \"lots\"\n[import.receiver]\nemail = \"email\"\n",
+            &[
+                "p.toml:5:11: unknown removal \"drop\"; valid values: deactivate, delete",
+                "p.toml:6:15: max_removal \"lots\" must be a percentage of the group from 0% to 100%, such as \"10%\"",
+            ],
+        ),
+        (
+            "[[import]]\nsource = \"in.csv\"\ngroup = \"News\"\nremoval = \"delete\"\n[import.receiver]\nemail = \"email\"\n",
+            &[
+                "p.toml:4:11: `removal` applies to mode = \"mirror\" only; add mode = \"mirror\" or remove it",
+            ],
+        ),
+        (
             "[[import]]\nsorce = \"in.csv\"\ngroup = \"News\"\n[import.receiver]\nemail = \"email\"\n",
             &[
                 "p.toml:1:1: [[import]] step 1 needs `source` (a file path, or a table with `path`)",
-                "p.toml:2:1: unknown key `sorce` in [[import]] step 1; valid keys: `name`, `source`, `group`, `create_group`, `dedupe`, `rejects`, `receiver`, `global_attributes`, `attributes`, `tags` or `orders`",
+                "p.toml:2:1: unknown key `sorce` in [[import]] step 1; valid keys: `name`, `source`, `group`, `create_group`, `preset`, `dedupe`, `rejects`, `receiver`, `global_attributes`, `attributes`, `tags`, `orders`, `mode`, `removal`, `max_removal`, `fill_down`, `other_columns`, `ignore_columns` or `date_format`",
             ],
         ),
         (
@@ -81,6 +98,16 @@ fn errors_name_file_line_column_and_the_valid_choices() {
             "title = \"x\"\n",
             &[
                 "p.toml:1:1: unknown key `title` in the pipeline file; valid keys: `target`, `import`, `blacklist` or `export`",
+            ],
+        ),
+        (
+            "[[import]]\nsource = \"in.csv\"\ngroup = \"News\"\nother_columns = \"tags\"\nfill_down = { within = \"name\" }\n[import.receiver]\nemail = { column = [\"mail\", \"email\"] }\nactivated = { column = \"joined\", only_if = { column = \"name\", equals = \"x\", in_file = true } }\nregistered = { column = \"joined\", only_if = [{ any = [], column = \"name\" }] }\n",
+            &[
+                "p.toml:4:17: unknown other_columns \"tags\"; valid values: `global_attributes` or `attributes`",
+                "p.toml:5:13: `fill_down` of [[import]] step 1 needs `within` and `columns`: the column naming the order (or record) and the columns to fill",
+                "p.toml:7:21: the source has no column \"mail\"; its columns: `email`, `name` or `joined`",
+                "p.toml:8:44: `only_if` of `activated` of `receiver` of [[import]] step 1 needs exactly one test: `equals`, `not_equals` or `in_file`",
+                "p.toml:9:46: `only_if` of `registered` of `receiver` of [[import]] step 1 has `any` beside other keys; put every test inside `any`",
             ],
         ),
         (

@@ -1,0 +1,119 @@
+//! The `source` key of a step: a path (or glob, or zip), or a table with the reading
+//! options. Read here into a [`SourceSpec`]; the column check reads each source's header.
+
+use super::parse::Parser;
+use super::reader::{Table, choices, type_name};
+use super::*;
+use crate::source::{SheetRef, SourceFormat, TextEncoding};
+use toml::Spanned;
+use toml::de::DeValue;
+
+const SOURCE_KEYS: &[&str] = &[
+    "path",
+    "paths",
+    "format",
+    "delimiter",
+    "encoding",
+    "header_row",
+    "sheet",
+];
+const FORMATS: &[&str] = &["csv", "xlsx", "xls", "ods"];
+
+impl Parser<'_> {
+    /// `source = "file.csv"` or `source = { path = ..., ... }`; returns the spec and its
+    /// index, under which the column check reads its header.
+    pub(super) fn source(&mut self, parent: &Table, key: &str) -> Option<(SourceSpec, usize)> {
+        let spec = self.source_spec(parent, key)?;
+        let span = parent.get(key).map_or(0..0, |v| v.span());
+        self.sources.push((spec.clone(), span));
+        Some((spec, self.sources.len() - 1))
+    }
+
+    /// The source a table names, without registering it.
+    pub(super) fn source_spec(&mut self, parent: &Table, key: &str) -> Option<SourceSpec> {
+        let Some(v) = parent.get(key) else {
+            parent.missing(&mut self.ctx, key, " (a file path, or a table with `path`)");
+            return None;
+        };
+        let mut spec = SourceSpec {
+            header_row: 1,
+            ..Default::default()
+        };
+        match v.get_ref() {
+            DeValue::String(s) => spec.paths.push(s.to_string()),
+            DeValue::Table(_) => {
+                let t = Table::new(v, format!("`{key}` of {}", parent.name))?;
+                t.check_keys(&mut self.ctx, SOURCE_KEYS);
+                let ctx = &mut self.ctx;
+                spec.paths
+                    .extend(t.str(ctx, "path").map(Spanned::into_inner));
+                spec.paths.extend(
+                    t.strings(ctx, "paths")
+                        .unwrap_or_default()
+                        .into_iter()
+                        .map(Spanned::into_inner),
+                );
+                if spec.paths.is_empty() {
+                    t.missing(ctx, "path", " (or `paths`)");
+                }
+                if let Some(f) = t.str(ctx, "format") {
+                    match f.get_ref().to_ascii_lowercase().as_str() {
+                        "csv" => spec.format = Some(SourceFormat::Csv),
+                        "xlsx" | "xls" | "ods" => spec.format = Some(SourceFormat::Spreadsheet),
+                        other => ctx.error(
+                            f.span(),
+                            format!(
+                                "unknown format \"{other}\"; valid formats: {}",
+                                choices(FORMATS)
+                            ),
+                        ),
+                    }
+                }
+                if let Some(d) = t.str(ctx, "delimiter") {
+                    match d.get_ref().as_str() {
+                        "tab" | "\t" => spec.delimiter = Some(b'\t'),
+                        s if s.len() == 1 && s.is_ascii() => spec.delimiter = Some(s.as_bytes()[0]),
+                        other => ctx.error(d.span(), format!("`delimiter` must be one character (such as \",\", \";\", \"|\") or \"tab\", not \"{other}\"")),
+                    }
+                }
+                if let Some(e) = t.str(ctx, "encoding") {
+                    match TextEncoding::parse(e.get_ref()) {
+                        Some(enc) => spec.encoding = Some(enc),
+                        None => ctx.error(
+                            e.span(),
+                            format!(
+                                "unknown encoding \"{}\"; valid encodings: {}",
+                                e.get_ref(),
+                                TextEncoding::CHOICES
+                            ),
+                        ),
+                    }
+                }
+                spec.header_row = t
+                    .int(ctx, "header_row", 1..1_000_001)
+                    .map_or(1, |n| n as usize);
+                if let Some(s) = t.get("sheet") {
+                    match s.get_ref() {
+                        DeValue::String(name) => spec.sheet = Some(SheetRef::Name(name.to_string())),
+                        DeValue::Integer(_) => {
+                            spec.sheet = t.int(ctx, "sheet", 1..10_001).map(|n| SheetRef::Index(n as usize))
+                        }
+                        other => ctx.error(s.span(), format!("`sheet` must be a sheet name or its number (1 is the first), not {}", type_name(other))),
+                    }
+                }
+            }
+            other => {
+                self.ctx.error(
+                    v.span(),
+                    format!(
+                        "`{key}` in {} must be a file path or a table, not {}",
+                        parent.name,
+                        type_name(other)
+                    ),
+                );
+                return None;
+            }
+        }
+        Some(spec)
+    }
+}

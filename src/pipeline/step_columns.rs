@@ -1,0 +1,180 @@
+//! Step keys about whole columns rather than one value:
+//!
+//! - `fill_down`: exports that write an order's fields on its first line only (Shopify)
+//!   need them copied to the order's other lines before mapping.
+//! - `other_columns` / `ignore_columns`: exports whose custom fields differ per account
+//!   (Mailchimp merge fields, HubSpot properties, Brevo attributes) map every column the
+//!   step does not name onto an attribute, so nothing is lost without listing it. Resolved
+//!   here against the source's header into plain attribute mappings, so later stages see
+//!   nothing new.
+
+use super::parse::Parser;
+use super::reader::{Table, choices};
+use super::*;
+use crate::source;
+use std::collections::HashSet;
+use toml::Spanned;
+
+pub(super) const FILL_DOWN_KEYS: &[&str] = &["within", "columns"];
+const OTHER_COLUMNS: &[&str] = &["global_attributes", "attributes"];
+/// The longest attribute name the API takes.
+const MAX_NAME: usize = 64;
+
+/// Where the columns a step does not name go.
+#[derive(Clone, Copy, PartialEq)]
+pub(super) enum Others {
+    Global,
+    Group,
+}
+
+impl Parser<'_> {
+    pub(super) fn fill_down(&mut self, t: &Table, src: Option<usize>) -> Option<FillDown> {
+        let f = t.table(&mut self.ctx, "fill_down")?;
+        f.check_keys(&mut self.ctx, FILL_DOWN_KEYS);
+        let ctx = &mut self.ctx;
+        let within = f.str(ctx, "within");
+        let columns = f.strings(ctx, "columns");
+        let (Some(within), Some(columns)) = (within, columns) else {
+            f.missing(
+                &mut self.ctx,
+                "within` and `columns",
+                ": the column naming the order (or record) and the columns to fill",
+            );
+            return None;
+        };
+        self.check_column(src, &within);
+        for c in &columns {
+            self.check_column(src, c);
+        }
+        Some(FillDown {
+            within: within.into_inner(),
+            columns: columns.into_iter().map(Spanned::into_inner).collect(),
+        })
+    }
+
+    /// `other_columns = "global_attributes" | "attributes"` and `ignore_columns`.
+    pub(super) fn others(&mut self, t: &Table) -> Option<(Others, Vec<String>)> {
+        let ctx = &mut self.ctx;
+        let ignore: Vec<String> = t
+            .strings(ctx, "ignore_columns")
+            .unwrap_or_default()
+            .into_iter()
+            .map(Spanned::into_inner)
+            .collect();
+        let to = t.str(ctx, "other_columns")?;
+        match to.get_ref().as_str() {
+            "global_attributes" => Some((Others::Global, ignore)),
+            "attributes" => Some((Others::Group, ignore)),
+            other => {
+                ctx.error(
+                    to.span(),
+                    format!(
+                        "unknown other_columns \"{other}\"; valid values: {}",
+                        choices(OTHER_COLUMNS)
+                    ),
+                );
+                None
+            }
+        }
+    }
+
+    /// Adds an attribute mapping for every column of the step's source that no mapping,
+    /// tag, order field or `fill_down` names and `ignore` does not list.
+    pub(super) fn map_other_columns(
+        &mut self,
+        src: usize,
+        ignore: &[String],
+        into: &mut Vec<AttributeMapping>,
+    ) {
+        let Some((spec, _)) = self.sources.get(src) else {
+            return;
+        };
+        // An unreadable source is reported by the column check; nothing to add then.
+        let Ok(header) = source::read_columns(spec, &self.base_dir) else {
+            return;
+        };
+        let named: HashSet<&str> = self
+            .columns
+            .iter()
+            .filter(|c| c.source == src)
+            .map(|c| c.column.as_str())
+            .chain(ignore.iter().map(String::as_str))
+            .collect();
+        let mut taken: HashSet<String> = into.iter().map(|a| a.name.clone()).collect();
+        for column in header.iter().filter(|c| !named.contains(c.as_str())) {
+            if is_unnamed(column) {
+                continue;
+            }
+            let base = attribute_name(column);
+            let mut name = base.clone();
+            let mut n = 2;
+            while taken.contains(&name) {
+                name = format!("{}_{n}", truncate(&base, MAX_NAME - 4));
+                n += 1;
+            }
+            taken.insert(name.clone());
+            into.push(AttributeMapping {
+                name,
+                kind: crate::api::AttributeType::Text,
+                mapping: Mapping {
+                    from: ValueFrom::Column(column.clone()),
+                    trim: true,
+                    decimal: '.',
+                    ..Default::default()
+                },
+            });
+        }
+    }
+}
+
+/// The source names a column without a header cell `column_N`: nothing to keep.
+fn is_unnamed(column: &str) -> bool {
+    column
+        .strip_prefix("column_")
+        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// A column name as an attribute name: lower case, runs of anything but letters and
+/// digits as one `_`, starting with a letter, at most 64 characters. `ZIP Code` becomes
+/// `zip_code`, `State/Region` `state_region`.
+pub fn attribute_name(column: &str) -> String {
+    let mut out = String::new();
+    for c in column.chars() {
+        if c.is_ascii_alphanumeric() {
+            out.push(c.to_ascii_lowercase());
+        } else if !out.is_empty() && !out.ends_with('_') {
+            out.push('_');
+        }
+    }
+    let out = out.trim_end_matches('_');
+    let out = if out.is_empty() {
+        "column".to_string()
+    } else if out.starts_with(|c: char| c.is_ascii_alphabetic()) {
+        out.to_string()
+    } else {
+        format!("c_{out}")
+    };
+    truncate(&out, MAX_NAME).trim_end_matches('_').to_string()
+}
+
+fn truncate(s: &str, max: usize) -> &str {
+    // ASCII only by construction, so any byte index is a boundary.
+    &s[..s.len().min(max)]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn column_names_become_attribute_names() {
+        assert_eq!(attribute_name("ZIP Code"), "zip_code");
+        assert_eq!(attribute_name("State/Region"), "state_region");
+        assert_eq!(attribute_name("  Phone Number "), "phone_number");
+        assert_eq!(attribute_name("2nd Address"), "c_2nd_address");
+        assert_eq!(attribute_name("Größe"), "gr_e");
+        assert_eq!(attribute_name("!!!"), "column");
+        assert_eq!(attribute_name(&"x".repeat(100)).len(), 64);
+        assert!(is_unnamed("column_12") && !is_unnamed("column_") && !is_unnamed("columns"));
+    }
+}
