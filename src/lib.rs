@@ -18,6 +18,7 @@ pub mod bench;
 pub mod cli;
 pub mod client;
 pub mod export;
+pub mod hash;
 pub mod load;
 pub mod pipeline;
 pub mod prepare;

@@ -11,10 +11,11 @@ use super::target::Connected;
 use super::write::{self, WriteError};
 use super::{Action, LoadError, PlanRow, WriteMode, WriteOptions, mirror, plan, progress_bar};
 use crate::api::{Id, Order, ReceiverInput};
+use crate::hash::{FastMap, FastSet};
 use crate::pipeline::{ImportStep, ReceiverField, ValueFrom};
 use crate::prepare::{PreparedImport, PreparedRows};
 use futures::StreamExt;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 /// What an import step did (or, in a dry run, would do).
@@ -85,9 +86,9 @@ struct Rows<'a> {
     opts: &'a WriteOptions,
     cols: &'a PreparedRows<'a>,
     emails: &'a [String],
-    blocked: &'a HashSet<String>,
-    existing: &'a HashMap<String, Held>,
-    orders: &'a HashMap<String, Vec<Order>>,
+    blocked: &'a FastSet<String>,
+    existing: &'a FastMap<String, Held>,
+    orders: &'a FastMap<String, Vec<Order>>,
     create_only: &'a [ReceiverField],
     consent_unknown: bool,
     run_time: i64,
@@ -371,9 +372,9 @@ pub async fn run(
         opts.retries,
     )
     .await?;
-    let existing: HashMap<String, Held> = match &group {
+    let existing: FastMap<String, Held> = match &group {
         Some(g) => plan::existing(conn, g, opts.concurrency, opts.retries).await?,
-        None => HashMap::new(),
+        None => FastMap::default(),
     };
     // What listpipe imported into this group before; mirror mode plans its
     // removals now, so that its guard can refuse before anything is written.

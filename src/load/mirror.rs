@@ -21,7 +21,7 @@ use crate::api::{Id, ReceiverInput};
 use crate::pipeline::STATE_DIR;
 use futures::StreamExt;
 use sha2::{Digest, Sha256};
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeSet, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -122,7 +122,7 @@ impl Ledger {
 pub fn planned(
     ledger: &Ledger,
     source: &HashSet<&str>,
-    existing: &HashMap<String, Held>,
+    existing: &crate::hash::FastMap<String, Held>,
     removal: Removal,
 ) -> Vec<String> {
     ledger

@@ -5,9 +5,10 @@ use super::diff::Held;
 use super::target::Connected;
 use super::{LoadError, PAGE, retry};
 use crate::api::{AttributeInput, Group, GroupInput, ReceiverQuery, detail};
+use crate::hash::{FastMap, FastSet};
 use crate::pipeline::{AttributeMapping, GroupRef};
 use futures::{StreamExt, TryStreamExt};
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -189,7 +190,7 @@ pub async fn blocked(
     emails: Vec<String>,
     concurrency: usize,
     retries: u32,
-) -> Result<HashSet<String>, LoadError> {
+) -> Result<FastSet<String>, LoadError> {
     let retried = AtomicU64::new(0);
     let chunks: Vec<Vec<String>> = emails
         .chunks(super::BATCH)
@@ -209,7 +210,7 @@ pub async fn blocked(
         .buffered(concurrency.max(1))
         .try_collect()
         .await?;
-    let allowed: HashSet<String> = allowed
+    let allowed: FastSet<String> = allowed
         .into_iter()
         .flatten()
         .map(|e| e.to_lowercase())
@@ -227,7 +228,7 @@ pub async fn existing(
     group: &Group,
     concurrency: usize,
     retries: u32,
-) -> Result<HashMap<String, Held>, LoadError> {
+) -> Result<FastMap<String, Held>, LoadError> {
     let retried = AtomicU64::new(0);
     let total = retry::retrying(conn, retries, &retried, || {
         conn.client.group_stats(group.id)
@@ -235,7 +236,7 @@ pub async fn existing(
     .await?
     .total_count;
     let pages = (total + PAGE - 1) / PAGE;
-    let mut out = HashMap::with_capacity(total.max(0) as usize);
+    let mut out = FastMap::with_capacity_and_hasher(total.max(0) as usize, Default::default());
     let mut stream = futures::stream::iter(0..pages.max(1))
         .map(|page| {
             let retried = &retried;

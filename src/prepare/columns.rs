@@ -83,29 +83,27 @@ pub(super) fn map_column(
     errors: &mut Errors,
 ) -> Result<StringChunked, PrepareError> {
     let condition = m.only_if.as_ref().map(|c| RowTest::new(table, c));
-    let mut out: Vec<Option<String>> = Vec::with_capacity(table.frame.height());
+    let mut out = StringChunkedBuilder::new(field.into(), table.frame.height());
     for (i, raw) in raw_values(table, m)?.enumerate() {
         let applies = condition.as_ref().is_none_or(|c| c.holds(i));
         let cleaned = if applies { value::clean(m, raw) } else { None };
-        out.push(match cleaned {
+        match cleaned {
             None => {
                 if required {
                     errors.add_missing(i, field, m.missing_reason.as_deref());
                 }
-                None
+                out.append_null();
             }
-            Some(v) => match value::convert(kind, m, &v) {
-                Ok(v) => Some(v),
+            Some(v) => match value::convert(kind, m, v) {
+                Ok(v) => out.append_value(v),
                 Err(reason) => {
                     errors.add(i, field, reason);
-                    None
+                    out.append_null();
                 }
             },
-        });
+        }
     }
-    let mut ca: StringChunked = out.into_iter().collect();
-    ca.rename(field.into());
-    Ok(ca)
+    Ok(out.finish())
 }
 
 pub(super) fn attribute_columns(

@@ -18,6 +18,7 @@ pub mod time;
 pub mod value;
 
 use crate::api::Order;
+use crate::hash::{FastMap, FastSet};
 use crate::pipeline::{ImportStep, ReceiverField};
 use crate::source::{self, FILE_COL, ROW_COL, RejectRow, Table};
 pub use blacklist::prepare_blacklist;
@@ -27,7 +28,7 @@ pub use rows::PreparedRows;
 
 use columns::{Errors, attribute_columns, keep_mask, map_column, reject_rows};
 use orders::{map_orders, prepare_joined_orders};
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::BTreeMap;
 use std::path::Path;
 
 /// Names of the prepared frame's columns.
@@ -119,7 +120,7 @@ pub struct PreparedImport {
     /// Row number and address of each row dropped as a duplicate.
     pub duplicates: Vec<(u64, String)>,
     /// Orders by normalised email.
-    pub orders: HashMap<String, Vec<Order>>,
+    pub orders: FastMap<String, Vec<Order>>,
     pub order_rejects: Option<Rejects>,
     pub stats: PrepareStats,
 }
@@ -217,14 +218,14 @@ pub fn prepare_import_table(
     let frame = dedupe::dedupe(frame, step.dedupe)?;
     stats.duplicates = duplicates.len() as u64;
 
-    let emails: HashSet<String> = frame
+    let emails: FastSet<String> = frame
         .column(&col::field(ReceiverField::Email))?
         .str()?
         .iter()
         .flatten()
         .map(str::to_string)
         .collect();
-    let mut orders: HashMap<String, Vec<Order>> = HashMap::new();
+    let mut orders: FastMap<String, Vec<Order>> = FastMap::default();
     let mut order_rejects = None;
     if let Some(row_orders) = row_orders {
         for (i, order) in row_orders.into_iter().enumerate() {

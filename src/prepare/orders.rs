@@ -4,10 +4,10 @@
 use super::columns::{Errors, map_column, reject_rows};
 use super::{PrepareError, PrepareStats, Rejects};
 use crate::api::Order;
+use crate::hash::{FastMap, FastSet};
 use crate::pipeline::{OrderField, OrdersSpec, ValueKind};
 use crate::source::Table;
 use polars::prelude::*;
-use std::collections::{HashMap, HashSet};
 
 /// One `Option<Order>` per row (None where the row has no order id).
 pub(super) fn map_orders(
@@ -52,9 +52,9 @@ pub(super) fn map_orders(
 pub(super) fn prepare_joined_orders(
     spec: &OrdersSpec,
     table: &Table,
-    emails: &HashSet<String>,
+    emails: &FastSet<String>,
     stats: &mut PrepareStats,
-) -> Result<(HashMap<String, Vec<Order>>, Rejects), PrepareError> {
+) -> Result<(FastMap<String, Vec<Order>>, Rejects), PrepareError> {
     let mut errors = Errors::default();
     let email_mapping = spec.email.clone().unwrap_or_default();
     let by_row = map_column(
@@ -83,7 +83,7 @@ pub(super) fn prepare_joined_orders(
     rejects.rows = reject_rows(table, &errors, &mut order_stats)?;
     stats.orders_rejected += order_stats.rejected_total();
     stats.orders_read += (table.frame.height() + table.ragged.len()) as u64;
-    let mut out: HashMap<String, Vec<Order>> = HashMap::new();
+    let mut out: FastMap<String, Vec<Order>> = FastMap::default();
     for (i, (email, order)) in by_row.iter().zip(orders).enumerate() {
         if let (Some(email), Some(order), false) = (email, order, errors.0.contains_key(&i)) {
             stats.orders_accepted += 1;

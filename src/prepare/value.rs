@@ -4,28 +4,35 @@
 
 use super::time::{parse_date, parse_timestamp};
 use crate::pipeline::{Case, Mapping, ValueKind};
+use std::borrow::Cow;
 use validator::ValidateEmail;
 
 /// Cleans a raw value as the mapping says; `None` when it ends up empty.
-pub fn clean(m: &Mapping, raw: Option<&str>) -> Option<String> {
-    let mut v = raw.unwrap_or("").to_string();
+pub fn clean<'a>(m: &'a Mapping, raw: Option<&'a str>) -> Option<Cow<'a, str>> {
+    // Borrowed all the way unless the case changes: no allocation per cell.
+    let mut v = raw.unwrap_or("");
     if m.trim {
-        v = v.trim().to_string();
+        v = v.trim();
     }
     if let Some(chars) = &m.trim_chars {
-        v = v.trim_matches(|c| chars.contains(c)).to_string();
+        v = v.trim_matches(|c| chars.contains(c));
     }
-    v = match m.case {
-        Case::Keep => v,
-        Case::Lower => v.to_lowercase(),
-        Case::Upper => v.to_uppercase(),
-        Case::Title => title_case(&v),
+    let v: Cow<'a, str> = match m.case {
+        Case::Keep => Cow::Borrowed(v),
+        Case::Lower if !v.chars().any(char::is_uppercase) => Cow::Borrowed(v),
+        Case::Lower => Cow::Owned(v.to_lowercase()),
+        Case::Upper => Cow::Owned(v.to_uppercase()),
+        Case::Title => Cow::Owned(title_case(v)),
     };
-    if let Some((_, to)) = m.map.iter().find(|(from, _)| *from == v) {
-        v = to.clone();
-    }
+    let v = match m.map.iter().find(|(from, _)| *from == v) {
+        Some((_, to)) => Cow::Borrowed(to.as_str()),
+        None => v,
+    };
     if v.is_empty() {
-        m.default.clone().filter(|d| !d.is_empty())
+        m.default
+            .as_deref()
+            .filter(|d| !d.is_empty())
+            .map(Cow::Borrowed)
     } else {
         Some(v)
     }
@@ -62,24 +69,28 @@ pub const GENDERS: &[&str] = &[
 ];
 
 /// Converts a cleaned value to what the API takes for `kind`.
-pub fn convert(kind: ValueKind, m: &Mapping, v: &str) -> Result<String, String> {
+pub fn convert<'a>(kind: ValueKind, m: &Mapping, v: Cow<'a, str>) -> Result<Cow<'a, str>, String> {
+    let owned = |r: Result<String, String>| r.map(Cow::Owned);
     match kind {
-        ValueKind::Text => Ok(v.to_string()),
-        ValueKind::Gender if GENDERS.contains(&v.to_lowercase().as_str()) => Ok(v.to_string()),
+        ValueKind::Text => Ok(v),
+        ValueKind::Gender if GENDERS.contains(&v.to_lowercase().as_str()) => Ok(v),
         ValueKind::Gender => Err(format!(
             "\"{v}\" is not a gender spelling listpipe knows (m, f, d, male, female, Herr, Frau, Mr, Mrs...); give it a `map` entry"
         )),
-        ValueKind::Email => normalize_email(v),
+        ValueKind::Email => owned(normalize_email(&v)),
         ValueKind::Timestamp if v.eq_ignore_ascii_case("now") => {
-            Ok(chrono::Utc::now().timestamp().to_string())
+            Ok(Cow::Owned(chrono::Utc::now().timestamp().to_string()))
         }
-        ValueKind::Timestamp => parse_timestamp(v, m.format.as_deref()).map(|t| t.to_string()),
-        ValueKind::Date => parse_date(v, m.format.as_deref()),
-        ValueKind::Integer => v
-            .trim()
-            .parse::<i64>()
-            .map(|n| n.to_string())
-            .map_err(|_| format!("\"{v}\" is not a whole number")),
+        ValueKind::Timestamp => {
+            owned(parse_timestamp(&v, m.format.as_deref()).map(|t| t.to_string()))
+        }
+        ValueKind::Date => owned(parse_date(&v, m.format.as_deref())),
+        ValueKind::Integer => owned(
+            v.trim()
+                .parse::<i64>()
+                .map(|n| n.to_string())
+                .map_err(|_| format!("\"{v}\" is not a whole number")),
+        ),
         ValueKind::Number => {
             let t = v.trim();
             let t = if m.decimal == ',' {
@@ -88,7 +99,7 @@ pub fn convert(kind: ValueKind, m: &Mapping, v: &str) -> Result<String, String> 
                 t.replace(',', "")
             };
             match t.parse::<f64>() {
-                Ok(n) if n.is_finite() => Ok(t),
+                Ok(n) if n.is_finite() => Ok(Cow::Owned(t)),
                 _ => Err(format!(
                     "\"{v}\" is not a number{}",
                     if m.decimal == '.' && v.contains(',') {
@@ -148,15 +159,15 @@ mod tests {
                     decimal: ',',
                     ..m()
                 },
-                "1.049,90"
+                "1.049,90".into()
             ),
             Ok("1049.90".into())
         );
         assert_eq!(
-            convert(ValueKind::Number, &m(), "49.90"),
+            convert(ValueKind::Number, &m(), "49.90".into()),
             Ok("49.90".into())
         );
-        assert!(convert(ValueKind::Number, &m(), "abc").is_err());
+        assert!(convert(ValueKind::Number, &m(), "abc".into()).is_err());
     }
 
     #[test]

@@ -98,7 +98,7 @@ fn lookup(
         return Ok(None);
     };
     let row = conn
-        .query_row(
+        .row(
             "SELECT verifier_hash, account_id, app_id, expires, redirect_uri, created FROM tokens
              WHERE selector = ?1 AND kind = ?2",
             params![selector, kind.as_str()],
@@ -172,7 +172,7 @@ pub fn authenticate_app(
     secret: &str,
 ) -> StoreResult<Option<App>> {
     let row = conn
-        .query_row(
+        .row(
             "SELECT id, account_id, secret_hash FROM oauth_apps WHERE client_id = ?1",
             [client_id],
             |r| {
@@ -328,7 +328,7 @@ pub struct AppListing {
 /// The application with this client id (the public half of its credentials).
 pub fn app_by_client_id(conn: &Connection, client_id: &str) -> StoreResult<Option<AppListing>> {
     Ok(conn
-        .query_row(
+        .row(
             "SELECT o.id, o.account_id, o.name, a.name FROM oauth_apps o
              JOIN accounts a ON a.id = o.account_id WHERE o.client_id = ?1",
             [client_id],

@@ -53,7 +53,7 @@ pub fn list(conn: &Connection, account: AccountId, group_id: i64) -> StoreResult
     let sql = format!(
         "SELECT {COLUMNS} FROM attributes WHERE account_id = ?1 AND group_id = ?2 ORDER BY id"
     );
-    let mut stmt = conn.prepare(&sql)?;
+    let mut stmt = conn.prepare_cached(&sql)?;
     let rows = stmt.query_map(params![account.0, group_id], from_row)?;
     Ok(rows.collect::<Result<_, _>>()?)
 }
@@ -67,7 +67,7 @@ pub fn get(
 ) -> StoreResult<Attribute> {
     let sql = format!("SELECT {COLUMNS} FROM attributes WHERE id = ?1 AND account_id = ?2");
     match conn
-        .query_row(&sql, params![id, account.0], from_row)
+        .row(&sql, params![id, account.0], from_row)
         .optional()?
     {
         Some(a) if group_id.is_none_or(|g| g == a.group_id) => Ok(a),
@@ -285,7 +285,7 @@ pub fn resolve(
     );
     let scope = if global_only { 0 } else { group_id };
     Ok(conn
-        .query_row(&sql, params![account.0, name.trim(), scope], from_row)
+        .row(&sql, params![account.0, name.trim(), scope], from_row)
         .optional()?)
 }
 

@@ -28,7 +28,7 @@ fn domain_entry(email: &str) -> String {
 }
 
 pub fn list(conn: &Connection, account: AccountId) -> StoreResult<Vec<BlacklistEntry>> {
-    let mut stmt = conn.prepare(
+    let mut stmt = conn.prepare_cached(
         "SELECT email, comment, stamp FROM blacklist WHERE account_id = ?1 ORDER BY email",
     )?;
     let rows = stmt.query_map([account.0], |r| {
@@ -198,8 +198,9 @@ pub fn group_list(
     group_id: i64,
 ) -> StoreResult<Vec<BlacklistEntry>> {
     groups::ensure(conn, account, group_id)?;
-    let mut stmt = conn
-        .prepare("SELECT email, stamp FROM group_blocklist WHERE group_id = ?1 ORDER BY email")?;
+    let mut stmt = conn.prepare_cached(
+        "SELECT email, stamp FROM group_blocklist WHERE group_id = ?1 ORDER BY email",
+    )?;
     let rows = stmt.query_map([group_id], |r| {
         Ok(BlacklistEntry {
             email: r.get(0)?,

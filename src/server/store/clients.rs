@@ -9,6 +9,7 @@ use super::{
 };
 use crate::api::blacklist::MAX_BATCH;
 use crate::api::client_info::{ClientInfo, ClientLimit, ClientUser, InvoiceAddress, Plan};
+use crate::server::store::Cached;
 use crate::server::wire::MAX_BODY_BYTES;
 use chrono::{Datelike, TimeZone, Utc};
 use rusqlite::{Connection, OptionalExtension, params};
@@ -63,7 +64,7 @@ pub fn list(
 
 pub fn plan(conn: &Connection, account: AccountId, id: i64) -> StoreResult<Plan> {
     get(conn, account, id)?;
-    conn.query_row(
+    conn.row(
         "SELECT p.id, p.name, p.flatrate, p.emails, p.receiver_cap, p.runtime, p.price, p.currency
          FROM accounts a JOIN plans p ON p.id = a.plan_id WHERE a.id = ?1",
         [account.0],
@@ -90,7 +91,7 @@ pub fn contingent(conn: &Connection, account: AccountId, id: i64) -> StoreResult
     if plan(conn, account, id)?.flatrate {
         return Ok(0);
     }
-    Ok(conn.query_row(
+    Ok(conn.row(
         "SELECT contingent FROM accounts WHERE id = ?1",
         [account.0],
         |r| r.get(0),
@@ -104,7 +105,7 @@ pub fn invoice_address(
 ) -> StoreResult<InvoiceAddress> {
     get(conn, account, id)?;
     // The account's company stands in when no address row exists.
-    Ok(conn.query_row(
+    Ok(conn.row(
         "SELECT COALESCE(i.company, a.company), COALESCE(i.street, ''), COALESCE(i.zip, ''),
                 COALESCE(i.city, ''), COALESCE(i.country, '')
          FROM accounts a LEFT JOIN invoice_addresses i ON i.account_id = a.id WHERE a.id = ?1",
@@ -159,7 +160,7 @@ pub fn active_receiver_count(conn: &Connection, account: AccountId, id: i64) -> 
 
 fn count_receivers(conn: &Connection, account: AccountId, condition: &str) -> StoreResult<i64> {
     let sql = format!("SELECT COUNT(*) FROM receivers r WHERE r.account_id = ?1 AND {condition}");
-    Ok(conn.query_row(&sql, [account.0], |r| r.get(0))?)
+    Ok(conn.row(&sql, [account.0], |r| r.get(0))?)
 }
 
 /// The limits the server applies to the account, with current use. Limits
@@ -172,9 +173,8 @@ pub fn limits(
     requests_per_second: Option<i64>,
 ) -> StoreResult<Vec<ClientLimit>> {
     let plan = plan(conn, account, id)?;
-    let count = |sql: &str| -> StoreResult<i64> {
-        Ok(conn.query_row(sql, params![account.0], |r| r.get(0))?)
-    };
+    let count =
+        |sql: &str| -> StoreResult<i64> { Ok(conn.row(sql, params![account.0], |r| r.get(0))?) };
     let limit = |name: &str, value: Option<i64>, used: Option<i64>| ClientLimit {
         name: name.into(),
         value,

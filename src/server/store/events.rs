@@ -6,6 +6,7 @@
 //! The `svcevent_mail_*` filter fields match them.
 
 use super::{AccountId, StoreResult, accounts, now};
+use crate::server::store::Cached;
 use rusqlite::{Connection, OptionalExtension, params};
 use serde::Deserialize;
 
@@ -45,7 +46,7 @@ pub fn record(
     value: &str,
 ) -> StoreResult<bool> {
     let contact: Option<i64> = conn
-        .query_row(
+        .row(
             "SELECT id FROM contacts WHERE account_id = ?1 AND email = ?2",
             params![account.0, email.trim()],
             |r| r.get(0),
@@ -54,13 +55,13 @@ pub fn record(
     let Some(contact) = contact else {
         return Ok(false);
     };
-    let exists: bool = conn.query_row(
+    let exists: bool = conn.row(
         "SELECT EXISTS (SELECT 1 FROM events WHERE contact_id = ?1 AND type = ?2 AND mailing_id = ?3 AND stamp = ?4)",
         params![contact, kind, mailing_id, stamp],
         |r| r.get(0),
     )?;
     if !exists {
-        conn.execute(
+        conn.exec(
             "INSERT INTO events (contact_id, stamp, type, value, mailing_id) VALUES (?1, ?2, ?3, ?4, ?5)",
             params![contact, stamp, kind, value, mailing_id],
         )?;

@@ -47,7 +47,7 @@ pub fn list(conn: &Connection, account: AccountId, order: Option<&str>) -> Store
         },
     };
     let sql = format!("SELECT {COLUMNS} FROM groups WHERE account_id = ?1 ORDER BY {order_sql}");
-    let mut stmt = conn.prepare(&sql)?;
+    let mut stmt = conn.prepare_cached(&sql)?;
     let rows = stmt.query_map([account.0], from_row)?;
     Ok(rows.collect::<Result<_, _>>()?)
 }
@@ -55,7 +55,7 @@ pub fn list(conn: &Connection, account: AccountId, order: Option<&str>) -> Store
 pub fn get(conn: &Connection, account: AccountId, id: i64) -> StoreResult<Group> {
     let sql = format!("SELECT {COLUMNS} FROM groups WHERE id = ?1 AND account_id = ?2");
     match conn
-        .query_row(&sql, params![id, account.0], from_row)
+        .row(&sql, params![id, account.0], from_row)
         .optional()?
     {
         Some(g) => Ok(g),
@@ -192,8 +192,8 @@ pub fn stats(conn: &Connection, account: AccountId, id: i64) -> StoreResult<Grou
                 COALESCE(SUM({BOUNCED_SQL}), 0), COALESCE(AVG(r.points), 0)
          FROM receivers r WHERE r.group_id = ?1"
     );
-    let (total, active, inactive, bounced, avg_points): (i64, i64, i64, i64, f64) = conn
-        .query_row(&sql, [id], |r| {
+    let (total, active, inactive, bounced, avg_points): (i64, i64, i64, i64, f64) =
+        conn.row(&sql, [id], |r| {
             Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
         })?;
     let order_count: i64 = conn.row(

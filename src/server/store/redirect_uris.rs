@@ -8,6 +8,7 @@
 //! because a command-line client listens on whatever port is free.
 
 use super::{StoreResult, invalid};
+use crate::server::store::Cached;
 use rusqlite::{Connection, params};
 
 /// What `listpipe auth login` listens on (any port); registered for the
@@ -82,7 +83,7 @@ pub fn matches(registered: &str, requested: &str) -> bool {
 /// Registers a URI for an application; `false` if it was there already.
 pub fn register(conn: &Connection, app_id: i64, uri: &str) -> StoreResult<bool> {
     let uri = check(uri)?;
-    let added = conn.execute(
+    let added = conn.exec(
         "INSERT OR IGNORE INTO oauth_redirect_uris (app_id, uri) VALUES (?1, ?2)",
         params![app_id, uri],
     )?;
@@ -92,7 +93,7 @@ pub fn register(conn: &Connection, app_id: i64, uri: &str) -> StoreResult<bool> 
 /// The application's registered URIs, in order.
 pub fn of_app(conn: &Connection, app_id: i64) -> StoreResult<Vec<String>> {
     let mut stmt =
-        conn.prepare("SELECT uri FROM oauth_redirect_uris WHERE app_id = ?1 ORDER BY uri")?;
+        conn.prepare_cached("SELECT uri FROM oauth_redirect_uris WHERE app_id = ?1 ORDER BY uri")?;
     let uris = stmt
         .query_map([app_id], |r| r.get(0))?
         .collect::<Result<Vec<String>, _>>()?;

@@ -81,7 +81,7 @@ pub fn of_account(
     account: AccountId,
     origin: &Origin,
 ) -> StoreResult<Vec<String>> {
-    let mut stmt = conn.prepare(
+    let mut stmt = conn.prepare_cached(
         "SELECT DISTINCT t.tag FROM tags t JOIN contacts c ON c.id = t.contact_id
          WHERE c.account_id = ?1 ORDER BY t.tag",
     )?;

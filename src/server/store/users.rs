@@ -7,6 +7,7 @@
 //! [`login_hash`] read.
 
 use super::{AccountId, StoreError, StoreResult, now};
+use crate::server::store::Cached;
 use argon2::password_hash::{PasswordHasher, PasswordVerifier, SaltString};
 use argon2::{Argon2, PasswordHash as Phc};
 use rusqlite::{Connection, OptionalExtension, params};
@@ -94,13 +95,13 @@ pub fn upsert(
 ) -> StoreResult<(User, bool)> {
     let email = check_email(email)?;
     let t = now();
-    let updated = conn.execute(
+    let updated = conn.exec(
         "UPDATE users SET password_hash = ?1, name = COALESCE(?2, name), changed = ?3
          WHERE account_id = ?4 AND email = ?5",
         params![password.0, name, t, account.0, email],
     )?;
     if updated == 0 {
-        conn.execute(
+        conn.exec(
             "INSERT INTO users (account_id, email, name, role, password_hash, created, changed)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6)",
             params![
@@ -120,7 +121,7 @@ pub fn upsert(
 
 fn find(conn: &Connection, account: AccountId, email: &str) -> StoreResult<Option<User>> {
     Ok(conn
-        .query_row(
+        .row(
             "SELECT id, email, name, role FROM users WHERE account_id = ?1 AND email = ?2",
             params![account.0, email.trim()],
             row_to_user,
@@ -158,8 +159,9 @@ pub fn create_first(conn: &Connection, account: AccountId) -> StoreResult<(Strin
 
 /// The account's users, oldest first.
 pub fn list(conn: &Connection, account: AccountId) -> StoreResult<Vec<User>> {
-    let mut stmt =
-        conn.prepare("SELECT id, email, name, role FROM users WHERE account_id = ?1 ORDER BY id")?;
+    let mut stmt = conn.prepare_cached(
+        "SELECT id, email, name, role FROM users WHERE account_id = ?1 ORDER BY id",
+    )?;
     let users = stmt
         .query_map([account.0], row_to_user)?
         .collect::<Result<Vec<_>, _>>()?;
@@ -173,7 +175,7 @@ pub fn login_hash(
     email: &str,
 ) -> StoreResult<Option<(User, String)>> {
     Ok(conn
-        .query_row(
+        .row(
             "SELECT id, email, name, role, password_hash FROM users
              WHERE account_id = ?1 AND email = ?2",
             params![account.0, email.trim()],

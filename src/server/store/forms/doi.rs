@@ -19,6 +19,7 @@ use super::super::{
 use super::{fields, find};
 use crate::api::ReceiverInput;
 use crate::api::form::{DoiData, Form, FormSendInput};
+use crate::server::store::Cached;
 use rusqlite::{Connection, OptionalExtension, params};
 use std::collections::BTreeMap;
 
@@ -87,7 +88,7 @@ fn receiver_in(
     email: &str,
 ) -> StoreResult<Option<(i64, i64, i64)>> {
     Ok(conn
-        .query_row(
+        .row(
             "SELECT r.id, r.activated, r.deactivated FROM receivers r JOIN contacts c ON c.id = r.contact_id
              WHERE r.group_id = ?1 AND c.email = ?2",
             params![group_id, email.trim()],
@@ -119,7 +120,7 @@ fn write_mail(conn: &Connection, mail: &Mail, base_url: &str) -> StoreResult<()>
     let selector = random_hex(SELECTOR_BYTES)?;
     let verifier = random_hex(VERIFIER_BYTES)?;
     let t = now();
-    conn.execute(
+    conn.exec(
         "INSERT INTO doi_links (selector, verifier_hash, account_id, receiver_id, kind, created, expires)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
         params![selector, hash(&verifier), account.0, receiver_id, kind.as_str(), t, t + LINK_TTL_SECS],
@@ -145,7 +146,7 @@ fn write_mail(conn: &Connection, mail: &Mail, base_url: &str) -> StoreResult<()>
          The link works once, for {} days.\n",
         LINK_TTL_SECS / 86_400
     );
-    conn.execute(
+    conn.exec(
         "INSERT INTO outbox (account_id, kind, recipient, subject, body, link, form_id, group_id, receiver_id,
             user_ip, referer, user_agent, created)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
@@ -290,7 +291,7 @@ pub fn confirm(conn: &Connection, token: &str) -> StoreResult<Confirmation> {
     }
     let (selector, verifier) = token.split_at(n);
     let (stored, receiver_id, kind, expires, used): (Vec<u8>, i64, String, i64, i64) = conn
-        .query_row(
+        .row(
             "SELECT verifier_hash, receiver_id, kind, expires, used FROM doi_links WHERE selector = ?1",
             [selector],
             |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)),
@@ -307,12 +308,12 @@ pub fn confirm(conn: &Connection, token: &str) -> StoreResult<Confirmation> {
     if expires <= t {
         return Ok(Confirmation::Expired);
     }
-    conn.execute(
+    conn.exec(
         "UPDATE doi_links SET used = ?1 WHERE selector = ?2",
         params![t, selector],
     )?;
     let (email, group, group_id, activated, deactivated): (String, String, i64, i64, i64) = conn
-        .query_row(
+        .row(
             "SELECT c.email, g.name, g.id, r.activated, r.deactivated FROM receivers r
          JOIN contacts c ON c.id = r.contact_id JOIN groups g ON g.id = r.group_id WHERE r.id = ?1",
             [receiver_id],
@@ -320,7 +321,7 @@ pub fn confirm(conn: &Connection, token: &str) -> StoreResult<Confirmation> {
         )?;
     let set = |column: &str| -> StoreResult<()> {
         let sql = format!("UPDATE receivers SET {column} = ?1, changed = ?1 WHERE id = ?2");
-        conn.execute(&sql, params![t, receiver_id])?;
+        conn.exec(&sql, params![t, receiver_id])?;
         groups::touch(conn, group_id)
     };
     let outcome = match MailKind::parse(&kind) {

@@ -9,6 +9,7 @@ pub mod outbox;
 use super::{AccountId, StoreError, StoreResult, attributes, groups, invalid, not_found, now};
 use crate::api::Attribute;
 use crate::api::form::{Form, FormTemplateInput};
+use crate::server::store::Cached;
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
 /// Forms per account (`GET /v3/clients/{id}/limits` reports it).
@@ -33,7 +34,7 @@ fn from_row(r: &Row) -> rusqlite::Result<Form> {
 /// Every form of the account, oldest first.
 pub fn list(conn: &Connection, account: AccountId) -> StoreResult<Vec<Form>> {
     let sql = format!("SELECT {COLUMNS} FROM forms WHERE account_id = ?1 ORDER BY id");
-    let mut stmt = conn.prepare(&sql)?;
+    let mut stmt = conn.prepare_cached(&sql)?;
     let rows = stmt.query_map([account.0], from_row)?;
     Ok(rows.collect::<Result<_, _>>()?)
 }
@@ -47,14 +48,14 @@ pub fn list_of_group(
     groups::ensure(conn, account, group_id)?;
     let sql =
         format!("SELECT {COLUMNS} FROM forms WHERE account_id = ?1 AND group_id = ?2 ORDER BY id");
-    let mut stmt = conn.prepare(&sql)?;
+    let mut stmt = conn.prepare_cached(&sql)?;
     let rows = stmt.query_map(params![account.0, group_id], from_row)?;
     Ok(rows.collect::<Result<_, _>>()?)
 }
 
 pub fn get(conn: &Connection, account: AccountId, id: i64) -> StoreResult<Form> {
     let sql = format!("SELECT {COLUMNS} FROM forms WHERE id = ?1 AND account_id = ?2");
-    conn.query_row(&sql, params![id, account.0], from_row)
+    conn.row(&sql, params![id, account.0], from_row)
         .optional()?
         .ok_or_else(|| StoreError::NotFound("Not Found: invalid form".into()))
 }
@@ -63,13 +64,13 @@ pub fn get(conn: &Connection, account: AccountId, id: i64) -> StoreResult<Form> 
 /// carries no token.
 pub fn find(conn: &Connection, id: i64) -> StoreResult<(AccountId, Form)> {
     let sql = format!("SELECT {COLUMNS}, account_id FROM forms WHERE id = ?1");
-    conn.query_row(&sql, [id], |r| Ok((AccountId(r.get(6)?), from_row(r)?)))
+    conn.row(&sql, [id], |r| Ok((AccountId(r.get(6)?), from_row(r)?)))
         .optional()?
         .ok_or_else(|| StoreError::NotFound("Not Found: invalid form".into()))
 }
 
 pub fn delete(conn: &Connection, account: AccountId, id: i64) -> StoreResult<()> {
-    let n = conn.execute(
+    let n = conn.exec(
         "DELETE FROM forms WHERE id = ?1 AND account_id = ?2",
         params![id, account.0],
     )?;
@@ -111,7 +112,7 @@ pub fn create_from_template(
             ));
         }
     }
-    let count: i64 = conn.query_row(
+    let count: i64 = conn.row(
         "SELECT COUNT(*) FROM forms WHERE account_id = ?1",
         [account.0],
         |r| r.get(0),
@@ -121,7 +122,7 @@ pub fn create_from_template(
             "Forbidden: limit reached: an account has at most {MAX_FORMS} forms; delete one first"
         )));
     }
-    conn.execute(
+    conn.exec(
         "INSERT INTO forms (account_id, group_id, name, title, template, created)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
         params![

@@ -17,7 +17,7 @@ pub fn page(
     limit: i64,
     offset: i64,
 ) -> StoreResult<Vec<OutboxMail>> {
-    let mut stmt = conn.prepare(
+    let mut stmt = conn.prepare_cached(
         "SELECT id, kind, recipient, subject, body, link, form_id, group_id, receiver_id,
                 user_ip, referer, user_agent, created
          FROM outbox WHERE account_id = ?1 AND (?2 IS NULL OR recipient = ?2 COLLATE NOCASE)

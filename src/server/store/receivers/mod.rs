@@ -153,7 +153,7 @@ fn save_order(conn: &Connection, contact_id: i64, o: &Order) -> StoreResult<()> 
     }
     let stamp = if o.stamp > 0 { o.stamp } else { now() };
     let existing: Option<i64> = conn
-        .query_row(
+        .row(
             "SELECT id FROM orders WHERE contact_id = ?1 AND order_id = ?2 AND product_id = ?3",
             params![contact_id, o.order_id, o.product_id],
             |r| r.get(0),
@@ -311,7 +311,7 @@ pub fn delete(
     }
     let targets: Vec<(i64, i64)> = match (key, group) {
         (ReceiverKey::Email(email), None) => {
-            let mut stmt = conn.prepare(
+            let mut stmt = conn.prepare_cached(
                 "SELECT r.id, r.group_id FROM receivers r JOIN contacts c ON c.id = r.contact_id
                  WHERE c.account_id = ?1 AND c.email = ?2",
             )?;

@@ -48,7 +48,7 @@ pub(super) fn locate(
 ) -> StoreResult<(i64, i64, i64)> {
     let row = match key {
         ReceiverKey::Id(id) => conn
-            .query_row(
+            .row(
                 "SELECT id, group_id, contact_id FROM receivers WHERE id = ?1 AND account_id = ?2
                  AND (?3 IS NULL OR group_id = ?3)",
                 params![id, account.0, group],
@@ -56,7 +56,7 @@ pub(super) fn locate(
             )
             .optional()?,
         ReceiverKey::Email(email) => conn
-            .query_row(
+            .row(
                 "SELECT r.id, r.group_id, r.contact_id FROM receivers r JOIN contacts c ON c.id = r.contact_id
                  WHERE c.account_id = ?1 AND c.email = ?2 AND (?3 IS NULL OR r.group_id = ?3)
                  ORDER BY r.id LIMIT 1",
