@@ -28,6 +28,9 @@ pub struct BenchOptions {
     pub no_single: bool,
     /// Requests in flight for the import stages.
     pub concurrency: usize,
+    /// A naive importer (`benches/naive_import.py`) to run side by side on
+    /// the same data and server, into a group of its own.
+    pub naive: Option<PathBuf>,
 }
 
 /// One stage's figures.
@@ -115,6 +118,20 @@ pub fn run(opts: &BenchOptions) -> anyhow::Result<BenchReport> {
         stages.push(bench.run_stage("first import, single requests", n, &single, "single")?);
     }
     stages.push(bench.run_stage("first import, batch upsert", n, &first, "auto")?);
+    if let Some(script) = &opts.naive {
+        let mut py = Command::new("python3");
+        py.current_dir(&dir)
+            .stdout(std::process::Stdio::null())
+            .arg(script)
+            .args(["--url", &server.url, "--token", &server.token])
+            .args(["--group", "Bench naive", "--workers"])
+            .arg(opts.concurrency.to_string())
+            .arg("--receivers")
+            .arg(&files.receivers)
+            .arg("--orders")
+            .arg(&files.orders);
+        stages.push(bench.measure("first import, naive Python importer", n, &mut py)?);
+    }
     stages.push(bench.run_stage("re-import, unchanged", n, &first, "auto")?);
     stages.push(bench.run_stage("re-import, 5% changed", n, &changed, "auto")?);
     for (label, ext) in [("export CSV", "csv"), ("export Parquet", "parquet")] {

@@ -27,6 +27,10 @@ pub struct BenchArgs {
     /// Requests in flight during the imports.
     #[arg(long, default_value_t = 16)]
     pub concurrency: usize,
+    /// Also run this naive importer (benches/naive_import.py, with python3)
+    /// on the same data and server, for comparison.
+    #[arg(long, value_name = "SCRIPT")]
+    pub naive: Option<PathBuf>,
 }
 
 pub fn run(args: BenchArgs) -> anyhow::Result<()> {
@@ -38,6 +42,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         no_xlsx: args.no_xlsx,
         no_single: args.no_single,
         concurrency: args.concurrency,
+        naive: args.naive.map(|p| std::fs::canonicalize(&p).unwrap_or(p)),
     })?;
     println!(
         "{} rows ({} order lines), {} blacklist entries; {} build; {}\n",
