@@ -5,7 +5,7 @@
 use crate::import::{listpipe, repo, run};
 use crate::support::TestServer;
 use listpipe::api::filter::{FilterInput, Rule};
-use listpipe::api::{Receiver, ReceiverInput, ReceiverQuery, detail};
+use listpipe::api::{Receiver, ReceiverInput};
 use listpipe::server::{self, ServeOptions};
 use polars::prelude::*;
 use std::collections::BTreeMap;
@@ -38,20 +38,7 @@ async fn quickstart() -> TestServer {
 }
 
 async fn group_receivers(t: &TestServer, name: &str) -> Vec<Receiver> {
-    let g = t
-        .client
-        .groups(None)
-        .await
-        .unwrap()
-        .into_iter()
-        .find(|g| g.name == name)
-        .unwrap();
-    let q = ReceiverQuery {
-        pagesize: Some(5000),
-        detail: Some(detail::ALL),
-        ..Default::default()
-    };
-    t.client.receivers(g.id, &q).await.unwrap()
+    t.receivers_of(name).await
 }
 
 fn iso(secs: i64) -> Option<String> {

@@ -81,27 +81,10 @@ fn members(n: usize) -> Vec<String> {
     (0..n).map(|i| format!("m{i}@example.com")).collect()
 }
 
-async fn members_group(t: &TestServer) -> listpipe::api::Group {
-    t.client
-        .groups(None)
-        .await
-        .unwrap()
-        .into_iter()
-        .find(|g| g.name == "Members")
-        .unwrap()
-}
-
 /// Receivers of group "Members" by email: deactivated timestamp.
 async fn states(t: &TestServer) -> std::collections::BTreeMap<String, i64> {
-    let g = members_group(t).await;
-    let q = listpipe::api::ReceiverQuery {
-        pagesize: Some(1000),
-        ..Default::default()
-    };
-    t.client
-        .receivers(g.id, &q)
+    t.receivers_of("Members")
         .await
-        .unwrap()
         .into_iter()
         .map(|r| (r.email, r.deactivated))
         .collect()
@@ -114,7 +97,7 @@ async fn mirror_mode_deactivates_exactly_what_left_the_source_and_never_a_hand_a
     let (code, _, stderr) = crate::import::run(&t, &mirror_pipeline(&t, &all, ""), &[]).await;
     assert_eq!(code, 0, "{stderr}");
     // Someone adds a receiver by hand; listpipe never imported it.
-    let g = members_group(&t).await;
+    let g = t.group_named("Members").await;
     t.client
         .create_receiver(
             g.id,

@@ -89,6 +89,28 @@ impl TestServer {
             .expect("group created")
     }
 
+    /// The group named `name` (it must exist).
+    pub async fn group_named(&self, name: &str) -> Group {
+        self.client
+            .groups(None)
+            .await
+            .expect("groups")
+            .into_iter()
+            .find(|g| g.name == name)
+            .unwrap_or_else(|| panic!("no group named {name}"))
+    }
+
+    /// Every receiver of the group named `name` (up to 5,000), with all detail.
+    pub async fn receivers_of(&self, name: &str) -> Vec<listpipe::api::Receiver> {
+        let g = self.group_named(name).await;
+        let q = listpipe::api::ReceiverQuery {
+            pagesize: Some(5000),
+            detail: Some(listpipe::api::detail::ALL),
+            ..Default::default()
+        };
+        self.client.receivers(g.id, &q).await.expect("receivers")
+    }
+
     /// A raw HTTP client for wire-level tests, with the token at hand.
     pub fn raw(&self) -> (reqwest::Client, String, String) {
         listpipe::client::init_tls();

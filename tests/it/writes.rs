@@ -4,7 +4,7 @@
 
 use crate::import::run;
 use crate::support::TestServer;
-use listpipe::api::{Receiver, ReceiverQuery, detail};
+use listpipe::api::Receiver;
 
 const ROWS: usize = 120;
 
@@ -54,20 +54,7 @@ price = "price"
 }
 
 async fn receivers(t: &TestServer, group: &str) -> Vec<Receiver> {
-    let g = t
-        .client
-        .groups(None)
-        .await
-        .unwrap()
-        .into_iter()
-        .find(|g| g.name == group)
-        .unwrap();
-    let query = ReceiverQuery {
-        detail: Some(detail::ALL),
-        pagesize: Some(1000),
-        ..Default::default()
-    };
-    let mut all = t.client.receivers(g.id, &query).await.unwrap();
+    let mut all = t.receivers_of(group).await;
     all.sort_by(|a, b| a.email.cmp(&b.email));
     all
 }
