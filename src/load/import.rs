@@ -367,7 +367,7 @@ pub async fn run(
     let blocked = plan::blocked(
         conn,
         group.as_ref(),
-        emails.clone(),
+        &emails,
         opts.concurrency,
         opts.retries,
     )

@@ -187,17 +187,13 @@ pub async fn attributes(
 pub async fn blocked(
     conn: &Connected,
     group: Option<&Group>,
-    emails: Vec<String>,
+    emails: &[String],
     concurrency: usize,
     retries: u32,
 ) -> Result<FastSet<String>, LoadError> {
     let retried = AtomicU64::new(0);
-    let chunks: Vec<Vec<String>> = emails
-        .chunks(super::BATCH)
-        .map(<[String]>::to_vec)
-        .collect();
     let gid = group.map(|g| g.id);
-    let allowed: Vec<Vec<String>> = futures::stream::iter(chunks.iter())
+    let allowed: Vec<Vec<String>> = futures::stream::iter(emails.chunks(super::BATCH))
         .map(|chunk| {
             let retried = &retried;
             async move {
@@ -216,8 +212,9 @@ pub async fn blocked(
         .map(|e| e.to_lowercase())
         .collect();
     Ok(emails
-        .into_iter()
-        .filter(|e| !allowed.contains(e))
+        .iter()
+        .filter(|e| !allowed.contains(*e))
+        .cloned()
         .collect())
 }
 

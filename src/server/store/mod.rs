@@ -18,6 +18,7 @@ pub mod receivers;
 pub mod redirect_uris;
 pub mod tags;
 pub mod users;
+mod writer;
 
 use rusqlite::Connection;
 use std::path::Path;
@@ -131,6 +132,8 @@ pub struct AccountId(pub i64);
 pub struct Store {
     conn: Arc<Mutex<Connection>>,
     readers: Arc<Readers>,
+    /// The writer thread's queue (see [`writer`]).
+    writes: std::sync::mpsc::Sender<writer::Job>,
 }
 
 /// Read-only connections, handed out round robin.
@@ -184,8 +187,10 @@ impl Store {
                 Ok(Mutex::new(r))
             })
             .collect::<StoreResult<Vec<_>>>()?;
+        let conn = Arc::new(Mutex::new(conn));
         Ok(Store {
-            conn: Arc::new(Mutex::new(conn)),
+            writes: writer::start(conn.clone()),
+            conn,
             readers: Arc::new(Readers {
                 conns,
                 next: Default::default(),
@@ -239,19 +244,19 @@ impl Store {
         .map_err(|e| StoreError::Internal(format!("store task failed: {e}")))?
     }
 
-    /// Runs `f` inside one transaction, committed only if it succeeds.
+    /// Runs `f` as one all-or-nothing write, answered once committed. Writes
+    /// waiting at the same time are committed together ([`writer`]).
     pub async fn write<T, F>(&self, f: F) -> StoreResult<T>
     where
         T: Send + 'static,
-        F: FnOnce(&rusqlite::Transaction) -> StoreResult<T> + Send + 'static,
+        F: FnOnce(&Connection) -> StoreResult<T> + Send + 'static,
     {
-        self.call(move |conn| {
-            let tx = conn.transaction()?;
-            let out = f(&tx)?;
-            tx.commit()?;
-            Ok(out)
-        })
-        .await
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        self.writes
+            .send(writer::Job::new(f, tx))
+            .map_err(|_| StoreError::Internal("the store's writer has stopped".into()))?;
+        rx.await
+            .map_err(|_| StoreError::Internal("the store's writer dropped a write".into()))?
     }
 }
 
