@@ -21,11 +21,14 @@ const GROUP_MAX: usize = 64;
 
 /// Answers a write once its group's commit is known.
 type Finish = Box<dyn FnOnce(Result<(), String>) + Send>;
+/// Runs a write; `Some` to answer after the commit, `None` when it failed
+/// (and has answered).
+type Run = Box<dyn FnOnce(&Connection) -> Option<Finish> + Send>;
 
 /// One write: runs on the writer's connection; on success answers how to
 /// reply once committed, on failure has replied already (and is rolled back).
 pub(super) struct Job {
-    run: Box<dyn FnOnce(&Connection) -> Option<Finish> + Send>,
+    run: Run,
     /// Replies with an error without running (the transaction could not start).
     fail: Box<dyn FnOnce(String) + Send>,
 }
