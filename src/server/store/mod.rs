@@ -31,6 +31,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/002_filters.sql"),
     include_str!("migrations/003_clients_forms.sql"),
     include_str!("migrations/004_users.sql"),
+    include_str!("migrations/005_list_order.sql"),
 ];
 
 /// What a store operation can fail with; routes map each to a status.

@@ -119,20 +119,28 @@ fn complete(
         }
     }
 
+    // The account's attributes once per page, not joined once per value.
+    let mut stmt =
+        conn.prepare_cached("SELECT id, group_id, name FROM attributes WHERE account_id = ?1")?;
+    let names: HashMap<i64, (i64, String)> = stmt
+        .query_map([account.0], |r| Ok((r.get(0)?, (r.get(1)?, r.get(2)?))))?
+        .collect::<Result<_, _>>()?;
     let mut stmt = conn.prepare_cached(
-        "SELECT v.contact_id, a.group_id, a.name, v.value FROM attribute_values v
-         JOIN attributes a ON a.id = v.attribute_id
-         WHERE v.contact_id IN (SELECT value FROM json_each(?1)) AND a.account_id = ?2",
+        "SELECT contact_id, attribute_id, value FROM attribute_values
+         WHERE contact_id IN (SELECT value FROM json_each(?1))",
     )?;
-    let mut rows = stmt.query(params![ids, account.0])?;
+    let mut rows = stmt.query([&ids])?;
     while let Some(row) = rows.next()? {
-        let (contact, group_id, name, value): (i64, i64, String, String) =
-            (row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?);
+        let (contact, attribute, value): (i64, i64, String) =
+            (row.get(0)?, row.get(1)?, row.get(2)?);
+        let Some((group_id, name)) = names.get(&attribute) else {
+            continue;
+        };
         for &i in by_contact.get(&contact).into_iter().flatten() {
             let rec = &mut out[i];
-            if group_id == 0 {
+            if *group_id == 0 {
                 rec.global_attributes.insert(name.clone(), value.clone());
-            } else if with_group_parts && group_id == rec.group_id.0 {
+            } else if with_group_parts && *group_id == rec.group_id.0 {
                 rec.attributes.insert(name.clone(), value.clone());
             }
         }
