@@ -50,7 +50,7 @@ pub fn run(args: CheckArgs) -> u8 {
                 match PreparedRows::new(s, &p.frame) {
                     Ok(rows) => {
                         for i in 0..rows.len().min(args.preview) {
-                            let body = rows.input(i, p.orders.get(&rows.email(i)));
+                            let body = rows.input(i, p.orders.of(&rows.email(i)));
                             println!(
                                 "  row {}: {}",
                                 rows.row_number(i),
@@ -61,7 +61,7 @@ pub fn run(args: CheckArgs) -> u8 {
                     Err(e) => eprintln!("listpipe: {}: {e}", s.name),
                 }
                 let rows = p.frame.height();
-                let orders: usize = p.orders.values().map(Vec::len).sum();
+                let orders = p.orders.len();
                 println!("  {rows} receivers to send, {orders} orders");
                 let mut written = vec![write_rejects(&s.rejects, &p.rejects)];
                 if let (Some(o), Some(spec)) = (&p.order_rejects, &s.orders) {

@@ -10,7 +10,7 @@ use super::journal::{self, Journal, Prior};
 use super::target::Connected;
 use super::write::{self, WriteError};
 use super::{Action, LoadError, PlanRow, WriteMode, WriteOptions, mirror, plan, progress_bar};
-use crate::api::{Id, Order, ReceiverInput};
+use crate::api::{Id, ReceiverInput};
 use crate::hash::{FastMap, FastSet};
 use crate::pipeline::{ImportStep, ReceiverField, ValueFrom};
 use crate::prepare::{PreparedImport, PreparedRows};
@@ -88,7 +88,7 @@ struct Rows<'a> {
     emails: &'a [String],
     blocked: &'a FastSet<String>,
     existing: &'a FastMap<String, Held>,
-    orders: &'a FastMap<String, Vec<Order>>,
+    orders: &'a crate::prepare::OrderLines,
     create_only: &'a [ReceiverField],
     consent_unknown: bool,
     run_time: i64,
@@ -113,7 +113,7 @@ impl Rows<'_> {
                 "on the blacklist or the group's blocklist".into(),
             ));
         }
-        let mut input = self.cols.input(i, self.orders.get(email));
+        let mut input = self.cols.input(i, self.orders.of(email));
         let key = (self.cols.file(i), self.cols.row_number(i), email.clone());
         // With a journal: skip what an earlier run had confirmed, and look
         // again at the target for what it left in flight.

@@ -17,12 +17,12 @@ pub mod tags;
 pub mod time;
 pub mod value;
 
-use crate::api::Order;
-use crate::hash::{FastMap, FastSet};
+use crate::hash::FastSet;
 use crate::pipeline::{ImportStep, ReceiverField};
 use crate::source::{self, FILE_COL, ROW_COL, RejectRow, Table};
 pub use blacklist::prepare_blacklist;
 pub use columns::reject_for;
+pub use orders::OrderLines;
 use polars::prelude::*;
 pub use rows::PreparedRows;
 
@@ -120,7 +120,7 @@ pub struct PreparedImport {
     /// Row number and address of each row dropped as a duplicate.
     pub duplicates: Vec<(u64, String)>,
     /// Orders by normalised email.
-    pub orders: FastMap<String, Vec<Order>>,
+    pub orders: OrderLines,
     pub order_rejects: Option<Rejects>,
     pub stats: PrepareStats,
 }
@@ -225,18 +225,17 @@ pub fn prepare_import_table(
         .flatten()
         .map(str::to_string)
         .collect();
-    let mut orders: FastMap<String, Vec<Order>> = FastMap::default();
+    let mut orders = OrderLines::default();
     let mut order_rejects = None;
-    if let Some(row_orders) = row_orders {
-        for (i, order) in row_orders.into_iter().enumerate() {
-            if let (Some(order), Some(true), Some(email)) =
-                (order, mask.get(i), email_by_row.get(i))
-            {
-                stats.orders_read += 1;
-                stats.orders_accepted += 1;
-                orders.entry(email.to_string()).or_default().push(order);
-            }
-        }
+    if let Some(mut row_orders) = row_orders {
+        // Rows dropped as duplicates keep their order lines (the receiver is one).
+        let kept = (0..height)
+            .filter(|&i| mask.get(i) == Some(true))
+            .filter_map(|i| Some((i, email_by_row.get(i)?)));
+        let n = row_orders.assign(kept);
+        stats.orders_read += n;
+        stats.orders_accepted += n;
+        orders = row_orders;
     } else if let Some((spec, source_spec)) = step
         .orders
         .as_ref()

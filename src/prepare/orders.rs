@@ -9,42 +9,103 @@ use crate::pipeline::{OrderField, OrdersSpec, ValueKind};
 use crate::source::Table;
 use polars::prelude::*;
 
-/// One `Option<Order>` per row (None where the row has no order id).
+/// Order lines kept column by column, with the rows of each address: a
+/// million lines are a few arrays, not a million structs of five strings.
+/// [`Order`]s are made when a receiver's body is.
+#[derive(Default)]
+pub struct OrderLines {
+    cols: Vec<(OrderField, StringChunked)>,
+    by_email: FastMap<String, Vec<u32>>,
+    lines: usize,
+}
+
+impl OrderLines {
+    /// The orders of `email`, in file order.
+    pub fn of(&self, email: &str) -> Option<Vec<Order>> {
+        let rows = self.by_email.get(email)?;
+        Some(
+            rows.iter()
+                .filter_map(|&i| order_at(&self.cols, i as usize))
+                .collect(),
+        )
+    }
+    /// Order lines in all.
+    pub fn len(&self) -> usize {
+        self.lines
+    }
+    pub fn is_empty(&self) -> bool {
+        self.lines == 0
+    }
+    /// Row `i` belongs to `email` (when it holds an order).
+    fn add(&mut self, email: &str, i: usize) -> bool {
+        if !has_order(&self.cols, i) {
+            return false;
+        }
+        self.lines += 1;
+        match self.by_email.get_mut(email) {
+            Some(rows) => rows.push(i as u32),
+            None => {
+                self.by_email.insert(email.to_string(), vec![i as u32]);
+            }
+        }
+        true
+    }
+}
+
+type OrderColumns = Vec<(OrderField, StringChunked)>;
+
+fn value(cols: &OrderColumns, f: OrderField, i: usize) -> &str {
+    cols.iter()
+        .find(|(c, _)| *c == f)
+        .and_then(|(_, ca)| ca.get(i))
+        .unwrap_or("")
+}
+
+/// Whether row `i` holds an order (it has an order id).
+fn has_order(cols: &OrderColumns, i: usize) -> bool {
+    !value(cols, OrderField::OrderId, i).is_empty()
+}
+
+fn order_at(cols: &OrderColumns, i: usize) -> Option<Order> {
+    let get = |f| value(cols, f, i).to_string();
+    has_order(cols, i).then(|| Order {
+        order_id: get(OrderField::OrderId),
+        product_id: get(OrderField::ProductId),
+        product: get(OrderField::Product),
+        price: value(cols, OrderField::Price, i).parse().unwrap_or(0.0),
+        currency: get(OrderField::Currency),
+        // An order line without a quantity is one item.
+        quantity: value(cols, OrderField::Quantity, i).parse().unwrap_or(1),
+        mailing_id: get(OrderField::MailingId),
+        stamp: value(cols, OrderField::Stamp, i).parse().unwrap_or(0),
+    })
+}
+
+/// The order fields of every row, mapped and checked (errors by row).
 pub(super) fn map_orders(
     table: &Table,
     spec: &OrdersSpec,
     errors: &mut Errors,
-) -> Result<Vec<Option<Order>>, PrepareError> {
-    let mut cols: Vec<(OrderField, StringChunked)> = Vec::new();
+) -> Result<OrderLines, PrepareError> {
+    let mut cols = Vec::new();
     for (field, m) in &spec.fields {
         cols.push((
             *field,
             map_column(table, m, field.kind(), field.as_str(), false, errors)?,
         ));
     }
-    let get = |f: OrderField, i: usize| {
-        cols.iter()
-            .find(|(c, _)| *c == f)
-            .and_then(|(_, ca)| ca.get(i))
-            .unwrap_or("")
-            .to_string()
-    };
-    Ok((0..table.frame.height())
-        .map(|i| {
-            let order_id = get(OrderField::OrderId, i);
-            (!order_id.is_empty()).then(|| Order {
-                order_id,
-                product_id: get(OrderField::ProductId, i),
-                product: get(OrderField::Product, i),
-                price: get(OrderField::Price, i).parse().unwrap_or(0.0),
-                currency: get(OrderField::Currency, i),
-                // An order line without a quantity is one item.
-                quantity: get(OrderField::Quantity, i).parse().unwrap_or(1),
-                mailing_id: get(OrderField::MailingId, i),
-                stamp: get(OrderField::Stamp, i).parse().unwrap_or(0),
-            })
-        })
-        .collect())
+    Ok(OrderLines {
+        cols,
+        ..Default::default()
+    })
+}
+
+impl OrderLines {
+    /// Gives each row in `rows` (row index, address) its order, if it has one;
+    /// answers how many did.
+    pub(super) fn assign<'a>(&mut self, rows: impl Iterator<Item = (usize, &'a str)>) -> u64 {
+        rows.map(|(i, email)| u64::from(self.add(email, i))).sum()
+    }
 }
 
 /// Orders from their own source, joined to the import by email. An order
@@ -54,7 +115,7 @@ pub(super) fn prepare_joined_orders(
     table: &Table,
     emails: &FastSet<String>,
     stats: &mut PrepareStats,
-) -> Result<(FastMap<String, Vec<Order>>, Rejects), PrepareError> {
+) -> Result<(OrderLines, Rejects), PrepareError> {
     let mut errors = Errors::default();
     let email_mapping = spec.email.clone().unwrap_or_default();
     let by_row = map_column(
@@ -65,7 +126,7 @@ pub(super) fn prepare_joined_orders(
         true,
         &mut errors,
     )?;
-    let orders = map_orders(table, spec, &mut errors)?;
+    let mut orders = map_orders(table, spec, &mut errors)?;
     for (i, email) in by_row.iter().enumerate() {
         if let Some(e) = email
             && !emails.contains(e)
@@ -83,12 +144,11 @@ pub(super) fn prepare_joined_orders(
     rejects.rows = reject_rows(table, &errors, &mut order_stats)?;
     stats.orders_rejected += order_stats.rejected_total();
     stats.orders_read += (table.frame.height() + table.ragged.len()) as u64;
-    let mut out: FastMap<String, Vec<Order>> = FastMap::default();
-    for (i, (email, order)) in by_row.iter().zip(orders).enumerate() {
-        if let (Some(email), Some(order), false) = (email, order, errors.0.contains_key(&i)) {
-            stats.orders_accepted += 1;
-            out.entry(email.to_string()).or_default().push(order);
-        }
-    }
-    Ok((out, rejects))
+    let accepted = by_row
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| !errors.0.contains_key(i))
+        .filter_map(|(i, e)| Some((i, e?)));
+    stats.orders_accepted += orders.assign(accepted);
+    Ok((orders, rejects))
 }

@@ -73,7 +73,7 @@ impl<'a> PreparedRows<'a> {
     }
 
     /// The receiver body of row `i`.
-    pub fn input(&self, i: usize, orders: Option<&Vec<Order>>) -> ReceiverInput {
+    pub fn input(&self, i: usize, orders: Option<Vec<Order>>) -> ReceiverInput {
         let mut r = ReceiverInput::default();
         for (field, c) in &self.fields {
             let Some(v) = c.get(i) else { continue };
@@ -105,7 +105,7 @@ impl<'a> PreparedRows<'a> {
             .tags
             .and_then(|c| c.get(i))
             .map(|t| t.split(tags::JOIN).map(str::to_string).collect());
-        r.orders = orders.cloned();
+        r.orders = orders;
         r
     }
 }
