@@ -122,6 +122,7 @@ pub fn run(opts: &BenchOptions) -> anyhow::Result<BenchReport> {
         let mut py = Command::new("python3");
         py.current_dir(&dir)
             .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
             .arg(script)
             .args(["--url", &server.url, "--token", &server.token])
             .args(["--group", "Bench naive", "--workers"])

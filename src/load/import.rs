@@ -364,18 +364,24 @@ pub async fn run(
     let cols = PreparedRows::new(step, &frame).map_err(|e| LoadError::Step(e.to_string()))?;
     let n = frame.height();
     let emails: Vec<String> = (0..n).map(|i| cols.email(i)).collect();
-    let blocked = plan::blocked(
-        conn,
-        group.as_ref(),
-        &emails,
-        opts.concurrency,
-        opts.retries,
-    )
-    .await?;
-    let existing: FastMap<String, Held> = match &group {
-        Some(g) => plan::existing(conn, g, opts.concurrency, opts.retries).await?,
-        None => FastMap::default(),
+    // The blacklist check and the read of the group go side by side.
+    let existing = async {
+        match &group {
+            Some(g) => plan::existing(conn, g, opts.concurrency, opts.retries).await,
+            None => Ok(FastMap::default()),
+        }
     };
+    let (blocked, existing) = futures::try_join!(
+        plan::blocked(
+            conn,
+            group.as_ref(),
+            &emails,
+            opts.concurrency,
+            opts.retries
+        ),
+        existing
+    )?;
+    let existing: FastMap<String, Held> = existing;
     // What listpipe imported into this group before; mirror mode plans its
     // removals now, so that its guard can refuse before anything is written.
     let mut ledger = group
