@@ -107,6 +107,7 @@ pub async fn run(args: RunArgs) -> u8 {
             .map_or(pipeline.target.concurrency, usize::from),
         writes: args.writes,
         pipeline: pipeline.name.clone(),
+        target: lock_target(&args, &pipeline),
         allow_mass_removal: args.allow_mass_removal,
         retries: pipeline.target.retries,
         dry_run: args.dry_run,
@@ -206,7 +207,8 @@ pub async fn run(args: RunArgs) -> u8 {
     code
 }
 
-/// The target as the run lock names it.
+/// The target as the run lock and mirror mode's ledger name it: the same
+/// from run to run.
 fn lock_target(args: &RunArgs, pipeline: &Pipeline) -> String {
     let t = &pipeline.target;
     match (&args.target_url, &t.url) {

@@ -386,7 +386,7 @@ pub async fn run(
     // removals now, so that its guard can refuse before anything is written.
     let mut ledger = group
         .as_ref()
-        .map(|g| mirror::Ledger::open(&opts.pipeline, &step.name, &conn.base_url, g.id));
+        .map(|g| mirror::Ledger::open(&opts.pipeline, &step.name, &opts.target, g.id));
     let removals = match (&step.mirror, &ledger) {
         (Some(m), Some(l)) => {
             let source = source_emails(step, prepared, &emails);

@@ -9,7 +9,7 @@
 //! not, so turning mirror mode on later knows them. A lost ledger means
 //! nothing is removed: the safe direction.
 //!
-//! A guard refuses the whole step, before it writes anything, when the
+//! A guard refuses the whole step, before it writes any receiver, when the
 //! planned removals exceed a share of the group (default 10%): a truncated
 //! or wrong source file must not empty a list. `--allow-mass-removal`
 //! overrides it.
@@ -152,7 +152,7 @@ pub fn guard(
     }
     Err(format!(
         "mirror mode would {} {removals} of the group's {total} receivers ({:.1}%), more than the limit of {:.0}% ({limit}); \
-         nothing was written. Check the source; if the removals are meant, run again with --allow-mass-removal \
+         no receiver was written. Check the source; if the removals are meant, run again with --allow-mass-removal \
          (a --dry-run lists them in its plan)",
         spec.removal.as_str(),
         100.0 * removals as f64 / total.max(1) as f64,

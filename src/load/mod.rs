@@ -55,6 +55,9 @@ pub struct WriteOptions {
     pub writes: WriteMode,
     /// The pipeline's name (names the ledger of mirror mode).
     pub pipeline: String,
+    /// The target, named so that it stays the same from run to run (the
+    /// built-in target by its database, not its port): keys the ledger.
+    pub target: String,
     /// Mirror mode may remove more than its guard allows.
     pub allow_mass_removal: bool,
     pub retries: u32,

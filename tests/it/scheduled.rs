@@ -194,3 +194,47 @@ async fn the_guard_refuses_mass_removal_before_writing_anything_unless_allowed()
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(report["steps"][0]["import"]["removed"], 6);
 }
+
+#[test]
+fn mirror_mode_knows_its_receivers_on_the_built_in_target_whatever_port_it_gets() {
+    let dir = tempfile::tempdir().unwrap();
+    let write = |emails: &[String]| {
+        let mut csv = String::from("email\n");
+        emails.iter().for_each(|e| csv.push_str(&format!("{e}\n")));
+        std::fs::write(dir.path().join("m.csv"), csv).unwrap();
+    };
+    std::fs::write(
+        dir.path().join("m.toml"),
+        "[target]\nurl = \"builtin\"\n[[import]]\nsource = \"m.csv\"\ngroup = \"M\"\ncreate_group = true\nmode = \"mirror\"\nmax_removal = \"50%\"\n[import.receiver]\nemail = \"email\"\n",
+    )
+    .unwrap();
+    let all = members(10);
+    write(&all);
+    let first = crate::import::listpipe(dir.path(), &["run", "m.toml", "--quiet"]);
+    assert_eq!(
+        first.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&first.stderr)
+    );
+    write(&all[2..]);
+    let report = dir.path().join("r.json");
+    let second = crate::import::listpipe(
+        dir.path(),
+        &[
+            "run",
+            "m.toml",
+            "--quiet",
+            "--report",
+            report.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(
+        second.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&second.stderr)
+    );
+    let json: serde_json::Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+    assert_eq!(json["steps"][0]["import"]["removed"], 2, "{json}");
+}

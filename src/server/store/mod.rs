@@ -162,9 +162,6 @@ fn connect(path: &Path) -> StoreResult<Connection> {
     // 32 MiB of page cache per connection (SQLite's default is 2 MiB): the
     // indexes of a million receivers stay in memory.
     conn.pragma_update(None, "cache_size", -32_768)?;
-    // Reads through a memory map: the operating system's cache serves every
-    // connection at once, without a read call and a copy per page.
-    conn.pragma_update(None, "mmap_size", 2_i64 << 30)?;
     conn.pragma_update(None, "temp_store", "MEMORY")?;
     Ok(conn)
 }
