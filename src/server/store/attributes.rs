@@ -284,9 +284,45 @@ pub fn resolve(
          ORDER BY group_id DESC LIMIT 1"
     );
     let scope = if global_only { 0 } else { group_id };
-    Ok(conn
+    let key = (account.0, scope, name.trim().to_string());
+    if let Some(hit) = BATCH_MEMO.with(|m| m.borrow().as_ref().and_then(|m| m.get(&key).cloned())) {
+        return Ok(hit);
+    }
+    let found = conn
         .row(&sql, params![account.0, name.trim(), scope], from_row)
-        .optional()?)
+        .optional()?;
+    BATCH_MEMO.with(|m| {
+        if let Some(m) = m.borrow_mut().as_mut() {
+            m.insert(key, found.clone());
+        }
+    });
+    Ok(found)
+}
+
+type MemoKey = (i64, i64, String);
+
+thread_local! {
+    /// Attributes resolved during one batch write ([`BatchMemo`]): the five
+    /// attributes of a 500-receiver batch are looked up 5 times, not 2,500.
+    static BATCH_MEMO: std::cell::RefCell<Option<std::collections::HashMap<MemoKey, Option<Attribute>>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// While alive, [`resolve`] remembers what it found on this thread. Held by
+/// a batch write, inside which no attribute is created, changed or deleted.
+pub struct BatchMemo(());
+
+impl BatchMemo {
+    pub fn start() -> BatchMemo {
+        BATCH_MEMO.with(|m| *m.borrow_mut() = Some(Default::default()));
+        BatchMemo(())
+    }
+}
+
+impl Drop for BatchMemo {
+    fn drop(&mut self) {
+        BATCH_MEMO.with(|m| *m.borrow_mut() = None);
+    }
 }
 
 /// Sets (or with an empty value, clears) a contact's value of an attribute.

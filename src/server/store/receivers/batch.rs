@@ -59,6 +59,7 @@ pub fn write_batch(
         )));
     }
     groups::ensure(conn, account, group_id)?;
+    let _memo = super::super::attributes::BatchMemo::start();
     let mut out = Vec::with_capacity(items.len());
     for item in items {
         let input = match item {
