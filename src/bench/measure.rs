@@ -67,6 +67,7 @@ impl Server {
     /// Starts `exe serve` on `db` at a free loopback port and reads its
     /// URL and token.
     pub fn start(exe: &Path, dir: &Path) -> anyhow::Result<Server> {
+        std::fs::create_dir_all(dir)?;
         let db = dir.join("server.db");
         let creds = dir.join("credentials.json");
         for p in [&db, &creds] {
