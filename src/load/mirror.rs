@@ -121,14 +121,14 @@ impl Ledger {
 /// now, absent from the source; sorted.
 pub fn planned(
     ledger: &Ledger,
-    source: &HashSet<&str>,
+    source: &HashSet<String>,
     existing: &crate::hash::FastMap<String, Held>,
     removal: Removal,
 ) -> Vec<String> {
     ledger
         .emails
         .iter()
-        .filter(|e| !source.contains(e.as_str()))
+        .filter(|e| !source.contains(*e))
         .filter(|e| match existing.get(*e) {
             None => false,
             // Already deactivated: nothing left to do.

@@ -11,6 +11,7 @@ pub mod lock;
 pub mod mirror;
 mod plan;
 pub mod retry;
+mod rows;
 pub mod target;
 mod write;
 

@@ -12,6 +12,7 @@ mod conditions;
 pub mod export;
 mod export_parse;
 mod fields;
+mod mode;
 mod parse;
 pub mod presets;
 pub mod reader;

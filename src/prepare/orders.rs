@@ -16,7 +16,6 @@ use polars::prelude::*;
 pub struct OrderLines {
     cols: Vec<(OrderField, StringChunked)>,
     by_email: FastMap<String, Vec<u32>>,
-    lines: usize,
 }
 
 impl OrderLines {
@@ -31,17 +30,16 @@ impl OrderLines {
     }
     /// Order lines in all.
     pub fn len(&self) -> usize {
-        self.lines
+        self.by_email.values().map(Vec::len).sum()
     }
     pub fn is_empty(&self) -> bool {
-        self.lines == 0
+        self.by_email.is_empty()
     }
     /// Row `i` belongs to `email` (when it holds an order).
     fn add(&mut self, email: &str, i: usize) -> bool {
         if !has_order(&self.cols, i) {
             return false;
         }
-        self.lines += 1;
         match self.by_email.get_mut(email) {
             Some(rows) => rows.push(i as u32),
             None => {

@@ -190,7 +190,9 @@ impl Store {
             .collect::<StoreResult<Vec<_>>>()?;
         let conn = Arc::new(Mutex::new(conn));
         Ok(Store {
-            writes: writer::start(conn.clone()),
+            writes: writer::start(conn.clone()).map_err(|e| {
+                StoreError::Internal(format!("cannot start the database writer: {e}"))
+            })?,
             conn,
             readers: Arc::new(Readers {
                 conns,

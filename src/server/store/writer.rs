@@ -74,13 +74,12 @@ impl Job {
 }
 
 /// Starts the writer thread on `conn`; it ends when every sender is dropped.
-pub(super) fn start(conn: Arc<Mutex<Connection>>) -> Sender<Job> {
+pub(super) fn start(conn: Arc<Mutex<Connection>>) -> std::io::Result<Sender<Job>> {
     let (tx, rx) = std::sync::mpsc::channel::<Job>();
     std::thread::Builder::new()
         .name("listpipe-store-writer".into())
-        .spawn(move || run(&conn, &rx))
-        .expect("the store's writer thread starts");
-    tx
+        .spawn(move || run(&conn, &rx))?;
+    Ok(tx)
 }
 
 fn run(conn: &Mutex<Connection>, rx: &Receiver<Job>) {

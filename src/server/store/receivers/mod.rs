@@ -8,6 +8,7 @@
 
 mod activation;
 mod batch;
+mod cursor;
 mod read;
 
 pub use activation::{Activation, set_activation};

@@ -1,0 +1,262 @@
+//! What each row of an import step needs, decided against what the target
+//! holds, and how it is sent: one request per receiver through the spec's
+//! endpoints, or batch upserts where the target has them. [`import`](super::import)
+//! drives the rows through these.
+
+use super::diff::{Held, changes, clear};
+use super::journal::{self, Journal, Prior};
+use super::target::Connected;
+use super::write::{self, WriteError};
+use super::{Action, WriteOptions};
+use crate::api::{Id, ReceiverInput};
+use crate::hash::{FastMap, FastSet};
+use crate::pipeline::ReceiverField;
+use crate::prepare::{OrderLines, PreparedRows};
+use futures::StreamExt;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+pub(super) enum RowResult {
+    /// What was done, and for the plan what differs (or why not).
+    Done(Action, String),
+    /// Confirmed by an earlier run (journal): not sent again.
+    Resumed,
+    Failed {
+        index: usize,
+        error: WriteError,
+    },
+}
+
+/// A row that needs a write: what to send and how to journal it.
+pub(super) struct Pending {
+    index: usize,
+    action: Action,
+    body: ReceiverInput,
+    detail: String,
+    key: journal::RowKey,
+    hash: String,
+}
+
+/// What a row needs, decided against what the target holds.
+pub(super) enum Decision {
+    Finished(RowResult),
+    Send(Box<Pending>),
+}
+
+/// What every row of a step shares.
+pub(super) struct Rows<'a> {
+    pub(super) conn: &'a Connected,
+    pub(super) opts: &'a WriteOptions,
+    pub(super) cols: &'a PreparedRows<'a>,
+    pub(super) emails: &'a [String],
+    pub(super) blocked: &'a FastSet<String>,
+    pub(super) existing: &'a FastMap<String, Held>,
+    pub(super) orders: &'a OrderLines,
+    pub(super) create_only: &'a [ReceiverField],
+    pub(super) consent_unknown: bool,
+    pub(super) run_time: i64,
+    pub(super) gid: Option<Id>,
+    pub(super) journal: Option<&'a Journal>,
+    /// Cleared when the target answers the batch upsert with "no such route".
+    pub(super) batches: AtomicBool,
+    pub(super) retried: AtomicU64,
+    pub(super) orders_sent: AtomicU64,
+    pub(super) checked: AtomicU64,
+    pub(super) write_requests: AtomicU64,
+}
+
+impl Rows<'_> {
+    /// Decides what row `i` needs: nothing, or a write.
+    pub(super) async fn decide(&self, i: usize) -> Decision {
+        let finished = |r| Decision::Finished(r);
+        let email = &self.emails[i];
+        if self.blocked.contains(email) {
+            return finished(RowResult::Done(
+                Action::Blocked,
+                "on the blacklist or the group's blocklist".into(),
+            ));
+        }
+        let mut input = self.cols.input(i, self.orders.of(email));
+        let key = (self.cols.file(i), self.cols.row_number(i), email.clone());
+        // With a journal: skip what an earlier run had confirmed, and look
+        // again at the target for what it left in flight.
+        let mut hashed = None;
+        let mut fetched = None;
+        if let (Some(j), Some(g)) = (self.journal, self.gid) {
+            let mut stable = input.clone();
+            self.create_only.iter().for_each(|f| clear(&mut stable, *f));
+            let h = journal::hash(&stable);
+            match j.prior(&key, &h) {
+                Prior::Confirmed => return finished(RowResult::Resumed),
+                Prior::InFlight => {
+                    self.checked.fetch_add(1, Ordering::Relaxed);
+                    match write::fetch(self.conn, g, email, self.opts.retries, &self.retried).await
+                    {
+                        Ok(r) => fetched = Some(r.as_ref().map(Held::from)),
+                        Err(error) => return finished(RowResult::Failed { index: i, error }),
+                    }
+                }
+                Prior::New => {}
+            }
+            hashed = Some(h);
+        }
+        let have = match &fetched {
+            Some(r) => r.as_ref(),
+            None => self.existing.get(email),
+        };
+        let (action, body, detail) = match have {
+            None => {
+                if self.consent_unknown {
+                    input.registered = Some(self.run_time);
+                }
+                (Action::Create, Some(input), String::new())
+            }
+            Some(have) => {
+                self.create_only.iter().for_each(|f| clear(&mut input, *f));
+                match changes(input, have) {
+                    Some((diff, fields)) => (Action::Update, Some(diff), fields.join(" ")),
+                    None => (Action::Unchanged, None, String::new()),
+                }
+            }
+        };
+        match (body, self.gid, self.opts.dry_run) {
+            (Some(body), Some(_), false) => Decision::Send(Box::new(Pending {
+                index: i,
+                action,
+                body,
+                detail,
+                key,
+                hash: hashed.unwrap_or_default(),
+            })),
+            _ => finished(RowResult::Done(action, detail)),
+        }
+    }
+
+    /// Sends one receiver through the spec's single-receiver endpoints.
+    pub(super) async fn send_one(&self, p: Pending) -> RowResult {
+        let Some(g) = self.gid else {
+            return RowResult::Done(p.action, p.detail);
+        };
+        if let Some(j) = self.journal {
+            j.started(&p.key, p.action.as_str(), &p.hash);
+        }
+        let sent = p.body.orders.as_ref().map_or(0, Vec::len) as u64;
+        let email = &self.emails[p.index];
+        let counted = write::Counted {
+            retried: &self.retried,
+            requests: &self.write_requests,
+        };
+        match write::write(
+            self.conn,
+            g,
+            email,
+            p.action,
+            &p.body,
+            self.opts.retries,
+            counted,
+        )
+        .await
+        {
+            Ok(a) => {
+                self.orders_sent.fetch_add(sent, Ordering::Relaxed);
+                if let Some(j) = self.journal {
+                    j.confirmed(&p.key, a.as_str(), &p.hash);
+                }
+                RowResult::Done(a, p.detail)
+            }
+            Err(error) => RowResult::Failed {
+                index: p.index,
+                error,
+            },
+        }
+    }
+
+    /// Sends rows as batch upserts (one request, one transaction on the
+    /// target); without the extension on the target, one by one.
+    pub(super) async fn send_batch(&self, batch: Vec<Pending>) -> Vec<(usize, RowResult)> {
+        let Some(g) = self.gid else {
+            return Vec::new();
+        };
+        if !self.batches.load(Ordering::Relaxed) {
+            return self.send_each(batch).await;
+        }
+        if let Some(j) = self.journal {
+            batch
+                .iter()
+                .for_each(|p| j.started(&p.key, p.action.as_str(), &p.hash));
+        }
+        let bodies: Vec<&ReceiverInput> = batch.iter().map(|p| &p.body).collect();
+        let counted = write::Counted {
+            retried: &self.retried,
+            requests: &self.write_requests,
+        };
+        match write::upsert(self.conn, g, &bodies, self.opts.retries, counted).await {
+            Ok(statuses) => batch
+                .into_iter()
+                .zip(statuses)
+                .map(|(p, status)| (p.index, self.batch_item(p, status)))
+                .collect(),
+            Err(write::BatchError::NoExtension) => {
+                self.batches.store(false, Ordering::Relaxed);
+                self.send_each(batch).await
+            }
+            Err(write::BatchError::TooLarge) if batch.len() > 1 => {
+                let mut first = batch;
+                let second = first.split_off(first.len() / 2);
+                let mut out = Box::pin(self.send_batch(first)).await;
+                out.extend(Box::pin(self.send_batch(second)).await);
+                out
+            }
+            Err(write::BatchError::TooLarge) => self.send_each(batch).await,
+            Err(write::BatchError::Failed(error)) => batch
+                .into_iter()
+                .map(|p| {
+                    let error = WriteError {
+                        reason: error.reason.clone(),
+                        transient: error.transient,
+                    };
+                    let index = p.index;
+                    (index, RowResult::Failed { index, error })
+                })
+                .collect(),
+        }
+    }
+
+    /// What one item of a batch did, as the server said.
+    fn batch_item(&self, p: Pending, status: write::ItemStatus) -> RowResult {
+        match status {
+            write::ItemStatus::Done { inserted, repeated } => {
+                let sent = p.body.orders.as_ref().map_or(0, Vec::len) as u64;
+                self.orders_sent.fetch_add(sent, Ordering::Relaxed);
+                // A create whose batch committed on an earlier attempt
+                // answers "update" now: it was still this run's create.
+                let action = if inserted || (repeated && p.action == Action::Create) {
+                    Action::Create
+                } else {
+                    Action::Update
+                };
+                if let Some(j) = self.journal {
+                    j.confirmed(&p.key, action.as_str(), &p.hash);
+                }
+                RowResult::Done(action, p.detail)
+            }
+            write::ItemStatus::Refused(reason) => RowResult::Failed {
+                index: p.index,
+                error: WriteError {
+                    reason,
+                    transient: false,
+                },
+            },
+        }
+    }
+
+    async fn send_each(&self, batch: Vec<Pending>) -> Vec<(usize, RowResult)> {
+        let sends = batch.into_iter().map(|p| async move {
+            let i = p.index;
+            (i, self.send_one(p).await)
+        });
+        futures::stream::iter(sends)
+            .buffer_unordered(self.opts.concurrency.max(1))
+            .collect()
+            .await
+    }
+}
