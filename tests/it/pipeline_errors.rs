@@ -4,12 +4,22 @@ use listpipe::pipeline;
 
 /// Loads `toml` as `p.toml` beside a small CSV `in.csv` (columns email, name, joined).
 fn errors(toml: &str) -> Vec<String> {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(
-        dir.path().join("in.csv"),
-        "email,name,joined\na@example.com,Ann,2024-01-01\n",
+    errors_beside(
+        &[(
+            "in.csv",
+            b"email,name,joined\na@example.com,Ann,2024-01-01\n",
+        )],
+        toml,
     )
-    .unwrap();
+}
+
+/// Loads `toml` as `p.toml` in a folder holding `files`; returns every error,
+/// with the file's path written `p.toml` and the folder's `DIR`.
+pub fn errors_beside(files: &[(&str, &[u8])], toml: &str) -> Vec<String> {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, bytes) in files {
+        std::fs::write(dir.path().join(name), bytes).unwrap();
+    }
     let path = dir.path().join("p.toml");
     std::fs::write(&path, toml).unwrap();
     match pipeline::load(&path) {

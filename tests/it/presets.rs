@@ -473,23 +473,17 @@ lastname = { column = "LASTNAME", case = "upper" }
 
 /// Loads `toml` beside the Mailchimp samples and a plain CSV; returns its errors.
 fn errors(toml: &str) -> Vec<String> {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::copy(
-        repo("samples/presets/mailchimp/subscribed_members_export_8d4f2a91c3.csv"),
-        dir.path().join("subscribed.csv"),
-    )
+    let subscribed = std::fs::read(repo(
+        "samples/presets/mailchimp/subscribed_members_export_8d4f2a91c3.csv",
+    ))
     .unwrap();
-    std::fs::write(dir.path().join("plain.csv"), "mail,name\na@example.com,A\n").unwrap();
-    let path = dir.path().join("p.toml");
-    std::fs::write(&path, toml).unwrap();
-    match pipeline::load(&path) {
-        Ok(_) => vec![],
-        Err(e) => {
-            e.0.iter()
-                .map(|l| l.replace(&path.display().to_string(), "p.toml"))
-                .collect()
-        }
-    }
+    crate::pipeline_errors::errors_beside(
+        &[
+            ("subscribed.csv", &subscribed),
+            ("plain.csv", b"mail,name\na@example.com,A\n"),
+        ],
+        toml,
+    )
 }
 
 #[test]
