@@ -15,7 +15,8 @@
 use crate::server::store::{self, StoreError, StoreResult};
 use axum::http::{HeaderMap, HeaderValue, header};
 use rusqlite::Connection;
-use sha2::{Digest, Sha256};
+use hmac::{Hmac, Mac};
+use sha2::Sha256;
 
 /// The cookie that holds the nonce.
 pub const COOKIE: &str = "listpipe_authorize";
@@ -120,24 +121,12 @@ fn mac(key: &[u8], nonce: &str, expires: i64, b: &Binding) -> [u8; 32] {
     hmac_sha256(key, &msg)
 }
 
-/// HMAC (RFC 2104) over SHA-256, which the crate already has.
+/// HMAC-SHA256 (RFC 2104), RustCrypto's `hmac`.
 fn hmac_sha256(key: &[u8], msg: &[u8]) -> [u8; 32] {
-    const BLOCK: usize = 64;
-    let mut k = [0u8; BLOCK];
-    if key.len() > BLOCK {
-        k[..32].copy_from_slice(&Sha256::digest(key));
-    } else {
-        k[..key.len()].copy_from_slice(key);
-    }
-    let inner = Sha256::new()
-        .chain_update(k.map(|b| b ^ 0x36))
-        .chain_update(msg)
-        .finalize();
-    Sha256::new()
-        .chain_update(k.map(|b| b ^ 0x5c))
-        .chain_update(inner)
-        .finalize()
-        .into()
+    let mut mac =
+        <Hmac<Sha256> as Mac>::new_from_slice(key).expect("HMAC takes a key of any length");
+    mac.update(msg);
+    mac.finalize().into_bytes().into()
 }
 
 #[cfg(test)]
