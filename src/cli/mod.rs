@@ -7,6 +7,7 @@ pub mod bench;
 pub mod check;
 pub mod export;
 pub mod outbox;
+pub mod output;
 pub mod run;
 pub mod serve;
 
@@ -61,4 +62,11 @@ pub mod exit {
     pub const GUARD: u8 = 5;
     /// Stopped by Ctrl-C or SIGTERM; `run --resume` continues (128 + SIGINT).
     pub const STOPPED: u8 = 130;
+    /// The reader of standard output went away (`listpipe check p.toml |
+    /// head -1`): ended quietly, as a tool that SIGPIPE ends (128 + 13).
+    pub const PIPE: u8 = 141;
+    /// The run's own state or its output could not be written (disk full,
+    /// permissions): the run stopped, nothing half-written; fix it and
+    /// `--resume`.
+    pub const IO: u8 = 74;
 }

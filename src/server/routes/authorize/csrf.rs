@@ -14,8 +14,8 @@
 
 use crate::server::store::{self, StoreError, StoreResult};
 use axum::http::{HeaderMap, HeaderValue, header};
-use rusqlite::Connection;
 use hmac::{Hmac, Mac};
+use rusqlite::Connection;
 use sha2::Sha256;
 
 /// The cookie that holds the nonce.

@@ -1,0 +1,89 @@
+//! Output is I/O like any other. Everything listpipe prints for a person
+//! goes through [`outln!`](crate::outln) and [`errln!`](crate::errln), never
+//! `println!`, whose failure is a panic. A failed write ends the process the
+//! way a well-behaved Unix tool ends:
+//!
+//! - a closed pipe (`listpipe check p.toml | head -1`) ends it quietly with
+//!   [`exit::PIPE`] (141, what a shell reports for a tool that SIGPIPE ended);
+//! - any other failure (a full disk behind `> log`, `/dev/full`) ends it with
+//!   [`exit::IO`] and a message on the other stream, when that one still works.
+//!
+//! Either way no backtrace. What a run had journaled is already with the
+//! operating system (the journal writes each line as it happens), so the run
+//! stays resumable with `--resume`.
+
+use super::exit;
+use std::fmt;
+use std::io::{self, Write};
+
+/// The two streams a person reads.
+#[derive(Debug, Clone, Copy)]
+pub enum Stream {
+    Out,
+    Err,
+}
+
+impl Stream {
+    fn name(self) -> &'static str {
+        match self {
+            Stream::Out => "standard output",
+            Stream::Err => "standard error",
+        }
+    }
+}
+
+/// Writes one line to `stream`; a failure ends the process (see the module).
+pub fn line(stream: Stream, args: fmt::Arguments<'_>) {
+    let written = match stream {
+        Stream::Out => write_line(&mut io::stdout().lock(), args),
+        Stream::Err => write_line(&mut io::stderr().lock(), args),
+    };
+    if let Err(e) = written {
+        fail(stream, &e);
+    }
+}
+
+fn write_line(w: &mut impl Write, args: fmt::Arguments<'_>) -> io::Result<()> {
+    w.write_fmt(args)?;
+    w.write_all(b"\n")?;
+    // Standard output is line-buffered, standard error unbuffered: the flush
+    // makes a full device fail here, not silently at exit.
+    w.flush()
+}
+
+/// Ends the process after a failed write to `stream`.
+pub fn fail(stream: Stream, e: &io::Error) -> ! {
+    if e.kind() == io::ErrorKind::BrokenPipe {
+        std::process::exit(i32::from(exit::PIPE));
+    }
+    let message = format!("listpipe: cannot write to {}: {e}", stream.name());
+    // The other stream may still work; if it does not either, the exit code
+    // is all there is.
+    let _ = match stream {
+        Stream::Out => writeln!(io::stderr(), "{message}"),
+        Stream::Err => writeln!(io::stdout(), "{message}").and_then(|()| io::stdout().flush()),
+    };
+    std::process::exit(i32::from(exit::IO));
+}
+
+/// `println!` whose failure ends the process as [`output`](crate::cli::output) says.
+#[macro_export]
+macro_rules! outln {
+    () => {
+        $crate::cli::output::line($crate::cli::output::Stream::Out, format_args!(""))
+    };
+    ($($arg:tt)*) => {
+        $crate::cli::output::line($crate::cli::output::Stream::Out, format_args!($($arg)*))
+    };
+}
+
+/// `eprintln!` whose failure ends the process as [`output`](crate::cli::output) says.
+#[macro_export]
+macro_rules! errln {
+    () => {
+        $crate::cli::output::line($crate::cli::output::Stream::Err, format_args!(""))
+    };
+    ($($arg:tt)*) => {
+        $crate::cli::output::line($crate::cli::output::Stream::Err, format_args!($($arg)*))
+    };
+}
