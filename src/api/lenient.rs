@@ -198,7 +198,13 @@ where
     };
     items
         .into_iter()
-        .map(|v| serde_json::from_value(v).map_err(D::Error::custom))
+        .map(|v| match v {
+            // serde fills a struct from an array by position: refuse it.
+            Value::Array(_) => Err(D::Error::custom(
+                "expected an object in the list, got an array",
+            )),
+            v => serde_json::from_value(v).map_err(D::Error::custom),
+        })
         .collect::<Result<Vec<T>, _>>()
         .map(Some)
 }

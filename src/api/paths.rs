@@ -28,6 +28,9 @@ pub const RECEIVER: &str = "/v3/receivers/{receiver}";
 pub const GROUP_RECEIVERS_UPSERT: &str = "/v3/groups/{group_id}/receivers/upsert";
 pub const GROUP_RECEIVERS_INSERT: &str = "/v3/groups/{group_id}/receivers/insert";
 pub const GROUP_RECEIVERS_UPSERTPLUS: &str = "/v3/groups/{group_id}/receivers/upsertplus";
+pub const RECEIVERS_BOUNCED: &str = "/v3/receivers/bounced";
+pub const RECEIVER_GROUPS: &str = "/v3/receivers/{receiver}/groups";
+pub const RECEIVER_EMAIL: &str = "/v3/receivers/{receiver}/email";
 pub const GROUP_RECEIVER_ACTIVATE: &str = "/v3/groups/{group_id}/receivers/{receiver}/activate";
 pub const GROUP_RECEIVER_DEACTIVATE: &str = "/v3/groups/{group_id}/receivers/{receiver}/deactivate";
 

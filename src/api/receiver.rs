@@ -345,3 +345,11 @@ impl ReceiverQuery {
         q
     }
 }
+
+/// `PUT /v3/receivers/{id}/email`, an extension of the live service: the
+/// receiver's new address.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct EmailChange {
+    #[serde(deserialize_with = "l::opt_string", default)]
+    pub email: Option<String>,
+}

@@ -90,6 +90,15 @@ impl Routes {
         self.add(MethodFilter::DELETE, "delete", path, summary, h)
     }
 
+    /// A path that is not served (the extensions under `serve --spec-only`):
+    /// every method answers 404, as an unknown path does, not the 405 that
+    /// a neighbouring `{id}` route would give it. Not documented.
+    pub fn absent(mut self, path: &'static str) -> Self {
+        let not_found = || async { crate::server::error::ApiError::not_found("no such endpoint") };
+        self.methods.insert(path, axum::routing::any(not_found));
+        self
+    }
+
     /// The routes of several resources together.
     pub fn merge(mut self, other: Routes) -> Self {
         for (path, route) in other.methods {

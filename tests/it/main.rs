@@ -11,6 +11,7 @@ mod clients;
 mod export;
 mod extensions;
 mod faults;
+mod fidelity;
 mod filters;
 mod forms;
 mod groups;

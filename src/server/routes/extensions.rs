@@ -12,15 +12,16 @@
 
 use super::path_id;
 use crate::api::batch::{BatchReceiver, BatchStatus};
-use crate::api::{Receiver, ReceiverInput, paths};
+use crate::api::receiver::EmailChange;
+use crate::api::{Group, Receiver, ReceiverInput, ReceiverQuery, paths};
 use crate::server::AppState;
 use crate::server::auth::Auth;
 use crate::server::error::{ApiError, ApiResult};
 use crate::server::openapi::Routes;
 use crate::server::store::receivers::{
-    self, Activation, BatchItem, BatchMode, ItemOutcome, ReceiverKey,
+    self, Activation, BatchItem, BatchMode, ItemOutcome, ReceiverKey, Selection,
 };
-use crate::server::wire::RawInput;
+use crate::server::wire::{Input, QueryInput, RawInput};
 use axum::extract::{Path, State};
 use axum::http::{StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
@@ -55,6 +56,32 @@ pub fn routes() -> Routes {
             "Deactivate a receiver (extension)",
             deactivate,
         )
+        .get(
+            paths::RECEIVERS_BOUNCED,
+            "List the receivers with a bounce, account-wide, paged (extension)",
+            bounced,
+        )
+        .get(
+            paths::RECEIVER_GROUPS,
+            "List the groups a receiver is in (extension)",
+            groups_of,
+        )
+        .put(
+            paths::RECEIVER_EMAIL,
+            "Change a receiver's address in every group (extension)",
+            change_email,
+        )
+}
+
+/// The batch paths under `serve --spec-only`: 404, as the README says.
+pub fn absent() -> Routes {
+    Routes::new("receivers")
+        .absent(paths::GROUP_RECEIVERS_UPSERT)
+        .absent(paths::GROUP_RECEIVERS_INSERT)
+        .absent(paths::GROUP_RECEIVERS_UPSERTPLUS)
+        .absent(paths::RECEIVERS_BOUNCED)
+        .absent(paths::RECEIVER_GROUPS)
+        .absent(paths::RECEIVER_EMAIL)
 }
 
 /// Every path under `/v1` and `/v2`, with or without a token: 410 Gone,
@@ -102,9 +129,13 @@ fn read_body(value: Value) -> ApiResult<Body> {
             items
                 .into_iter()
                 .enumerate()
-                .map(|(i, item)| {
-                    serde_json::from_value(unwrap_postdata(item))
-                        .map_err(|e| format!("Bad Request: item {i} is not a receiver: {e}"))
+                .map(|(i, item)| match unwrap_postdata(item) {
+                    // serde would fill a receiver from an array by position.
+                    Value::Array(_) => Err(format!(
+                        "Bad Request: item {i} is not a receiver: expected an object, got an array"
+                    )),
+                    item => serde_json::from_value(item)
+                        .map_err(|e| format!("Bad Request: item {i} is not a receiver: {e}")),
                 })
                 .collect(),
         )),
@@ -256,4 +287,56 @@ async fn deactivate(
     Path((g, r)): Path<(String, String)>,
 ) -> ApiResult<Json<bool>> {
     set_activation(s, auth, g, r, Activation::Deactivate).await
+}
+
+/// `GET /v3/receivers/bounced`: every receiver with a bounce, in id order,
+/// paged and with `detail` as the group lists are (`type` is implied).
+async fn bounced(
+    State(s): State<AppState>,
+    auth: Auth,
+    QueryInput(mut q): QueryInput<ReceiverQuery>,
+) -> ApiResult<Json<Vec<Receiver>>> {
+    let account = auth.account();
+    q.kind = Some("bounce".into());
+    let everyone = Selection {
+        sql: "1".into(),
+        params: Vec::new(),
+    };
+    Ok(Json(
+        s.store
+            .read(move |c| receivers::list_matching(c, account, &everyone, &q, false))
+            .await?,
+    ))
+}
+
+/// `GET /v3/receivers/{id}/groups`.
+async fn groups_of(
+    State(s): State<AppState>,
+    auth: Auth,
+    Path(r): Path<String>,
+) -> ApiResult<Json<Vec<Group>>> {
+    let (account, key) = (auth.account(), ReceiverKey::parse(&r));
+    Ok(Json(
+        s.store
+            .read(move |c| receivers::groups_of(c, account, &key))
+            .await?,
+    ))
+}
+
+/// `PUT /v3/receivers/{id}/email` with `{"email": "new@example.com"}`.
+async fn change_email(
+    State(s): State<AppState>,
+    auth: Auth,
+    Path(r): Path<String>,
+    Input(input): Input<EmailChange>,
+) -> ApiResult<Json<Receiver>> {
+    let (account, key) = (auth.account(), ReceiverKey::parse(&r));
+    let email = input
+        .email
+        .ok_or_else(|| ApiError::bad_request("Bad Request: email is required"))?;
+    Ok(Json(
+        s.store
+            .write(move |c| receivers::change_email(c, account, &key, &email))
+            .await?,
+    ))
 }

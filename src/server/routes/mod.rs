@@ -27,7 +27,7 @@ pub fn v3(extensions: bool) -> Routes {
     let routes = if extensions {
         routes.merge(extensions::routes())
     } else {
-        routes
+        routes.merge(extensions::absent())
     };
     routes
         .merge(attributes::routes())

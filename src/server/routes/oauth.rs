@@ -75,6 +75,14 @@ async fn token(
 ) -> Response {
     let req: TokenRequest = match body {
         serde_json::Value::Null => TokenRequest::default(),
+        // serde would fill the request from an array by position.
+        serde_json::Value::Array(_) => {
+            return oauth_error(
+                StatusCode::BAD_REQUEST,
+                "invalid_request",
+                "unreadable request: expected an object, got an array",
+            );
+        }
         v => match serde_json::from_value(v) {
             Ok(r) => r,
             Err(e) => {

@@ -196,6 +196,14 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for Input<T> {
             }
             v => v,
         };
+        // serde fills a struct from an array by position: `[1,2,3]` would
+        // create a group named "1". Every `Input` is an object (other
+        // types fail in serde with their own message).
+        if value.is_array() {
+            return Err(ApiError::bad_request(
+                "invalid body: expected an object, got an array",
+            ));
+        }
         decode(value, "invalid body").map(Input)
     }
 }

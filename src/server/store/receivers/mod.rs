@@ -7,11 +7,13 @@
 //! a later `activated` alone (wire.md).
 
 mod activation;
+mod address;
 mod batch;
 mod cursor;
 mod read;
 
 pub use activation::{Activation, set_activation};
+pub use address::{change_email, groups_of};
 pub use batch::{BatchItem, BatchMode, ItemOutcome, write_batch};
 pub use read::{Selection, contact_of, count_matching, get, list, list_matching};
 
