@@ -4,6 +4,7 @@
 //! - [`pipeline`]: pipeline files, parsed and checked into steps.
 //! - [`source`]: CSV and spreadsheet files read into polars frames.
 //! - [`prepare`]: mapping, validation and dedupe: rows to send and rejects.
+//! - [`email`]: addresses read once, as a careful sender checks them.
 //! - [`load`]: the target compared and written, with concurrency and retries.
 //! - [`export`]: groups, segments and blacklists read back out to files.
 //! - [`report`]: what a run did.
@@ -17,6 +18,7 @@ pub mod api;
 pub mod bench;
 pub mod cli;
 pub mod client;
+pub mod email;
 pub mod export;
 pub mod hash;
 pub mod load;

@@ -1,0 +1,280 @@
+//! Email addresses as a careful bulk sender checks them. A sender's
+//! reputation depends on never mailing an address that cannot exist, so an
+//! address is read once, at the edge, into its normalised form or refused
+//! with the reason a person can act on (`two dots in a row in the local
+//! part`).
+//!
+//! The rules (RFC 5321 §4.1.2 and §4.5.3.1, RFC 5322 §3.2.3 and §3.4.1,
+//! RFC 3696 §3 with its errata, RFC 6531 for international local parts):
+//!
+//! - the local part is a dot-atom: `atext` characters, no leading, trailing
+//!   or doubled dot; at most 64 octets; the whole address at most 254;
+//! - the domain has at least two labels of letters, digits and hyphens,
+//!   1 to 63 characters each, neither starting nor ending with a hyphen, and
+//!   an alphabetic (or `xn--`) top-level label;
+//! - an internationalised domain is normalised with UTS 46 and kept in its
+//!   ASCII (`xn--`) form, the form every mail server accepts;
+//! - quoted local parts, IP-address domains and non-ASCII local parts are
+//!   valid by the RFCs but refused unless [`Rules`] allow them: no mass
+//!   mailing list is better for them;
+//! - control and invisible characters (line breaks, zero-width spaces, other
+//!   format characters) are refused, never stored: a copy-pasted address with
+//!   a zero-width space would otherwise become a second receiver.
+//!
+//! The address is lower-cased whole, as listpipe has always compared and
+//! sent addresses.
+
+mod typos;
+
+pub use typos::suggest_domain;
+
+use std::net::{Ipv4Addr, Ipv6Addr};
+
+/// Longest local part, in octets (RFC 5321 §4.5.3.1.1).
+pub const MAX_LOCAL_OCTETS: usize = 64;
+/// Longest address, in octets (RFC 5321 §4.5.3.1.3 less the angle brackets).
+pub const MAX_ADDRESS_OCTETS: usize = 254;
+/// Longest domain label (RFC 1035 §2.3.4).
+pub const MAX_LABEL_OCTETS: usize = 63;
+
+/// What a valid address may be beyond the dot-atom at a host name.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Rules {
+    /// `"john doe"@example.com`.
+    pub quoted_local: bool,
+    /// `user@[192.0.2.1]`, `user@[IPv6:2001:db8::1]`.
+    pub ip_literal: bool,
+    /// `jörg@example.com` (RFC 6531, SMTPUTF8).
+    pub utf8_local: bool,
+}
+
+impl Rules {
+    /// What a careful sender mails: none of the above.
+    pub const STRICT: Rules = Rules {
+        quoted_local: false,
+        ip_literal: false,
+        utf8_local: false,
+    };
+    /// Everything the RFCs allow.
+    pub const RFC: Rules = Rules {
+        quoted_local: true,
+        ip_literal: true,
+        utf8_local: true,
+    };
+}
+
+/// Why an address is refused. The messages are the rejects file's reasons.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Invalid {
+    #[error("empty")]
+    Empty,
+    #[error("no @")]
+    NoAt,
+    #[error("nothing before the @")]
+    EmptyLocal,
+    #[error("nothing after the @")]
+    EmptyDomain,
+    #[error("a space")]
+    Space,
+    #[error("an invisible or control character (U+{0:04X})")]
+    Invisible(u32),
+    #[error("the local part starts with a dot")]
+    LeadingDot,
+    #[error("the local part ends with a dot")]
+    TrailingDot,
+    #[error("two dots in a row in the local part")]
+    DoubleDot,
+    #[error("the local part is longer than 64 octets")]
+    LocalTooLong,
+    #[error("the address is longer than 254 octets")]
+    TooLong,
+    #[error("{0:?} is not allowed in the local part")]
+    LocalChar(char),
+    #[error("a quoted local part (allowed with allow_quoted_local = true)")]
+    Quoted,
+    #[error("an unterminated or malformed quoted local part")]
+    BadQuoted,
+    #[error("non-ASCII characters in the local part (allowed with allow_utf8_local = true)")]
+    Utf8Local,
+    #[error("an IP address instead of a domain (allowed with allow_ip_literal = true)")]
+    IpLiteral,
+    #[error("a malformed IP address literal")]
+    BadIpLiteral,
+    #[error("no top-level domain (a host name alone)")]
+    NoTld,
+    #[error("an empty domain label (two dots in a row, or a dot at an end)")]
+    EmptyLabel,
+    #[error("the domain label {0:?} is longer than 63 characters")]
+    LabelTooLong(String),
+    #[error("the domain label {0:?} starts or ends with a hyphen")]
+    Hyphen(String),
+    #[error("{0:?} is not allowed in a domain")]
+    DomainChar(char),
+    #[error("the top-level domain {0:?} is not alphabetic")]
+    BadTld(String),
+    #[error("the international domain cannot be converted (UTS 46)")]
+    Idna,
+}
+
+/// Reads `raw` (surrounding white space is dropped) into its normalised
+/// form, or says why it is not an address a careful sender mails.
+pub fn parse(raw: &str, rules: Rules) -> Result<String, Invalid> {
+    let s = raw.trim();
+    if s.is_empty() {
+        return Err(Invalid::Empty);
+    }
+    if let Some(c) = s.chars().find(|c| is_invisible(*c)) {
+        return Err(Invalid::Invisible(u32::from(c)));
+    }
+    let Some(at) = s.rfind('@') else {
+        return Err(Invalid::NoAt);
+    };
+    let (local, domain) = (&s[..at], &s[at + 1..]);
+    if local.is_empty() {
+        return Err(Invalid::EmptyLocal);
+    }
+    if domain.is_empty() {
+        return Err(Invalid::EmptyDomain);
+    }
+    let local = check_local(local, rules)?;
+    let domain = check_domain(domain, rules)?;
+    let address = format!("{local}@{domain}");
+    if address.len() > MAX_ADDRESS_OCTETS {
+        return Err(Invalid::TooLong);
+    }
+    Ok(address)
+}
+
+/// Control characters, line and paragraph separators, and the format
+/// characters (Unicode category Cf) that show as nothing.
+fn is_invisible(c: char) -> bool {
+    c.is_control()
+        || matches!(u32::from(c),
+            0x00AD | 0x061C | 0x180E | 0x200B..=0x200F | 0x2028..=0x202E
+            | 0x2060..=0x2064 | 0x2066..=0x206F | 0xFEFF | 0xFFF9..=0xFFFB
+            | 0x1D173..=0x1D17A | 0xE0001 | 0xE0020..=0xE007F)
+}
+
+/// `atext` of RFC 5322 §3.2.3.
+fn is_atext(c: char) -> bool {
+    c.is_ascii_alphanumeric() || "!#$%&'*+-/=?^_`{|}~".contains(c)
+}
+
+fn check_local(local: &str, rules: Rules) -> Result<String, Invalid> {
+    if local.len() > MAX_LOCAL_OCTETS {
+        return Err(Invalid::LocalTooLong);
+    }
+    if local.starts_with('"') {
+        if !rules.quoted_local {
+            return Err(Invalid::Quoted);
+        }
+        return check_quoted(local).map(str::to_lowercase);
+    }
+    if local.starts_with('.') {
+        return Err(Invalid::LeadingDot);
+    }
+    if local.ends_with('.') {
+        return Err(Invalid::TrailingDot);
+    }
+    if local.contains("..") {
+        return Err(Invalid::DoubleDot);
+    }
+    for c in local.chars() {
+        match c {
+            '.' => {}
+            c if c.is_whitespace() => return Err(Invalid::Space),
+            c if !c.is_ascii() && rules.utf8_local => {}
+            c if !c.is_ascii() => return Err(Invalid::Utf8Local),
+            c if !is_atext(c) => return Err(Invalid::LocalChar(c)),
+            _ => {}
+        }
+    }
+    Ok(local.to_lowercase())
+}
+
+/// A quoted string (RFC 5322 §3.2.4): printable ASCII and spaces, with `\`
+/// escaping the next character; the quotes are kept.
+fn check_quoted(local: &str) -> Result<&str, Invalid> {
+    let inner = local
+        .strip_prefix('"')
+        .and_then(|l| l.strip_suffix('"'))
+        .filter(|_| local.len() >= 2)
+        .ok_or(Invalid::BadQuoted)?;
+    let mut escaped = false;
+    for c in inner.chars() {
+        match (escaped, c) {
+            (true, c) if c == ' ' || c.is_ascii_graphic() => escaped = false,
+            (false, '\\') => escaped = true,
+            (false, '"') => return Err(Invalid::BadQuoted),
+            (false, c) if c == ' ' || c.is_ascii_graphic() => {}
+            _ => return Err(Invalid::BadQuoted),
+        }
+    }
+    if escaped {
+        return Err(Invalid::BadQuoted);
+    }
+    Ok(local)
+}
+
+fn check_domain(domain: &str, rules: Rules) -> Result<String, Invalid> {
+    if let Some(literal) = domain.strip_prefix('[') {
+        if !rules.ip_literal {
+            return Err(Invalid::IpLiteral);
+        }
+        let inner = literal.strip_suffix(']').ok_or(Invalid::BadIpLiteral)?;
+        let valid = match inner.get(..5) {
+            Some(p) if p.eq_ignore_ascii_case("ipv6:") => inner[5..].parse::<Ipv6Addr>().is_ok(),
+            _ => inner.parse::<Ipv4Addr>().is_ok(),
+        };
+        return if valid {
+            Ok(domain.to_ascii_lowercase())
+        } else {
+            Err(Invalid::BadIpLiteral)
+        };
+    }
+    if let Some(c) = domain.chars().find(|c| c.is_whitespace()) {
+        return Err(if c == ' ' {
+            Invalid::Space
+        } else {
+            Invalid::Invisible(u32::from(c))
+        });
+    }
+    let ascii = if domain.is_ascii() {
+        domain.to_ascii_lowercase()
+    } else {
+        // Labels are checked on the ASCII form below, for precise reasons.
+        idna::domain_to_ascii(domain).map_err(|_| Invalid::Idna)?
+    };
+    let labels: Vec<&str> = ascii.split('.').collect();
+    if labels.iter().any(|l| l.is_empty()) {
+        return Err(Invalid::EmptyLabel);
+    }
+    if labels.len() < 2 {
+        return Err(Invalid::NoTld);
+    }
+    for label in &labels {
+        if label.len() > MAX_LABEL_OCTETS {
+            return Err(Invalid::LabelTooLong((*label).to_string()));
+        }
+        if let Some(c) = label
+            .chars()
+            .find(|c| !(c.is_ascii_alphanumeric() || *c == '-'))
+        {
+            return Err(Invalid::DomainChar(c));
+        }
+        if label.starts_with('-') || label.ends_with('-') {
+            return Err(Invalid::Hyphen((*label).to_string()));
+        }
+        if label.starts_with("xn--") && idna::domain_to_unicode(label).1.is_err() {
+            return Err(Invalid::Idna);
+        }
+    }
+    let tld = labels[labels.len() - 1];
+    if !(tld.starts_with("xn--") || tld.chars().all(|c| c.is_ascii_alphabetic())) {
+        return Err(Invalid::BadTld(tld.to_string()));
+    }
+    Ok(ascii)
+}
+
+#[cfg(test)]
+mod tests;
