@@ -29,10 +29,11 @@ impl MangledNumbers {
     pub fn describe(&self) -> String {
         let rows: Vec<String> = self.rows.iter().map(u64::to_string).collect();
         format!(
-            "column \"{}\" holds {} number{} in scientific notation (rows {}{}, e.g. \"{}\"): Excel dropped their digits; export the column as text from the original",
+            "column \"{}\" holds {} number{} in scientific notation (row{} {}{}, e.g. \"{}\"): Excel dropped their digits; export the column as text from the original",
             self.column,
             self.count,
             if self.count == 1 { "" } else { "s" },
+            if self.rows.len() == 1 { "" } else { "s" },
             rows.join(", "),
             if self.count as usize > self.rows.len() {
                 ", ..."
