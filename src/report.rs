@@ -6,6 +6,7 @@ use crate::export::ExportOutcome;
 use crate::load::blacklist::BlacklistOutcome;
 use crate::load::import::ImportOutcome;
 use crate::prepare::PrepareStats;
+use crate::source::Workbook;
 use serde::Serialize;
 use std::path::PathBuf;
 
@@ -52,6 +53,54 @@ pub struct StepReport {
 pub struct Timings {
     pub prepare: u64,
     pub load: u64,
+}
+
+/// One line per reject reason: its count and its first row, as `check` and the run's
+/// summary show them (`invalid birthday: 2, e.g. row 5, birthday "0.0.00": ...`).
+pub fn reason_lines(stats: &PrepareStats) -> Vec<String> {
+    stats
+        .rejected
+        .iter()
+        .map(|(reason, n)| match stats.reject_examples.get(reason) {
+            Some(e) => format!("{reason}: {n}, e.g. {}", e.describe()),
+            None => format!("{reason}: {n}"),
+        })
+        .collect()
+}
+
+/// What reading the source noticed besides rejects: padded short rows, and the warnings
+/// about text-like columns holding numbers in scientific notation.
+pub fn source_notes(stats: &PrepareStats) -> Vec<String> {
+    let mut lines = Vec::new();
+    if stats.padded > 0 {
+        lines.push(format!(
+            "{} short row{} padded with empty fields (pad_short_rows)",
+            stats.padded,
+            if stats.padded == 1 { "" } else { "s" }
+        ));
+    }
+    lines.extend(
+        stats
+            .mangled_numbers
+            .iter()
+            .map(|m| format!("warning: {}", m.describe())),
+    );
+    lines
+}
+
+/// One line per workbook: its sheets and the ones read.
+pub fn workbook_lines(workbooks: &[Workbook]) -> Vec<String> {
+    workbooks
+        .iter()
+        .map(|w| {
+            format!(
+                "workbook {}: sheets {}; read {}",
+                w.file.display(),
+                w.sheets.join(", "),
+                w.read.join(", ")
+            )
+        })
+        .collect()
 }
 
 impl StepReport {
@@ -124,6 +173,16 @@ impl StepReport {
             self.timings_ms.prepare,
         )];
 
+        lines.extend(
+            reason_lines(p)
+                .into_iter()
+                .map(|l| format!("{}: rejected: {l}", self.name)),
+        );
+        lines.extend(
+            source_notes(p)
+                .into_iter()
+                .map(|l| format!("{}: source: {l}", self.name)),
+        );
         if p.orders_read > 0 {
             lines.push(format!(
                 "{}: orders: {} read, {} accepted, {} rejected",

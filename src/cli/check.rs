@@ -47,6 +47,9 @@ pub fn run(args: CheckArgs) -> u8 {
         let outcome = match step {
             Step::Import(s) => prepare::prepare_import(s, &pipeline.base_dir).map(|p| {
                 println!("\n[{}] import into {}", s.name, s.group);
+                for line in crate::report::workbook_lines(&p.table.workbooks) {
+                    println!("  {line}");
+                }
                 match PreparedRows::new(s, &p.frame) {
                     Ok(rows) => {
                         for i in 0..rows.len().min(args.preview) {
@@ -78,6 +81,9 @@ pub fn run(args: CheckArgs) -> u8 {
                         .map(|g| format!(" of {g}"))
                         .unwrap_or_default()
                 );
+                for line in crate::report::workbook_lines(&p.table.workbooks) {
+                    println!("  {line}");
+                }
                 for (email, comment) in p.entries.iter().take(args.preview) {
                     println!(
                         "  {email} {}",
@@ -102,8 +108,11 @@ pub fn run(args: CheckArgs) -> u8 {
                     stats.duplicates,
                     stats.tags_changed
                 );
-                for (reason, n) in &stats.rejected {
-                    println!("    {reason}: {n}");
+                for line in crate::report::reason_lines(&stats) {
+                    println!("    {line}");
+                }
+                for line in crate::report::source_notes(&stats) {
+                    println!("  {line}");
                 }
                 if stats.orders_read > 0 {
                     println!(

@@ -255,6 +255,8 @@ impl Parser<'_> {
             .map(Spanned::into_inner)
             .filter(|c| !c.is_empty());
         m.missing_reason = t.str(ctx, "missing_reason").map(Spanned::into_inner);
+        m.null_values = self.null_values(&t);
+        let ctx = &mut self.ctx;
         if let Some(d) = t.str(ctx, "decimal") {
             match d.get_ref().as_str() {
                 "." => m.decimal = '.',

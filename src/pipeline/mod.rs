@@ -131,6 +131,9 @@ pub struct ImportStep {
     /// Cells left empty on follow-up rows (a shop export's order-level fields, written on
     /// an order's first line only) filled from the rows with the same key.
     pub fill_down: Option<FillDown>,
+    /// `rejects_bom`: a byte order mark at the start of the rejects file (for Excel);
+    /// None: one when the source had one (or is a spreadsheet).
+    pub rejects_bom: Option<bool>,
 }
 
 /// `fill_down = { within = "Name", columns = [...] }`: in each of `columns`, an empty cell
@@ -152,6 +155,8 @@ pub struct BlacklistStep {
     pub rejects: PathBuf,
     /// Only rows where this holds are read; the others are skipped, not rejected.
     pub only_if: Option<Condition>,
+    /// As [`ImportStep::rejects_bom`].
+    pub rejects_bom: Option<bool>,
 }
 
 /// The receiver fields a column can fill.
@@ -269,6 +274,9 @@ pub struct Mapping {
     /// The reject reason when a required value (the address) is empty, instead of
     /// "missing email": a guest order has no address by nature, not by mistake.
     pub missing_reason: Option<String>,
+    /// Values read as empty (compared trimmed, ignoring ASCII case): placeholders such as
+    /// Outlook's `0.0.00` for "no birthday". The step's `null_values` are added here.
+    pub null_values: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq)]

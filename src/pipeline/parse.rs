@@ -39,9 +39,19 @@ pub(super) const IMPORT_KEYS: &[&str] = &[
     "other_columns",
     "ignore_columns",
     "date_format",
+    "null_values",
+    "rejects_bom",
 ];
 const BLACKLIST_KEYS: &[&str] = &[
-    "name", "source", "email", "comment", "group", "rejects", "only_if",
+    "name",
+    "source",
+    "email",
+    "comment",
+    "group",
+    "rejects",
+    "only_if",
+    "null_values",
+    "rejects_bom",
 ];
 pub(super) const MAPPING_KEYS: &[&str] = &[
     "column",
@@ -54,6 +64,7 @@ pub(super) const MAPPING_KEYS: &[&str] = &[
     "format",
     "decimal",
     "only_if",
+    "null_values",
 ];
 /// The address takes one key more: the reject reason when it is empty.
 pub(super) const EMAIL_KEYS: &[&str] = &[
@@ -67,6 +78,7 @@ pub(super) const EMAIL_KEYS: &[&str] = &[
     "format",
     "decimal",
     "only_if",
+    "null_values",
     "missing_reason",
 ];
 pub(super) const ATTRIBUTE_KEYS: &[&str] = &[
@@ -81,6 +93,7 @@ pub(super) const ATTRIBUTE_KEYS: &[&str] = &[
     "format",
     "decimal",
     "only_if",
+    "null_values",
 ];
 pub(super) const TAGS_KEYS: &[&str] = &["columns", "separator", "fixed", "origin"];
 const DEDUPE: &[&str] = &["first", "last", "merge"];
@@ -283,6 +296,16 @@ impl Parser<'_> {
         }
     }
 
+    /// `null_values`: cell values read as empty (`"0.0.00"`, `"N/A"`), of a step or a mapping.
+    pub(super) fn null_values(&mut self, t: &Table) -> Vec<String> {
+        t.strings(&mut self.ctx, "null_values")
+            .unwrap_or_default()
+            .into_iter()
+            .map(|v| v.into_inner().trim().to_string())
+            .filter(|v| !v.is_empty())
+            .collect()
+    }
+
     fn step_name(&mut self, t: &Table, kind: &str, n: usize) -> String {
         t.str(&mut self.ctx, "name")
             .map(Spanned::into_inner)
@@ -386,6 +409,21 @@ impl Parser<'_> {
             };
             self.map_other_columns(src, &ignore, into);
         }
+        let nulls = self.null_values(t);
+        let rejects_bom = t.bool(&mut self.ctx, "rejects_bom");
+        add_null_values(
+            &nulls,
+            fields
+                .iter_mut()
+                .map(|(_, m)| m)
+                .chain(global_attributes.iter_mut().map(|a| &mut a.mapping))
+                .chain(attributes.iter_mut().map(|a| &mut a.mapping))
+                .chain(
+                    orders
+                        .iter_mut()
+                        .flat_map(|o| o.fields.iter_mut().map(|(_, m)| m).chain(o.email.as_mut())),
+                ),
+        );
         Some(ImportStep {
             name,
             source: source?.0,
@@ -400,6 +438,7 @@ impl Parser<'_> {
             orders,
             mirror,
             fill_down,
+            rejects_bom,
         })
     }
 
@@ -428,15 +467,31 @@ impl Parser<'_> {
         let only_if = t
             .get("only_if")
             .and_then(|v| self.condition(v, &t.name, src));
+        let nulls = self.null_values(t);
+        let rejects_bom = t.bool(&mut self.ctx, "rejects_bom");
+        let mut email = email?;
+        let mut comment = comment;
+        add_null_values(&nulls, std::iter::once(&mut email).chain(comment.as_mut()));
         Some(BlacklistStep {
             name,
             source: source?.0,
-            email: email?,
+            email,
             comment,
+            rejects_bom,
             group,
             rejects,
             only_if,
         })
+    }
+}
+
+/// A step's `null_values` hold for each of its mappings, beside the mapping's own.
+fn add_null_values<'m>(nulls: &[String], mappings: impl Iterator<Item = &'m mut Mapping>) {
+    if nulls.is_empty() {
+        return;
+    }
+    for m in mappings {
+        m.null_values.extend(nulls.iter().cloned());
     }
 }
 

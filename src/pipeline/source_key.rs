@@ -16,6 +16,9 @@ const SOURCE_KEYS: &[&str] = &[
     "encoding",
     "header_row",
     "sheet",
+    "sheets",
+    "pad_short_rows",
+    "max_quoted_lines",
 ];
 const FORMATS: &[&str] = &["csv", "xlsx", "xls", "ods"];
 
@@ -94,13 +97,43 @@ impl Parser<'_> {
                     .map_or(1, |n| n as usize);
                 if let Some(s) = t.get("sheet") {
                     match s.get_ref() {
-                        DeValue::String(name) => spec.sheet = Some(SheetRef::Name(name.to_string())),
+                        DeValue::String(name) if &**name == "*" => spec.sheets = vec![SheetRef::All],
+                        DeValue::String(name) => spec.sheets = vec![SheetRef::Name(name.to_string())],
                         DeValue::Integer(_) => {
-                            spec.sheet = t.int(ctx, "sheet", 1..10_001).map(|n| SheetRef::Index(n as usize))
+                            spec.sheets = t.int(ctx, "sheet", 1..10_001).map(|n| SheetRef::Index(n as usize)).into_iter().collect()
                         }
-                        other => ctx.error(s.span(), format!("`sheet` must be a sheet name or its number (1 is the first), not {}", type_name(other))),
+                        other => ctx.error(s.span(), format!("`sheet` must be a sheet name, its number (1 is the first) or \"*\" (every sheet), not {}", type_name(other))),
                     }
                 }
+                if let Some(s) = t.get("sheets") {
+                    if t.get("sheet").is_some() {
+                        ctx.error(
+                            s.span(),
+                            format!("{} has both `sheet` and `sheets`; give one", t.name),
+                        );
+                    }
+                    match s.get_ref() {
+                        DeValue::Array(items) if !items.is_empty() => {
+                            spec.sheets.clear();
+                            for item in items.iter() {
+                                match item.get_ref() {
+                                    DeValue::String(name) if &**name == "*" => spec.sheets.push(SheetRef::All),
+                                    DeValue::String(name) => spec.sheets.push(SheetRef::Name(name.to_string())),
+                                    DeValue::Integer(i) => match i64::from_str_radix(&i.as_str().replace('_', ""), i.radix()) {
+                                        Ok(n) if (1..10_001).contains(&n) => spec.sheets.push(SheetRef::Index(n as usize)),
+                                        _ => ctx.error(item.span(), "sheet numbers in `sheets` go from 1 (the first sheet) to 10000"),
+                                    },
+                                    other => ctx.error(item.span(), format!("`sheets` must list sheet names or numbers (1 is the first), not {}", type_name(other))),
+                                }
+                            }
+                        }
+                        other => ctx.error(s.span(), format!("`sheets` must be a non-empty list of sheet names or numbers, such as [\"2024\", \"2025\"], not {}", type_name(other))),
+                    }
+                }
+                spec.pad_short_rows = t.bool(ctx, "pad_short_rows").unwrap_or(false);
+                spec.max_quoted_lines = t
+                    .int(ctx, "max_quoted_lines", 1..100_000_001)
+                    .map_or(0, |n| n as u64);
             }
             other => {
                 self.ctx.error(

@@ -18,6 +18,7 @@ pub fn prepare_blacklist(
     let height = table.frame.height();
     let mut stats = PrepareStats {
         rows_read: (height + table.ragged.len()) as u64,
+        padded: table.padded,
         ..Default::default()
     };
     let mut errors = Errors::default();
@@ -63,7 +64,7 @@ pub fn prepare_blacklist(
             None => value::normalize_email(email),
         };
         match normalised {
-            Err(reason) => errors.add(i, "email", reason),
+            Err(reason) => errors.add(i, "email", email, reason),
             Ok(e) if !seen.insert(e.clone()) => stats.duplicates += 1,
             Ok(e) => {
                 entries.push((
@@ -78,7 +79,7 @@ pub fn prepare_blacklist(
             }
         }
     }
-    let mut rejects = Rejects::new(&table);
+    let mut rejects = Rejects::new(&table, step.rejects_bom);
     rejects.rows = reject_rows(&table, &errors, &mut stats)?;
     Ok(PreparedBlacklist {
         table,

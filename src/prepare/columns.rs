@@ -3,6 +3,7 @@
 //! with errors turned into reject lines carrying their raw values.
 
 use super::condition::RowTest;
+use super::reasons::{self, RejectExample};
 use super::value;
 use super::{PrepareError, PrepareStats};
 use crate::pipeline::{AttributeMapping, Mapping, ValueFrom, ValueKind};
@@ -16,6 +17,8 @@ pub(super) struct RowError {
     pub(super) field: String,
     pub(super) reason: String,
     category: String,
+    /// The raw value, for the summary's example (empty for a missing value).
+    value: Option<String>,
 }
 
 /// The errors found in a table, by row index.
@@ -23,27 +26,35 @@ pub(super) struct RowError {
 pub(super) struct Errors(pub(super) BTreeMap<usize, Vec<RowError>>);
 
 impl Errors {
-    pub(super) fn add(&mut self, row: usize, field: &str, reason: String) {
+    pub(super) fn add(&mut self, row: usize, field: &str, value: &str, reason: String) {
         let category = if reason.starts_with("missing") {
             reason.clone()
         } else {
             format!("invalid {field}")
         };
-        self.push(row, field, reason, category);
+        self.push(row, field, reason, category, Some(value));
     }
 
     /// A required value that is empty, with the step's own reason when it gives one.
     fn add_missing(&mut self, row: usize, field: &str, reason: Option<&str>) {
         let category = format!("missing {field}");
         let reason = reason.map_or_else(|| category.clone(), str::to_string);
-        self.push(row, field, reason, category);
+        self.push(row, field, reason, category, None);
     }
 
-    fn push(&mut self, row: usize, field: &str, reason: String, category: String) {
+    fn push(
+        &mut self,
+        row: usize,
+        field: &str,
+        reason: String,
+        category: String,
+        value: Option<&str>,
+    ) {
         self.0.entry(row).or_default().push(RowError {
             field: field.to_string(),
             reason,
             category,
+            value: value.map(reasons::cut),
         });
     }
 }
@@ -97,7 +108,7 @@ pub(super) fn map_column(
             Some(v) => match value::convert(kind, m, v) {
                 Ok(v) => out.append_value(v),
                 Err(reason) => {
-                    errors.add(i, field, reason);
+                    errors.add(i, field, raw.unwrap_or(""), reason);
                     out.append_null();
                 }
             },
@@ -137,29 +148,45 @@ pub(super) fn reject_rows(
     let rows = table.frame.column(ROW_COL)?.u32()?;
     let files = table.frame.column(FILE_COL)?.u32()?;
     let mut out = Vec::with_capacity(errors.0.len() + table.ragged.len());
+    let multi_file = table.files.len() > 1;
+    let file_name = |f: usize| table.files.get(f).map(|f| f.display().to_string());
     for r in &table.ragged {
-        *stats
-            .rejected
-            .entry("wrong number of fields".into())
-            .or_default() += 1;
+        stats.count_reject(
+            r.category,
+            RejectExample {
+                row: r.row_number,
+                file: file_name(r.file).filter(|_| multi_file),
+                field: r.column.clone().unwrap_or_default(),
+                value: None,
+                reason: reasons::cut_reason(&r.reason),
+            },
+        );
         out.push(RejectRow {
-            file: table.files.get(r.file).map(|f| f.display().to_string()),
+            file: file_name(r.file),
             values: r.values.iter().map(|v| Some(v.clone())).collect(),
             row_number: r.row_number,
-            field: String::new(),
+            field: r.column.clone().unwrap_or_default(),
             reason: r.reason.clone(),
         });
     }
     for (&i, errs) in &errors.0 {
         let Some(first) = errs.first() else { continue };
-        *stats.rejected.entry(first.category.clone()).or_default() += 1;
+        let file = files.get(i).and_then(|f| file_name(f as usize));
+        let row_number = rows.get(i).unwrap_or(0) as u64;
+        stats.count_reject(
+            &first.category,
+            RejectExample {
+                row: row_number,
+                file: file.clone().filter(|_| multi_file),
+                field: first.field.clone(),
+                value: first.value.clone(),
+                reason: reasons::cut_reason(&first.reason),
+            },
+        );
         out.push(RejectRow {
-            file: files
-                .get(i)
-                .and_then(|f| table.files.get(f as usize))
-                .map(|f| f.display().to_string()),
+            file,
             values: cols.iter().map(|c| c.get(i).map(str::to_string)).collect(),
-            row_number: rows.get(i).unwrap_or(0) as u64,
+            row_number,
             field: errs
                 .iter()
                 .map(|e| e.field.as_str())

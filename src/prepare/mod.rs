@@ -11,7 +11,9 @@ mod columns;
 mod condition;
 pub mod dedupe;
 mod fill;
+pub mod mangled;
 mod orders;
+pub mod reasons;
 mod rows;
 pub mod tags;
 pub mod time;
@@ -24,6 +26,7 @@ pub use blacklist::prepare_blacklist;
 pub use columns::reject_for;
 pub use orders::OrderLines;
 use polars::prelude::*;
+pub use reasons::RejectExample;
 pub use rows::PreparedRows;
 
 use columns::{Errors, attribute_columns, keep_mask, map_column, reject_rows};
@@ -63,6 +66,9 @@ pub struct PrepareStats {
     pub skipped: u64,
     /// Rejected rows by reason (`invalid email`, `missing email`, `invalid birthday`, `wrong number of fields`...).
     pub rejected: BTreeMap<String, u64>,
+    /// The first rejected row of each reason in `rejected`, for the summaries.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub reject_examples: BTreeMap<String, RejectExample>,
     pub duplicates: u64,
     pub tags_changed: u64,
     /// Order lines read (from the receiver rows or the orders source).
@@ -70,6 +76,12 @@ pub struct PrepareStats {
     /// Order lines that will be sent with their receivers.
     pub orders_accepted: u64,
     pub orders_rejected: u64,
+    /// Rows with fewer fields than the header, padded with empty ones (`pad_short_rows`).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub padded: u64,
+    /// Text-like columns holding numbers Excel wrote in scientific notation (warnings).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub mangled_numbers: Vec<mangled::MangledNumbers>,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -80,6 +92,14 @@ impl PrepareStats {
     pub fn rejected_total(&self) -> u64 {
         self.rejected.values().sum()
     }
+
+    /// Counts a rejected row under `category`, keeping the first one as its example.
+    pub fn count_reject(&mut self, category: &str, example: RejectExample) {
+        *self.rejected.entry(category.to_string()).or_default() += 1;
+        self.reject_examples
+            .entry(category.to_string())
+            .or_insert(example);
+    }
 }
 
 /// Rejected rows and how to write them back in the input's dialect.
@@ -87,15 +107,19 @@ pub struct Rejects {
     pub columns: Vec<String>,
     pub dialect: source::Dialect,
     pub multi_file: bool,
+    /// A byte order mark before the (UTF-8) text.
+    pub bom: bool,
     pub rows: Vec<RejectRow>,
 }
 
 impl Rejects {
-    fn new(table: &Table) -> Self {
+    /// `bom`: the step's `rejects_bom`; None follows the source.
+    fn new(table: &Table, bom: Option<bool>) -> Self {
         Rejects {
             columns: table.columns.clone(),
             dialect: table.dialect.clone(),
             multi_file: table.files.len() > 1,
+            bom: bom.unwrap_or_else(|| table.dialect.has_bom()),
             rows: Vec::new(),
         }
     }
@@ -106,6 +130,7 @@ impl Rejects {
             &self.columns,
             &self.dialect,
             self.multi_file,
+            self.bom,
             &self.rows,
         )
     }
@@ -153,6 +178,8 @@ pub fn prepare_import_table(
     let height = table.frame.height();
     let mut stats = PrepareStats {
         rows_read: (height + table.ragged.len()) as u64,
+        padded: table.padded,
+        mangled_numbers: mangled::find(step, table)?,
         ..Default::default()
     };
     let mut errors = Errors::default();
@@ -210,7 +237,7 @@ pub fn prepare_import_table(
         _ => None,
     };
 
-    let mut rejects = Rejects::new(table);
+    let mut rejects = Rejects::new(table, step.rejects_bom);
     rejects.rows = reject_rows(table, &errors, &mut stats)?;
     let mask = keep_mask(height, &errors);
     let frame = DataFrame::new(height, columns)?.filter(&mask)?;
@@ -242,7 +269,7 @@ pub fn prepare_import_table(
         .and_then(|o| Some((o, o.source.as_ref()?)))
     {
         let table = source::read(source_spec, base_dir)?;
-        let (o, r) = prepare_joined_orders(spec, &table, &emails, &mut stats)?;
+        let (o, r) = prepare_joined_orders(spec, &table, &emails, step.rejects_bom, &mut stats)?;
         orders = o;
         order_rejects = Some(r);
     }

@@ -112,6 +112,7 @@ pub(super) fn prepare_joined_orders(
     spec: &OrdersSpec,
     table: &Table,
     emails: &FastSet<String>,
+    rejects_bom: Option<bool>,
     stats: &mut PrepareStats,
 ) -> Result<(OrderLines, Rejects), PrepareError> {
     let mut errors = Errors::default();
@@ -133,12 +134,13 @@ pub(super) fn prepare_joined_orders(
             errors.add(
                 i,
                 "email",
+                e,
                 format!("no receiver with the address \"{e}\" in this import"),
             );
         }
     }
     let mut order_stats = PrepareStats::default();
-    let mut rejects = Rejects::new(table);
+    let mut rejects = Rejects::new(table, rejects_bom);
     rejects.rows = reject_rows(table, &errors, &mut order_stats)?;
     stats.orders_rejected += order_stats.rejected_total();
     stats.orders_read += (table.frame.height() + table.ragged.len()) as u64;

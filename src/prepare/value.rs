@@ -17,6 +17,12 @@ pub fn clean<'a>(m: &'a Mapping, raw: Option<&'a str>) -> Option<Cow<'a, str>> {
     if let Some(chars) = &m.trim_chars {
         v = v.trim_matches(|c| chars.contains(c));
     }
+    if m.null_values
+        .iter()
+        .any(|n| n.eq_ignore_ascii_case(v.trim()))
+    {
+        v = "";
+    }
     let v: Cow<'a, str> = match m.case {
         Case::Keep => Cow::Borrowed(v),
         Case::Lower if !v.chars().any(char::is_uppercase) => Cow::Borrowed(v),

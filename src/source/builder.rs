@@ -12,7 +12,7 @@ use std::path::PathBuf;
 
 use polars::prelude::{Column, DataFrame, IntoColumn, StringChunkedBuilder};
 
-use super::{Dialect, FILE_COL, ROW_COL, RawReject, SourceError, Table};
+use super::{Dialect, FILE_COL, ROW_COL, RawReject, SourceError, Table, Workbook};
 
 /// A row's fields, however the reader holds them.
 pub(crate) trait Fields {
@@ -106,9 +106,46 @@ pub(crate) struct TableBuilder {
     files: Vec<PathBuf>,
     file_columns: Vec<Vec<String>>,
     dialect: Option<Dialect>,
+    /// `pad_short_rows`: a row with fewer fields than its header gets empty ones.
+    pad_short_rows: bool,
+    padded: u64,
+    workbooks: Vec<Workbook>,
 }
 
 impl TableBuilder {
+    pub fn new(pad_short_rows: bool) -> Self {
+        TableBuilder {
+            pad_short_rows,
+            ..Default::default()
+        }
+    }
+
+    /// Notes which sheets a workbook has and which were read, for `check`.
+    pub fn add_workbook(&mut self, workbook: Workbook) {
+        self.workbooks.push(workbook);
+    }
+
+    /// Keeps a row that could not be read as a row (a quote that never closed).
+    pub fn push_reject(
+        &mut self,
+        file: &FileColumns,
+        row_number: u64,
+        fields: &(impl Fields + ?Sized),
+        reason: String,
+        column: String,
+    ) {
+        self.ragged.push(RawReject {
+            file: file.file,
+            row_number,
+            values: (0..fields.count())
+                .map(|i| fields.field(i).unwrap_or("").to_string())
+                .collect(),
+            reason,
+            category: super::UNCLOSED_QUOTE,
+            column: Some(column),
+        });
+    }
+
     /// Registers a file and its header; columns new to the table start with nulls for the
     /// rows of earlier files.
     pub fn start_file(&mut self, path: PathBuf, header: &Header, dialect: Dialect) -> FileColumns {
@@ -151,7 +188,8 @@ impl TableBuilder {
         let count = fields.count();
         let extra_filled =
             (file.width..count).any(|i| fields.field(i).is_some_and(|f| !f.trim().is_empty()));
-        if count < file.named || extra_filled {
+        let short = count < file.named;
+        if (short && !self.pad_short_rows) || extra_filled {
             self.ragged.push(RawReject {
                 file: file.file,
                 row_number,
@@ -159,9 +197,15 @@ impl TableBuilder {
                     .map(|i| fields.field(i).unwrap_or("").to_string())
                     .collect(),
                 reason: format!("row has {count} fields, the header has {}", file.width),
+                category: super::WRONG_FIELD_COUNT,
+                column: None,
             });
             return;
         }
+        // Decision: padding reads a missing trailing field as an empty cell; a row with
+        // fields added in the middle cannot be told from one with fields missing at the end,
+        // so a long row stays a reject either way.
+        self.padded += u64::from(short);
         for (builder, slot) in self.builders.iter_mut().zip(&file.slots) {
             builder.append_option(slot.and_then(|i| fields.field(i)).filter(|f| !f.is_empty()));
         }
@@ -192,6 +236,8 @@ impl TableBuilder {
             ragged: self.ragged,
             file_columns: self.file_columns,
             dialect,
+            padded: self.padded,
+            workbooks: self.workbooks,
         })
     }
 }

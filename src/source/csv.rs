@@ -16,6 +16,7 @@ use ::csv::{ReaderBuilder, StringRecord};
 
 use super::builder::{self, Header, TableBuilder};
 use super::encoding;
+use super::quotes::{self, QuoteEnd};
 use super::sniff;
 use super::zipped;
 use super::{Dialect, SourceError, SourceFormat, SourceSpec};
@@ -36,13 +37,53 @@ pub(crate) fn read_file(
 ) -> Result<Dialect, SourceError> {
     let bytes = read_bytes(path, member, None)?;
     let (text, dialect) = prepare(&bytes, path, spec, false)?;
-    let mut rows = Rows::new(&text, dialect.delimiter, path);
+    let mut rows = Rows::new(&text, dialect.delimiter, path, spec);
     let header = find_header(&mut rows, spec)?.ok_or_else(|| empty_or_beyond(&rows, spec, path))?;
     let columns = table.start_file(path.to_path_buf(), &header, dialect.clone());
     while let Some(row) = rows.next()? {
-        table.push_row(&columns, row, &rows.record);
+        match rows.broken.take() {
+            None => table.push_row(&columns, row, &rows.record),
+            Some(quote) => {
+                let (column, reason) = broken_quote_reason(&quote, &header, row, spec);
+                table.push_reject(&columns, row, &rows.record, reason, column);
+            }
+        }
     }
     Ok(dialect)
+}
+
+/// The reject reason of a row whose quote ran away, and the column where it opened.
+fn broken_quote_reason(
+    quote: &BrokenQuote,
+    header: &Header,
+    row: u64,
+    spec: &SourceSpec,
+) -> (String, String) {
+    let column = header
+        .names
+        .get(quote.field)
+        .cloned()
+        .unwrap_or_else(|| format!("column_{}", quote.field + 1));
+    let how = match quote.end {
+        QuoteEnd::TooLong => format!(
+            "did not close within {} lines (it closed after {}; raise `max_quoted_lines` if a field really is that long)",
+            spec.max_quoted_lines(),
+            quote.covered
+        ),
+        QuoteEnd::MidField => format!(
+            "never closes: the next quote, {} lines down, opens a field of its own",
+            quote.covered - 1
+        ),
+        QuoteEnd::EndOfFile => format!(
+            "never closes: it ran to the end of the file, over {} lines",
+            quote.covered
+        ),
+    };
+    let reason = format!(
+        "the quote opened in column \"{column}\" (field {}) of row {row} {how}; the row is rejected and the lines after it are read as rows",
+        quote.field + 1
+    );
+    (column, reason)
 }
 
 /// The column names only, from the first megabyte when the header ends within it.
@@ -55,7 +96,7 @@ pub(crate) fn read_header(
     let truncated = prefix.len() as u64 >= HEADER_PREFIX;
     if truncated {
         let (text, dialect) = prepare(&prefix, path, spec, true)?;
-        let mut rows = Rows::new(&text, dialect.delimiter, path);
+        let mut rows = Rows::new(&text, dialect.delimiter, path, spec);
         if let Some(header) = find_header(&mut rows, spec)?
             && rows.position() < text.len()
         {
@@ -68,7 +109,7 @@ pub(crate) fn read_header(
         prefix
     };
     let (text, dialect) = prepare(&bytes, path, spec, false)?;
-    let mut rows = Rows::new(&text, dialect.delimiter, path);
+    let mut rows = Rows::new(&text, dialect.delimiter, path, spec);
     match find_header(&mut rows, spec)? {
         Some(header) => Ok(header.names),
         None => Err(empty_or_beyond(&rows, spec, path)),
@@ -179,40 +220,68 @@ fn empty_or_beyond(rows: &Rows<'_>, spec: &SourceSpec, path: &Path) -> SourceErr
 struct Rows<'t> {
     reader: ::csv::Reader<&'t [u8]>,
     text: &'t [u8],
+    delimiter: u8,
     record: StringRecord,
     path: &'t Path,
     /// Newlines inside quoted fields of the records read so far.
     embedded: u64,
     /// The row number of the last non-blank record read (0 before the first).
     last_row: u64,
+    /// Where the reader's input starts in `text`, and the lines before it: after a quote
+    /// that never closed, a new reader starts on the line after the one where it opened.
+    base_byte: usize,
+    base_line: u64,
+    max_quoted_lines: u64,
+    /// The quote that did not close in the record just read (then `record` holds that
+    /// record's opening line read with the quote as text).
+    broken: Option<BrokenQuote>,
+}
+
+/// A row whose quoted field ran away (see `quotes`).
+pub(crate) struct BrokenQuote {
+    pub field: usize,
+    pub covered: u64,
+    pub end: QuoteEnd,
+}
+
+fn reader(text: &[u8], delimiter: u8, quoting: bool) -> ::csv::Reader<&[u8]> {
+    ReaderBuilder::new()
+        .has_headers(false)
+        .flexible(true)
+        .quoting(quoting)
+        .delimiter(delimiter)
+        .from_reader(text)
 }
 
 impl<'t> Rows<'t> {
-    fn new(text: &'t str, delimiter: u8, path: &'t Path) -> Self {
-        let reader = ReaderBuilder::new()
-            .has_headers(false)
-            .flexible(true)
-            .delimiter(delimiter)
-            .from_reader(text.as_bytes());
+    fn new(text: &'t str, delimiter: u8, path: &'t Path, spec: &SourceSpec) -> Self {
         Rows {
-            reader,
+            reader: reader(text.as_bytes(), delimiter, true),
             text: text.as_bytes(),
+            delimiter,
             record: StringRecord::new(),
             path,
             embedded: 0,
             last_row: 0,
+            base_byte: 0,
+            base_line: 0,
+            max_quoted_lines: spec.max_quoted_lines(),
+            broken: None,
         }
     }
 
     /// Byte offset where the next record starts.
     fn position(&self) -> usize {
-        usize::try_from(self.reader.position().byte()).unwrap_or(usize::MAX)
+        usize::try_from(self.reader.position().byte())
+            .map_or(usize::MAX, |b| b.saturating_add(self.base_byte))
     }
 
     /// Reads the next non-blank record into `self.record`; returns its row number.
     fn next(&mut self) -> Result<Option<u64>, SourceError> {
+        self.broken = None;
         loop {
             let line_before = self.reader.position().line();
+            let start = self.position();
             let more = self
                 .reader
                 .read_record(&mut self.record)
@@ -237,19 +306,77 @@ impl<'t> Rows<'t> {
             };
             // The reader has counted the record's terminating `\n` (not yet the one of a
             // `\r\n`, which it takes when the next record starts).
-            let end = usize::try_from(after.byte()).unwrap_or(usize::MAX);
+            let end = self.position();
             let ends_in_lf = end > 0 && self.text.get(end - 1) == Some(&b'\n');
-            let first_line = after
-                .line()
-                .saturating_sub(embedded + u64::from(ends_in_lf));
+            let first_line =
+                (self.base_line + after.line()).saturating_sub(embedded + u64::from(ends_in_lf));
             let row = first_line.saturating_sub(self.embedded);
-            self.embedded += embedded;
             if builder::is_blank(&self.record) {
+                self.embedded += embedded;
                 continue;
             }
+            let at_end = end >= self.text.len();
+            if (embedded > 0 || at_end)
+                && let Some(row) = self.restart_after_runaway(start, end, at_end, line_before)
+            {
+                self.last_row = row;
+                return Ok(Some(row));
+            }
+            self.embedded += embedded;
             self.last_row = row;
             return Ok(Some(row));
         }
+    }
+
+    /// When the record in `text[start..end]` holds a quote that ran away: keeps its opening
+    /// line (read with quotes as text) in `record`, and starts reading again on the line
+    /// after it, so the lines the quote swallowed are rows again. Returns the row's number.
+    fn restart_after_runaway(
+        &mut self,
+        start: usize,
+        end: usize,
+        at_end: bool,
+        line_before: u64,
+    ) -> Option<u64> {
+        let slice = self.text.get(start..end)?;
+        // Blank lines the reader skipped before the record belong to no record.
+        let skipped = slice
+            .iter()
+            .take_while(|&&b| b == b'\n' || b == b'\r')
+            .count();
+        let r = quotes::find_runaway(
+            &slice[skipped..],
+            self.delimiter,
+            self.max_quoted_lines,
+            at_end,
+        )?;
+        // The quoted field's newlines are no record's: the lines are read again as rows.
+        let first_line = self.base_line
+            + line_before
+            + slice[..skipped].iter().filter(|&&b| b == b'\n').count() as u64;
+        let row = first_line.saturating_sub(self.embedded);
+        let record_start = start + skipped;
+        let line_end = record_start + r.line_end;
+        let opening = &self.text[record_start..line_end];
+        let mut literal = reader(opening, self.delimiter, false);
+        let mut fields = StringRecord::new();
+        self.record.clear();
+        while literal.read_record(&mut fields).unwrap_or(false) {
+            for f in fields.iter() {
+                self.record.push_field(f);
+            }
+        }
+        // The lines from the record's first to the quote's are this one row.
+        self.embedded += r.lines_before;
+        self.base_line = first_line + r.lines_before;
+        self.base_byte = line_end;
+        self.reader = reader(&self.text[line_end..], self.delimiter, true);
+        self.broken = Some(BrokenQuote {
+            field: r.field,
+            covered: r.covered,
+            end: r.end,
+        });
+        Some(row)
     }
 }
 

@@ -6,7 +6,7 @@ use polars::prelude::DataFrame;
 
 use crate::source::{
     Dialect, FILE_COL, LineEnding, ROW_COL, RawReject, SourceError, SourceFormat, SourceSpec,
-    Table, TextEncoding, read, read_columns,
+    Table, TextEncoding, WRONG_FIELD_COUNT, read, read_columns,
 };
 
 pub(crate) fn spec(paths: &[&str]) -> SourceSpec {
@@ -186,12 +186,16 @@ fn short_and_long_rows_become_ragged_with_their_row_numbers_and_the_rest_is_read
                 row_number: 3,
                 values: vec!["b@x.de".into(), "B".into()],
                 reason: "row has 2 fields, the header has 3".into(),
+                category: WRONG_FIELD_COUNT,
+                column: None,
             },
             RawReject {
                 file: 0,
                 row_number: 5,
                 values: vec!["d@x.de".into(), "D".into(), "Delta".into(), "extra".into()],
                 reason: "row has 4 fields, the header has 3".into(),
+                category: WRONG_FIELD_COUNT,
+                column: None,
             },
         ]
     );

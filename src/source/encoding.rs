@@ -14,7 +14,7 @@ use encoding_rs::{UTF_16BE, UTF_16LE, WINDOWS_1252};
 
 use super::{LineEnding, SourceError};
 
-const UTF8_BOM: &[u8] = b"\xEF\xBB\xBF";
+pub(crate) const UTF8_BOM: &[u8] = b"\xEF\xBB\xBF";
 const UTF16LE_BOM: &[u8] = b"\xFF\xFE";
 const UTF16BE_BOM: &[u8] = b"\xFE\xFF";
 /// How far to look for NUL bytes and spreadsheet signatures.
@@ -197,43 +197,6 @@ pub(crate) fn line_ending(text: Cow<'_, str>) -> (LineEnding, Cow<'_, str>) {
     }
 }
 
-/// Text as bytes in `encoding`, with the BOM that encoding is written with. Characters
-/// Windows-1252 cannot hold become `?` (they can only come from text listpipe added, such
-/// as a reason: the rows themselves came from a Windows-1252 file).
-pub(crate) fn encode(text: &str, encoding: TextEncoding) -> Vec<u8> {
-    match encoding {
-        TextEncoding::Utf8 => text.as_bytes().to_vec(),
-        TextEncoding::Utf8Bom => [UTF8_BOM, text.as_bytes()].concat(),
-        TextEncoding::Utf16Le => UTF16LE_BOM
-            .iter()
-            .copied()
-            .chain(text.encode_utf16().flat_map(u16::to_le_bytes))
-            .collect(),
-        TextEncoding::Utf16Be => UTF16BE_BOM
-            .iter()
-            .copied()
-            .chain(text.encode_utf16().flat_map(u16::to_be_bytes))
-            .collect(),
-        TextEncoding::Windows1252 => {
-            let (bytes, _, unmappable) = WINDOWS_1252.encode(text);
-            if !unmappable {
-                return bytes.into_owned();
-            }
-            let mut out = Vec::with_capacity(text.len());
-            let mut buf = [0u8; 4];
-            for c in text.chars() {
-                let (bytes, _, unmappable) = WINDOWS_1252.encode(c.encode_utf8(&mut buf));
-                if unmappable {
-                    out.push(b'?');
-                } else {
-                    out.extend_from_slice(&bytes);
-                }
-            }
-            out
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -343,14 +306,5 @@ mod tests {
         assert_eq!(line_ending(Cow::Borrowed("a\r\nb")).0, LineEnding::Crlf);
         assert_eq!(line_ending(Cow::Borrowed("a\nb")).0, LineEnding::Lf);
         assert_eq!(line_ending(Cow::Borrowed("a")).0, LineEnding::Lf);
-    }
-
-    #[test]
-    fn encoding_writes_the_bom_and_replaces_what_windows_1252_cannot_hold() {
-        assert_eq!(encode("ü", TextEncoding::Utf8Bom), b"\xEF\xBB\xBF\xC3\xBC");
-        assert_eq!(encode("ü€", TextEncoding::Windows1252), b"\xFC\x80");
-        assert_eq!(encode("ü→x", TextEncoding::Windows1252), b"\xFC?x");
-        assert_eq!(encode("a", TextEncoding::Utf16Le), b"\xFF\xFEa\0");
-        assert_eq!(encode("a", TextEncoding::Utf16Be), b"\xFE\xFF\0a");
     }
 }

@@ -11,6 +11,7 @@ mod csv;
 mod encoding;
 mod error;
 mod files;
+mod quotes;
 mod rejects;
 mod sniff;
 mod xlsx;
@@ -23,6 +24,7 @@ use polars::prelude::DataFrame;
 
 pub use encoding::TextEncoding;
 pub use error::SourceError;
+pub use quotes::DEFAULT_MAX_QUOTED_LINES;
 pub use rejects::{RejectRow, write_rejects};
 
 use builder::TableBuilder;
@@ -47,14 +49,27 @@ pub struct SourceSpec {
     /// 1-based row holding the column names (default 1; 0 also means 1). Rows above it are
     /// skipped; if it is blank, the first non-blank row below it is the header.
     pub header_row: usize,
-    /// Spreadsheet sheet; None: the first sheet.
-    pub sheet: Option<SheetRef>,
+    /// Spreadsheet sheets read as one source (they share a layout); empty: the first sheet.
+    pub sheets: Vec<SheetRef>,
+    /// Rows with fewer fields than the header get empty ones instead of being rejected.
+    pub pad_short_rows: bool,
+    /// A quoted field spanning more lines than this is taken for a quote that never
+    /// closed; 0: [`DEFAULT_MAX_QUOTED_LINES`].
+    pub max_quoted_lines: u64,
 }
 
 impl SourceSpec {
     /// The header row, 1-based, with the derived `Default` (0) read as the first row.
     fn header_row(&self) -> u64 {
         self.header_row.max(1) as u64
+    }
+
+    /// The quoted-field line limit, with the derived `Default` (0) read as the default.
+    fn max_quoted_lines(&self) -> u64 {
+        match self.max_quoted_lines {
+            0 => DEFAULT_MAX_QUOTED_LINES,
+            n => n,
+        }
     }
 }
 
@@ -74,6 +89,18 @@ pub enum SheetRef {
     Name(String),
     /// 1-based
     Index(usize),
+    /// Every sheet (`sheet = "*"`).
+    All,
+}
+
+/// The sheets of one workbook, for `check` to name.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Workbook {
+    pub file: PathBuf,
+    /// Every sheet, in workbook order.
+    pub sheets: Vec<String>,
+    /// The sheets read, in the order read.
+    pub read: Vec<String>,
 }
 
 /// How lines end in a text file.
@@ -94,7 +121,8 @@ pub struct Dialect {
     pub line_ending: LineEnding,
 }
 
-/// A row that could not become a table row (wrong number of fields).
+/// A row that could not become a table row (wrong number of fields, a quote that never
+/// closes).
 #[derive(Debug, Clone, PartialEq)]
 pub struct RawReject {
     /// Index into [`Table::files`].
@@ -103,7 +131,16 @@ pub struct RawReject {
     /// Every field of the row as read.
     pub values: Vec<String>,
     pub reason: String,
+    /// What the summaries count it under: [`WRONG_FIELD_COUNT`] or [`UNCLOSED_QUOTE`].
+    pub category: &'static str,
+    /// The column the problem is in, when it is in one (where a quote opened).
+    pub column: Option<String>,
 }
+
+/// The reject category of a row with too few or too many fields.
+pub const WRONG_FIELD_COUNT: &str = "wrong number of fields";
+/// The reject category of a row whose quoted field never closes.
+pub const UNCLOSED_QUOTE: &str = "unterminated quote";
 
 /// Everything a source held.
 #[derive(Debug)]
@@ -125,12 +162,16 @@ pub struct Table {
     pub file_columns: Vec<Vec<String>>,
     /// The dialect of the first file.
     pub dialect: Dialect,
+    /// Short rows padded with empty fields (`pad_short_rows`).
+    pub padded: u64,
+    /// The workbooks read, with their sheets.
+    pub workbooks: Vec<Workbook>,
 }
 
 /// Reads every file the spec names into one table (columns united by name).
 pub fn read(spec: &SourceSpec, base_dir: &Path) -> Result<Table, SourceError> {
     let inputs = files::resolve(spec, base_dir)?;
-    let mut table = TableBuilder::default();
+    let mut table = TableBuilder::new(spec.pad_short_rows);
     for Input {
         path,
         format,

@@ -1,6 +1,12 @@
 //! Writing rejected rows back as a file the user can fix and feed in again: the input's own
-//! dialect (delimiter, encoding with its BOM, line ending, column order) with `row_number`,
-//! `field` and `reason` appended, so it opens in the same tool the export came from.
+//! delimiter, line ending and column order with `row_number`, `field` and `reason` appended,
+//! so it opens in the same tool the export came from.
+//!
+//! Decision: the text is always UTF-8, whatever the input's encoding (a Windows-1252 or
+//! UTF-16 source is transcoded): the reasons listpipe adds hold characters Windows-1252
+//! cannot, and one encoding is what scripts reading rejects expect. A BOM (for Excel, which
+//! reads BOM-less UTF-8 as the local code page) follows the input unless the step says
+//! (`rejects_bom`): see [`Dialect::has_bom`].
 
 use std::fs;
 use std::path::Path;
@@ -8,7 +14,19 @@ use std::path::Path;
 use ::csv::{Terminator, WriterBuilder};
 
 use super::encoding;
-use super::{Dialect, LineEnding, SourceError};
+use super::{Dialect, LineEnding, SourceError, SourceFormat, TextEncoding};
+
+impl Dialect {
+    /// Whether the input started with a byte order mark (or is a spreadsheet, whose
+    /// rejects are for Excel): its rejects file gets one unless the step says otherwise.
+    pub fn has_bom(&self) -> bool {
+        self.format == SourceFormat::Spreadsheet
+            || matches!(
+                self.encoding,
+                TextEncoding::Utf8Bom | TextEncoding::Utf16Le | TextEncoding::Utf16Be
+            )
+    }
+}
 
 /// One rejected row, ready to write.
 #[derive(Debug, Clone, PartialEq)]
@@ -23,17 +41,18 @@ pub struct RejectRow {
     pub reason: String,
 }
 
-/// Writes rejected rows back in the input's dialect: same delimiter, encoding (UTF-8 BOM
-/// kept, Windows-1252 re-encoded, UTF-16 with BOM), line ending and column order, with
-/// `row_number`, `field`, `reason` appended (and `file` before them when the table came from
-/// more than one file). The dialect of a spreadsheet input is a UTF-8 (BOM) comma-separated
-/// CSV. The file is written to `path` + ".tmp" and renamed when complete, so a crash never
-/// leaves half a file under the real name. Creates parent directories.
+/// Writes rejected rows back in the input's dialect: same delimiter, line ending and column
+/// order, with `row_number`, `field`, `reason` appended (and `file` before them when the
+/// table came from more than one file), as UTF-8 with a BOM when `bom`. The dialect of a
+/// spreadsheet input is a comma-separated CSV. The file is written to `path` + ".tmp" and
+/// renamed when complete, so a crash never leaves half a file under the real name. Creates
+/// parent directories.
 pub fn write_rejects(
     path: &Path,
     table_columns: &[String],
     dialect: &Dialect,
     multi_file: bool,
+    bom: bool,
     rows: &[RejectRow],
 ) -> Result<(), SourceError> {
     let write_error = |source| SourceError::Write {
@@ -41,7 +60,8 @@ pub fn write_rejects(
         source,
     };
     let text = render(table_columns, dialect, multi_file, rows).map_err(write_error)?;
-    let bytes = encoding::encode(&text, dialect.encoding);
+    let bom: &[u8] = if bom { encoding::UTF8_BOM } else { b"" };
+    let bytes = [bom, text.as_bytes()].concat();
     if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
         fs::create_dir_all(parent).map_err(write_error)?;
     }
@@ -127,7 +147,7 @@ mod tests {
             row(&[Some("a;b"), Some("Zoë")], 7),
         ];
         let d = dialect(b';', TextEncoding::Utf8Bom, LineEnding::Lf);
-        write_rejects(&path, &columns, &d, false, &rows).unwrap();
+        write_rejects(&path, &columns, &d, false, d.has_bom(), &rows).unwrap();
         let bytes = fs::read(&path).unwrap();
         assert_eq!(
             String::from_utf8(bytes).unwrap(),
@@ -148,7 +168,8 @@ mod tests {
     }
 
     #[test]
-    fn rejects_written_back_in_windows_1252_with_semicolons_and_crlf_read_back_equal() {
+    fn rejects_of_a_windows_1252_source_are_utf_8_with_its_semicolons_and_crlf_and_read_back_equal()
+    {
         let dir = tempfile::tempdir().unwrap();
         let input = b"E-Mail;Name;Ort\r\nm\xFCller@x;M\xFCller;K\xF6ln\r\nok@x.de;\"A;B\";\r\n";
         std::fs::write(dir.path().join("in.csv"), input).unwrap();
@@ -167,13 +188,15 @@ mod tests {
             })
             .collect();
         let out = dir.path().join("rejects/in.rejects.csv");
-        write_rejects(&out, &table.columns, &table.dialect, false, &rows).unwrap();
+        write_rejects(&out, &table.columns, &table.dialect, false, false, &rows).unwrap();
         assert_eq!(
-            std::fs::read(&out).unwrap(),
-            b"E-Mail;Name;Ort;row_number;field;reason\r\nm\xFCller@x;M\xFCller;K\xF6ln;2;E-Mail;ung\xFCltige Adresse\r\nok@x.de;\"A;B\";;3;E-Mail;ung\xFCltige Adresse\r\n"
+            String::from_utf8(std::fs::read(&out).unwrap()).unwrap(),
+            "E-Mail;Name;Ort;row_number;field;reason\r\nmüller@x;Müller;Köln;2;E-Mail;ungültige Adresse\r\nok@x.de;\"A;B\";;3;E-Mail;ungültige Adresse\r\n"
         );
         let again = read(&spec(&["rejects/in.rejects.csv"]), dir.path()).unwrap();
-        assert_eq!(again.dialect, table.dialect);
+        assert_eq!(again.dialect.encoding, TextEncoding::Utf8);
+        assert_eq!(again.dialect.delimiter, table.dialect.delimiter);
+        assert_eq!(again.dialect.line_ending, table.dialect.line_ending);
         assert_eq!(again.columns[..3], table.columns[..]);
         for column in &table.columns {
             assert_eq!(cells(&again.frame, column), cells(&table.frame, column));

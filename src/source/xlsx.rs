@@ -6,13 +6,15 @@
 //! starts lower). The table is as wide as the header or the rightmost non-empty cell, so a
 //! spreadsheet row is never ragged: a value under no name lands in a `column_N`.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use calamine::{Data, ExcelDateTime, Range, Reader, open_workbook_auto};
 use chrono::{Datelike, NaiveDateTime, TimeDelta, Timelike};
 
 use super::builder::{self, Header, TableBuilder};
-use super::{Dialect, LineEnding, SheetRef, SourceError, SourceFormat, SourceSpec, TextEncoding};
+use super::{
+    Dialect, LineEnding, SheetRef, SourceError, SourceFormat, SourceSpec, TextEncoding, Workbook,
+};
 
 /// Rejects of a spreadsheet go to a CSV that Excel opens with umlauts intact: UTF-8 with a
 /// BOM, comma, CRLF.
@@ -23,30 +25,68 @@ const REJECTS_DIALECT: Dialect = Dialect {
     line_ending: LineEnding::Crlf,
 };
 
-/// Reads the chosen sheet of a workbook into the table; returns the rejects dialect.
+/// Reads the chosen sheets of a workbook into the table; returns the rejects dialect. With
+/// several sheets each is a file of its own in the table (`book.xlsx[2025]`), so rejects
+/// and row numbers say which sheet; an empty sheet among several is passed over.
 pub(crate) fn read_file(
     path: &Path,
     spec: &SourceSpec,
     table: &mut TableBuilder,
 ) -> Result<Dialect, SourceError> {
-    let range = load_sheet(path, spec)?;
-    let sheet = SheetRows::new(&range, spec, path)?;
-    let columns = table.start_file(path.to_path_buf(), &sheet.header, REJECTS_DIALECT);
-    let mut cells: Vec<Option<String>> = Vec::with_capacity(sheet.width);
-    for (row_number, row) in sheet.data_rows(&range) {
-        cells.clear();
-        cells.extend(row.iter().take(sheet.width).map(cell_text));
-        if !builder::is_blank(cells.as_slice()) {
-            table.push_row(&columns, row_number, cells.as_slice());
+    let (mut workbook, names, chosen) = open(path, spec)?;
+    let several = chosen.len() > 1;
+    let mut cells: Vec<Option<String>> = Vec::new();
+    for name in &chosen {
+        let range = sheet_range(&mut workbook, path, name)?;
+        let sheet = match SheetRows::new(&range, spec, path) {
+            Err(SourceError::Empty { .. }) if several => continue,
+            other => other?,
+        };
+        let file = if several {
+            sheet_path(path, name)
+        } else {
+            path.to_path_buf()
+        };
+        let columns = table.start_file(file, &sheet.header, REJECTS_DIALECT);
+        for (row_number, row) in sheet.data_rows(&range) {
+            cells.clear();
+            cells.extend(row.iter().take(sheet.width).map(cell_text));
+            if !builder::is_blank(cells.as_slice()) {
+                table.push_row(&columns, row_number, cells.as_slice());
+            }
         }
     }
+    table.add_workbook(Workbook {
+        file: path.to_path_buf(),
+        sheets: names,
+        read: chosen,
+    });
     Ok(REJECTS_DIALECT)
 }
 
-/// The column names of the chosen sheet.
+/// How rejects and messages name one sheet of a workbook read with others.
+fn sheet_path(path: &Path, sheet: &str) -> PathBuf {
+    PathBuf::from(format!("{}[{sheet}]", path.display()))
+}
+
+/// The column names of the chosen sheets (united by name).
 pub(crate) fn read_header(path: &Path, spec: &SourceSpec) -> Result<Vec<String>, SourceError> {
-    let range = load_sheet(path, spec)?;
-    Ok(SheetRows::new(&range, spec, path)?.header.names)
+    let (mut workbook, _, chosen) = open(path, spec)?;
+    let several = chosen.len() > 1;
+    let mut names: Vec<String> = Vec::new();
+    for name in &chosen {
+        let range = sheet_range(&mut workbook, path, name)?;
+        let header = match SheetRows::new(&range, spec, path) {
+            Err(SourceError::Empty { .. }) if several => continue,
+            other => other?.header,
+        };
+        for column in header.names {
+            if !names.contains(&column) {
+                names.push(column);
+            }
+        }
+    }
+    Ok(names)
 }
 
 /// The text of a cell as the user sees it; `None` for an empty cell.
@@ -141,19 +181,25 @@ fn has_value(cell: &Data) -> bool {
     }
 }
 
-fn load_sheet(path: &Path, spec: &SourceSpec) -> Result<Range<Data>, SourceError> {
-    let mut workbook = open_workbook_auto(path).map_err(|e| SourceError::NotSpreadsheet {
+type OpenWorkbook = calamine::Sheets<std::io::BufReader<std::fs::File>>;
+
+/// The workbook, its sheet names, and the names of the sheets the spec chooses.
+fn open(
+    path: &Path,
+    spec: &SourceSpec,
+) -> Result<(OpenWorkbook, Vec<String>, Vec<String>), SourceError> {
+    let workbook = open_workbook_auto(path).map_err(|e| SourceError::NotSpreadsheet {
         file: path.to_path_buf(),
         message: e.to_string(),
     })?;
     let sheets = workbook.sheet_names();
-    let name =
-        pick_sheet(&sheets, spec.sheet.as_ref()).ok_or_else(|| SourceError::SheetNotFound {
+    let chosen =
+        pick_sheets(&sheets, &spec.sheets).map_err(|wanted| SourceError::SheetNotFound {
             file: path.to_path_buf(),
-            sheet: match &spec.sheet {
+            sheet: match wanted {
                 Some(SheetRef::Name(name)) => format!("\"{name}\""),
                 Some(SheetRef::Index(n)) => format!("number {n}"),
-                None => "number 1".to_string(),
+                Some(SheetRef::All) | None => "number 1".to_string(),
             },
             sheets: if sheets.is_empty() {
                 "none".to_string()
@@ -161,19 +207,48 @@ fn load_sheet(path: &Path, spec: &SourceSpec) -> Result<Range<Data>, SourceError
                 sheets.join(", ")
             },
         })?;
+    Ok((workbook, sheets, chosen))
+}
+
+fn sheet_range(
+    workbook: &mut OpenWorkbook,
+    path: &Path,
+    name: &str,
+) -> Result<Range<Data>, SourceError> {
     workbook
-        .worksheet_range(&name)
+        .worksheet_range(name)
         .map_err(|e| SourceError::Sheet {
             file: path.to_path_buf(),
-            sheet: name.clone(),
+            sheet: name.to_string(),
             message: e.to_string(),
         })
+}
+
+/// The sheets `wanted` names, in its order, each once; none named: the first sheet. The
+/// error is the reference that matches no sheet.
+fn pick_sheets(sheets: &[String], wanted: &[SheetRef]) -> Result<Vec<String>, Option<SheetRef>> {
+    if wanted.is_empty() {
+        return pick_sheet(sheets, None).map(|s| vec![s]).ok_or(None);
+    }
+    let mut chosen: Vec<String> = Vec::new();
+    for w in wanted {
+        let names = match w {
+            SheetRef::All if !sheets.is_empty() => sheets.to_vec(),
+            _ => vec![pick_sheet(sheets, Some(w)).ok_or_else(|| Some(w.clone()))?],
+        };
+        for name in names {
+            if !chosen.contains(&name) {
+                chosen.push(name);
+            }
+        }
+    }
+    Ok(chosen)
 }
 
 /// The exact name, else the only case-insensitive match; or the 1-based index.
 fn pick_sheet(sheets: &[String], wanted: Option<&SheetRef>) -> Option<String> {
     match wanted {
-        None => sheets.first().cloned(),
+        None | Some(SheetRef::All) => sheets.first().cloned(),
         Some(SheetRef::Index(n)) => sheets.get(n.checked_sub(1)?).cloned(),
         Some(SheetRef::Name(name)) => sheets.iter().find(|s| *s == name).cloned().or_else(|| {
             let mut folded = sheets

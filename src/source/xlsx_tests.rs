@@ -179,9 +179,9 @@ fn the_sample_workbook_reads_with_typed_cells_as_text() {
     );
     assert_eq!(read_columns(&spec, &dir).unwrap(), table.columns);
 
-    spec.sheet = Some(SheetRef::Name("Notizen".into()));
+    spec.sheets = vec![SheetRef::Name("Notizen".into())];
     assert!(read(&spec, &dir).is_ok());
-    spec.sheet = Some(SheetRef::Name("Fehlt".into()));
+    spec.sheets = vec![SheetRef::Name("Fehlt".into())];
     let err = read(&spec, &dir).err().unwrap();
     assert!(matches!(err, SourceError::SheetNotFound { .. }));
     assert!(

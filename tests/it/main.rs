@@ -26,6 +26,7 @@ mod receivers;
 mod reliability;
 mod safety;
 mod scheduled;
+mod sources;
 mod tags;
 mod third_party;
 mod wire;
