@@ -26,6 +26,7 @@ mod reliability;
 mod safety;
 mod scheduled;
 mod tags;
+mod target_errors;
 mod third_party;
 mod wire;
 mod writes;
