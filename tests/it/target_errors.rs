@@ -309,9 +309,11 @@ async fn a_target_killed_mid_import_stops_the_run_with_3_and_resume_completes_it
 
 #[tokio::test]
 async fn two_runs_creating_the_same_group_and_attributes_at_once_both_succeed() {
-    let t = TestServer::start().await;
-    let n = 200;
-    for round in 0..5 {
+    // Every request waits 200 ms: both runs list the groups (and the
+    // attributes) before either creates, so one of them meets the 409.
+    let t = TestServer::start_with(|o| o.faults = Some("delay=200ms@1".parse().unwrap())).await;
+    let n = 50;
+    for round in 0..3 {
         let group = format!("Shared{round}");
         let a = people(&t.dir.path().join(format!("a{round}")), n, &group);
         // The second folder's rows overlap half of the first's.
