@@ -12,10 +12,12 @@
 //! - [`client`]: `ApiClient`, typed async calls to a v3 API over HTTP.
 //! - [`server`]: the built-in target server (axum + SQLite).
 //! - [`bench`]: the benchmark harness (`listpipe bench`).
+//! - [`cause`]: how an error and its causes are printed.
 //! - [`cli`]: one module per subcommand; `main.rs` only dispatches.
 
 pub mod api;
 pub mod bench;
+pub mod cause;
 pub mod cli;
 pub mod client;
 pub mod email;

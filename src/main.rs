@@ -27,40 +27,30 @@ fn main() -> ExitCode {
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(rt) => rt,
         Err(e) => {
-            eprintln!("listpipe: cannot start the async runtime: {e}");
+            listpipe::cause::report(&e);
             return ExitCode::from(exit::TARGET);
         }
     };
-    let result = runtime.block_on(async {
+    // One convention for every command (see `cli::Outcome`).
+    let result: cli::Outcome = runtime.block_on(async {
         match cli.command {
-            Command::Run(args) => Ok(cli::run::run(args).await),
-            Command::Check(args) => Ok(cli::check::run(args)),
+            Command::Run(args) => cli::run::run(args).await,
+            Command::Check(args) => cli::check::run(args),
             Command::Export(args) => cli::export::run(*args).await,
-            Command::Serve(args) => cli::serve::run(args)
-                .await
-                .map(|_| exit::OK)
-                .map_err(|e| (exit::TARGET, e)),
-            Command::Auth(cmd) => cli::auth::run(cmd).await.map(|_| exit::OK),
-            Command::Accounts(cmd) => cli::accounts::run(cmd)
-                .await
-                .map(|_| exit::OK)
-                .map_err(|e| (exit::USAGE, e)),
+            Command::Serve(args) => cli::serve::run(args).await,
+            Command::Auth(cmd) => cli::auth::run(cmd).await,
+            Command::Accounts(cmd) => cli::accounts::run(cmd).await,
             Command::Bench(args) => tokio::task::spawn_blocking(move || cli::bench::run(args))
                 .await
-                .map_err(anyhow::Error::from)
-                .and_then(|r| r)
-                .map(|_| exit::OK)
-                .map_err(|e| (exit::TARGET, e)),
-            Command::Outbox(args) => cli::outbox::run(args)
-                .await
-                .map(|_| exit::OK)
-                .map_err(|e| (exit::USAGE, e)),
+                .map_err(cli::fail(exit::TARGET))
+                .and_then(|r| r),
+            Command::Outbox(args) => cli::outbox::run(args).await,
         }
     });
     match result {
         Ok(code) => ExitCode::from(code),
         Err((code, e)) => {
-            eprintln!("listpipe: error: {e:#}");
+            listpipe::cause::report(e.as_ref());
             ExitCode::from(code)
         }
     }

@@ -105,7 +105,15 @@ fn base_url(conn: &rusqlite::Connection) -> anyhow::Result<String> {
     Ok(store::setting(conn, "base_url")?.unwrap_or_else(|| "http://127.0.0.1:8080".into()))
 }
 
-pub async fn run(cmd: AccountsCommand) -> anyhow::Result<()> {
+/// Any failure here is the arguments' or the database's: exit code 2.
+pub async fn run(cmd: AccountsCommand) -> super::Outcome {
+    accounts(cmd)
+        .await
+        .map(|_| super::exit::OK)
+        .map_err(super::fail(super::exit::USAGE))
+}
+
+async fn accounts(cmd: AccountsCommand) -> anyhow::Result<()> {
     match cmd {
         AccountsCommand::Create(a) => {
             let user = match (&a.user, &a.password_env) {

@@ -63,8 +63,7 @@ pub struct StatusArgs {
     pub credentials: PathBuf,
 }
 
-/// An error and the exit code it stands for.
-pub type Failure = (u8, anyhow::Error);
+use super::Failure;
 
 fn usage(e: impl Into<anyhow::Error>) -> Failure {
     (exit::USAGE, e.into())
@@ -74,11 +73,12 @@ fn target(e: impl Into<anyhow::Error>) -> Failure {
     (exit::TARGET, e.into())
 }
 
-pub async fn run(cmd: AuthCommand) -> Result<(), Failure> {
+pub async fn run(cmd: AuthCommand) -> super::Outcome {
     match cmd {
         AuthCommand::Login(a) => login(a).await,
         AuthCommand::Status(a) => status(a).await,
     }
+    .map(|_| exit::OK)
 }
 
 /// `{base}/oauth/authorize.php?client_id=…&redirect_uri=…&response_type=code&state=…`

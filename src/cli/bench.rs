@@ -33,7 +33,14 @@ pub struct BenchArgs {
     pub naive: Option<PathBuf>,
 }
 
-pub fn run(args: BenchArgs) -> anyhow::Result<()> {
+/// A benchmark that cannot run is exit code 3 (its server or its target failed).
+pub fn run(args: BenchArgs) -> super::Outcome {
+    bench(args)
+        .map(|_| super::exit::OK)
+        .map_err(super::fail(super::exit::TARGET))
+}
+
+fn bench(args: BenchArgs) -> anyhow::Result<()> {
     let report = bench::run(&BenchOptions {
         rows: args.rows,
         blacklist_rows: args.blacklist_rows,

@@ -19,14 +19,8 @@ pub struct CheckArgs {
     pub preview: usize,
 }
 
-pub fn run(args: CheckArgs) -> u8 {
-    let pipeline = match pipeline::load(&args.pipeline) {
-        Ok(p) => p,
-        Err(e) => {
-            eprintln!("{e}");
-            return exit::USAGE;
-        }
-    };
+pub fn run(args: CheckArgs) -> super::Outcome {
+    let pipeline = pipeline::load(&args.pipeline).map_err(super::fail(exit::USAGE))?;
     println!(
         "{}: {} step(s), file is valid",
         pipeline.file.display(),
@@ -129,16 +123,16 @@ pub fn run(args: CheckArgs) -> u8 {
                         Ok(None) => {}
                         Err(e) => {
                             code = exit::PARTIAL;
-                            eprintln!("listpipe: {}: {e}", step.name());
+                            crate::cause::report_in(step.name(), &e);
                         }
                     }
                 }
             }
             Err(e) => {
-                eprintln!("listpipe: {}: {e}", step.name());
+                crate::cause::report_in(step.name(), &e);
                 code = exit::PARTIAL;
             }
         }
     }
-    code
+    Ok(code)
 }

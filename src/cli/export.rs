@@ -262,7 +262,7 @@ pub fn step(a: &ExportArgs) -> Result<ExportStep, (u8, anyhow::Error)> {
 }
 
 /// Runs the export; the exit code says how it went (see `cli::exit`).
-pub async fn run(args: ExportArgs) -> Result<u8, (u8, anyhow::Error)> {
+pub async fn run(args: ExportArgs) -> super::Outcome {
     let step = step(&args)?;
     let target = Target {
         url: TargetUrl::Builtin {
@@ -280,7 +280,7 @@ pub async fn run(args: ExportArgs) -> Result<u8, (u8, anyhow::Error)> {
     };
     let conn = target::connect(&target, &overrides)
         .await
-        .map_err(|e| (exit::TARGET, anyhow::anyhow!(e)))?;
+        .map_err(super::fail(exit::TARGET))?;
     let opts = ExportOptions {
         pagesize: args.page_size,
         concurrency: args.concurrency.max(1),
@@ -307,12 +307,13 @@ pub async fn run(args: ExportArgs) -> Result<u8, (u8, anyhow::Error)> {
         }
         Err(e) => {
             let code = match &e {
-                LoadError::Target(_) => exit::TARGET,
-                LoadError::Step(_) => exit::USAGE,
+                e if e.stops_run() => exit::TARGET,
+                LoadError::Step { .. } | LoadError::Api(_) => exit::USAGE,
                 LoadError::Guard(_) => exit::GUARD,
                 LoadError::Output { .. } => exit::PARTIAL,
+                LoadError::Target { .. } => exit::TARGET,
             };
-            Err((code, anyhow::anyhow!(e)))
+            Err((code, e.into()))
         }
     }
 }

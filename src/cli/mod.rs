@@ -46,6 +46,22 @@ pub enum Command {
     Outbox(outbox::OutboxArgs),
 }
 
+/// How every subcommand ends: `Ok(code)` when it ran to its end (the code
+/// says how it went: 0, or 1 for rows rejected, 5, 130...), `Err((code,
+/// error))` when it stopped; `main.rs` prints that error with its causes
+/// ([`crate::cause::report`]) and exits with its code. Errors a command
+/// reports and carries on after (a step's failure) it prints itself through
+/// the same function.
+pub type Outcome = Result<u8, Failure>;
+
+/// A command stopped by an error, and the exit code it stands for.
+pub type Failure = (u8, anyhow::Error);
+
+/// Tags an error with its exit code: `.map_err(fail(exit::TARGET))`.
+pub fn fail<E: Into<anyhow::Error>>(code: u8) -> impl FnOnce(E) -> Failure {
+    move |e| (code, e.into())
+}
+
 /// Exit codes, the same for every command.
 pub mod exit {
     /// Everything done.

@@ -18,7 +18,15 @@ pub struct OutboxArgs {
     pub name: String,
 }
 
-pub async fn run(args: OutboxArgs) -> anyhow::Result<()> {
+/// Any failure here is the arguments' or the database's: exit code 2.
+pub async fn run(args: OutboxArgs) -> super::Outcome {
+    outbox(args)
+        .await
+        .map(|_| super::exit::OK)
+        .map_err(super::fail(super::exit::USAGE))
+}
+
+async fn outbox(args: OutboxArgs) -> anyhow::Result<()> {
     if !args.db.exists() {
         anyhow::bail!(
             "no database at {} (start the server with `listpipe serve --db FILE` first, or pass --db)",

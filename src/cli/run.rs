@@ -1,7 +1,8 @@
 //! `listpipe run PIPELINE.toml`: every step in file order, read → prepare →
 //! load, then the report. Reading this file top to bottom is reading a run.
 
-use super::exit;
+use super::{exit, fail};
+use crate::cause;
 use crate::export::{self, ExportOptions};
 use crate::load::journal::{self, JournalOptions};
 use crate::load::target::{self, TargetOverrides};
@@ -9,6 +10,7 @@ use crate::load::{self, Action, LoadError, PlanRow, Stop, WriteMode, WriteOption
 use crate::pipeline::{self, Pipeline, STATE_DIR, Step, TargetUrl};
 use crate::prepare::{self, Rejects};
 use crate::report::{RunReport, StepReport};
+use anyhow::Context;
 use clap::Args;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -55,52 +57,40 @@ pub struct RunArgs {
 }
 
 /// Runs the pipeline; the exit code says how it went (see `cli::exit`).
-pub async fn run(args: RunArgs) -> u8 {
-    let pipeline = match pipeline::load(&args.pipeline) {
-        Ok(p) => p,
-        Err(e) => {
-            eprintln!("{e}");
-            return exit::USAGE;
-        }
-    };
+pub async fn run(args: RunArgs) -> super::Outcome {
+    let pipeline = pipeline::load(&args.pipeline).map_err(fail(exit::USAGE))?;
     // One run of a pipeline against a target at a time (a dry run writes
     // nothing and takes no lock).
     let _lock = if args.dry_run {
         None
     } else {
-        match load::lock::acquire(&args.pipeline, &lock_target(&args, &pipeline)) {
-            Ok(l) => Some(l),
-            Err(e) => {
-                eprintln!("listpipe: {e}");
-                return exit::LOCKED;
-            }
-        }
+        Some(
+            load::lock::acquire(&args.pipeline, &lock_target(&args, &pipeline))
+                .map_err(|e| (exit::LOCKED, anyhow::anyhow!(e)))?,
+        )
     };
     // A leftover journal means an earlier run did not finish: continue it
     // (`--resume`) or drop it (`--discard-journal`), never write past it.
     if !args.dry_run {
         let found = journal::leftover(&pipeline.name);
         if args.discard_journal {
-            if let Err(e) = journal::discard(&pipeline.name) {
-                eprintln!("listpipe: cannot discard the journal: {e}");
-                return exit::USAGE;
-            }
+            journal::discard(&pipeline.name)
+                .context("cannot discard the journal")
+                .map_err(fail(exit::USAGE))?;
         } else if !found.is_empty() && !args.resume {
-            eprintln!("{}", journal::leftover_message(&args.pipeline, &found));
-            return exit::USAGE;
+            return Err((
+                exit::USAGE,
+                anyhow::anyhow!(journal::leftover_message(&args.pipeline, &found)),
+            ));
         }
     }
     let overrides = TargetOverrides {
         url: args.target_url.clone(),
         token: args.token.clone(),
     };
-    let conn = match target::connect(&pipeline.target, &overrides).await {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!("listpipe: {e}");
-            return exit::TARGET;
-        }
-    };
+    let conn = target::connect(&pipeline.target, &overrides)
+        .await
+        .map_err(fail(exit::TARGET))?;
     let opts = WriteOptions {
         concurrency: args
             .concurrency
@@ -154,18 +144,22 @@ pub async fn run(args: RunArgs) -> u8 {
                 }
                 report.steps.push(step_report);
             }
-            Err(StepError::Load(LoadError::Guard(e))) => {
-                eprintln!("listpipe: {}: {e}", step.name());
+            Err(StepError::Load(e @ LoadError::Guard(_))) => {
+                cause::report_in(step.name(), &e);
                 code = code.max(exit::GUARD);
             }
-            Err(StepError::Load(LoadError::Target(e))) => {
-                eprintln!("listpipe: {}: {e}", step.name());
+            // The target unreachable, refusing the credentials or stopped
+            // answering: no later step can do better.
+            Err(StepError::Load(e)) if e.stops_run() => {
+                cause::report_in(step.name(), &e);
                 code = exit::TARGET;
                 unfinished = true;
                 break;
             }
+            // Anything else (the target refused this step's set-up with a
+            // 4xx, a rejects file unwritable...) fails this step alone.
             Err(e) => {
-                eprintln!("listpipe: {}: {e}", step.name());
+                cause::report_in(step.name(), &e);
                 code = code.max(exit::PARTIAL);
             }
         }
@@ -190,7 +184,11 @@ pub async fn run(args: RunArgs) -> u8 {
                 );
             }
         } else if let Err(e) = journal::discard(&pipeline.name) {
-            eprintln!("listpipe: cannot remove the journal: {e}");
+            cause::report(
+                anyhow::Error::from(e)
+                    .context("cannot remove the journal")
+                    .as_ref(),
+            );
         }
     }
     report.finished = chrono::Utc::now().to_rfc3339();
@@ -204,7 +202,7 @@ pub async fn run(args: RunArgs) -> u8 {
             code = code.max(exit::PARTIAL);
         }
     }
-    code
+    Ok(code)
 }
 
 /// The target as the run lock and mirror mode's ledger name it: the same

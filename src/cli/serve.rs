@@ -46,7 +46,15 @@ pub struct ServeArgs {
     pub spec_only: bool,
 }
 
-pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
+/// Serves until stopped; a server that cannot start is exit code 3.
+pub async fn run(args: ServeArgs) -> super::Outcome {
+    serve(args)
+        .await
+        .map(|_| super::exit::OK)
+        .map_err(super::fail(super::exit::TARGET))
+}
+
+async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let credentials = args.credentials.clone();
     let mut opts = ServeOptions::new(args.db.clone(), args.listen);
     opts.credentials = args.credentials;

@@ -1,4 +1,9 @@
-//! What a call to the API can fail with.
+//! What a call to the API can fail with. Transport failures keep the
+//! error reqwest raised as their source, so what the operating system said
+//! (connection refused, no such host, a certificate refused) reaches the
+//! user as a `caused by:` line (see [`crate::cause`]).
+
+use std::sync::Arc;
 
 /// A failed call. `Api` carries the server's status and its message (from
 /// the error body when there is one), so callers can branch on the status.
@@ -13,11 +18,22 @@ pub enum ClientError {
         /// Seconds the server asked to wait (`Retry-After`), on 429 and 503.
         retry_after: Option<u64>,
     },
-    #[error("{method} {path}: cannot reach the server: {source}")]
+    #[error("{method} {path}: cannot reach the server")]
     Transport {
         method: String,
         path: String,
+        #[source]
         source: reqwest::Error,
+    },
+    /// Not sent: the run's circuit breaker found that the target stopped
+    /// answering (see `load::breaker`); `cause` is the last transport failure.
+    #[error("target {url} stopped answering: {summary}")]
+    Stopped {
+        url: String,
+        /// What the operating system said, in short.
+        summary: String,
+        #[source]
+        cause: Arc<ClientError>,
     },
     #[error("{method} {path}: unexpected answer: {detail}")]
     Decode {
@@ -27,8 +43,8 @@ pub enum ClientError {
     },
     #[error("invalid target URL \"{0}\"")]
     BadUrl(String),
-    #[error("cannot build the HTTP client: {0}")]
-    Build(reqwest::Error),
+    #[error("cannot build the HTTP client")]
+    Build(#[source] reqwest::Error),
 }
 
 impl ClientError {
@@ -53,8 +69,28 @@ impl ClientError {
             ClientError::Api {
                 status, message, ..
             } => format!("HTTP {status}: {message}"),
-            other => other.to_string(),
+            other => crate::cause::flat(other),
         }
+    }
+
+    /// The request never got an HTTP answer: the connection failed, was
+    /// reset, or timed out. What the circuit breaker counts.
+    pub fn is_transport(&self) -> bool {
+        matches!(
+            self,
+            ClientError::Transport { .. } | ClientError::Stopped { .. }
+        )
+    }
+
+    /// The target answered and refused this request for what it is (a 4xx
+    /// other than 401, 403, 408 and 429): another request may do better.
+    pub fn is_refusal(&self) -> bool {
+        matches!(self.status(), Some(s) if (400..500).contains(&s) && !matches!(s, 401 | 403 | 408 | 429))
+    }
+
+    /// The target refused the credentials (401, 403): nothing else will work.
+    pub fn is_auth(&self) -> bool {
+        matches!(self.status(), Some(401 | 403))
     }
 
     pub fn is_not_found(&self) -> bool {
@@ -64,7 +100,7 @@ impl ClientError {
     /// Worth retrying: the connection failed, or the server was busy or broken.
     pub fn is_transient(&self) -> bool {
         match self {
-            ClientError::Transport { .. } => true,
+            ClientError::Transport { .. } | ClientError::Stopped { .. } => true,
             ClientError::Api { status, .. } => matches!(status, 408 | 429 | 500 | 502 | 503 | 504),
             _ => false,
         }

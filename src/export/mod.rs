@@ -116,10 +116,13 @@ fn orders_format(step: &ExportStep, path: &Path) -> ExportFormat {
 
 /// A read that failed midway: says how far it got and that nothing was kept.
 fn read_failed(step: &ExportStep, rows: u64, e: ClientError) -> LoadError {
-    LoadError::Target(format!(
-        "the export stopped after {rows} rows: {e}; {} was not written (nothing is kept from a failed export)",
-        step.out.display()
-    ))
+    LoadError::target(
+        format!(
+            "the export stopped after {rows} rows; {} was not written (nothing is kept from a failed export)",
+            step.out.display()
+        ),
+        Some(e.into()),
+    )
 }
 
 /// Runs one export to the end, or fails leaving no output file behind.
@@ -138,7 +141,7 @@ pub async fn run(
     let plan = plan(conn, step).await?;
     let cols = match &step.columns {
         None => plan.columns.clone(),
-        Some(chosen) => columns::select(&plan.columns, chosen).map_err(LoadError::Step)?,
+        Some(chosen) => columns::select(&plan.columns, chosen).map_err(LoadError::step)?,
     };
     outcome.columns = cols.iter().map(|c| c.name.clone()).collect();
     let layout = |cols: Vec<(String, Kind)>| Layout {
@@ -323,7 +326,7 @@ async fn plan(conn: &Connected, step: &ExportStep) -> Result<Plan, LoadError> {
                 })
                 .ok_or_else(|| {
                     let names: Vec<&str> = filters.iter().map(|f| f.name.as_str()).collect();
-                    LoadError::Step(format!(
+                    LoadError::step(format!(
                         "the group \"{}\" has no filter {}; its filters: {}",
                         g.name,
                         match filter {
@@ -405,7 +408,7 @@ async fn find_group(conn: &Connected, group: &GroupRef) -> Result<Group, LoadErr
     match group {
         GroupRef::Id(id) => match c.group((*id).into()).await {
             Ok(g) => Ok(g),
-            Err(e) if e.is_not_found() => Err(LoadError::Step(format!(
+            Err(e) if e.is_not_found() => Err(LoadError::step(format!(
                 "the target has no group with id {id}"
             ))),
             Err(e) => Err(e.into()),
@@ -418,7 +421,7 @@ async fn find_group(conn: &Connected, group: &GroupRef) -> Result<Group, LoadErr
                 .cloned()
                 .ok_or_else(|| {
                     let names: Vec<&str> = groups.iter().map(|g| g.name.as_str()).collect();
-                    LoadError::Step(format!(
+                    LoadError::step(format!(
                         "the target has no group named \"{name}\"; its groups: {}",
                         if names.is_empty() {
                             "none".into()

@@ -45,7 +45,7 @@ pub async fn run(
             )
             .await?
             .0
-            .ok_or_else(|| LoadError::Step(format!("the blocklist's {g} does not exist")))?,
+            .ok_or_else(|| LoadError::step(format!("the blocklist's {g} does not exist")))?,
         ),
     };
     let existing: HashMap<String, String> = match &group {
@@ -106,6 +106,9 @@ pub async fn run(
     match &group {
         None => {
             for chunk in todo.chunks(BATCH) {
+                if conn.breaker.is_open() {
+                    break;
+                }
                 let (done, failed) =
                     send_batch(conn, chunk, opts.retries, &retried, &mut out).await;
                 for (_, _, action) in done {
@@ -148,14 +151,16 @@ pub async fn run(
     bar.finish_and_clear();
     out.failed = failures.len() as u64;
     out.retries = retried.load(Ordering::Relaxed);
+    // The target stopped answering: what failed is not the rows' fault.
+    if let Some(stopped) = conn.breaker.stopped() {
+        return Err(stopped.into());
+    }
+    let lookup = crate::prepare::RejectLookup::new(&prepared.table);
     for ((file, row), _email, reason) in failures {
-        prepared.rejects.rows.push(crate::prepare::reject_for(
-            &prepared.table,
-            file,
-            row,
-            "email",
-            reason,
-        ));
+        prepared
+            .rejects
+            .rows
+            .push(lookup.reject(file, row, "email", reason));
     }
     Ok(out)
 }

@@ -114,7 +114,7 @@ pub async fn run(
     .await?;
 
     let frame = prepared.frame.clone();
-    let cols = PreparedRows::new(step, &frame).map_err(|e| LoadError::Step(e.to_string()))?;
+    let cols = PreparedRows::new(step, &frame).map_err(|e| LoadError::step(e.to_string()))?;
     let n = frame.height();
     let emails: Vec<String> = (0..n).map(|i| cols.email(i)).collect();
     // The blacklist check and the read of the group go side by side.
@@ -194,11 +194,13 @@ pub async fn run(
     };
     let bar = progress_bar(opts, n as u64, &step.name);
     // A stop (Ctrl-C, SIGTERM) takes no new row; rows in flight finish.
+    // So does the breaker opening, and its rows in flight fail at once.
     let stop = opts.stop.clone();
+    let breaker = &conn.breaker;
     let (rows, bar) = (&rows, &bar);
     let concurrency = opts.concurrency.max(1);
     let decided = futures::stream::iter(0..n)
-        .take_while(|_| futures::future::ready(!stop.is_set()))
+        .take_while(|_| futures::future::ready(!stop.is_set() && !breaker.is_open()))
         .map(|i| async move { (i, rows.decide(i).await) })
         .buffer_unordered(concurrency);
     let results: Vec<(usize, RowResult)> = match opts.writes {
@@ -244,6 +246,13 @@ pub async fn run(
     };
     if let Some(j) = &journal {
         j.sync();
+    }
+    // The target stopped answering: the rows that failed did not fail on
+    // their own, so they are not rejects; the journal keeps them for
+    // `--resume`, and the run stops (exit 3).
+    if let Some(stopped) = breaker.stopped() {
+        bar.finish_and_clear();
+        return Err(stopped.into());
     }
     out.not_started = (n - results.len()) as u64;
     out.stopped = out.not_started > 0;
@@ -325,15 +334,15 @@ pub async fn run(
         }
         l.save()?;
     }
+    // One pass over the table finds every failed row's values (a lookup
+    // per failed row was a scan of the table each).
+    let lookup = crate::prepare::RejectLookup::new(&prepared.table);
     for (index, reason) in failed_rows {
         let (file, row) = (cols.file(index), cols.row_number(index));
-        prepared.rejects.rows.push(crate::prepare::reject_for(
-            &prepared.table,
-            file,
-            row,
-            "email",
-            reason,
-        ));
+        prepared
+            .rejects
+            .rows
+            .push(lookup.reject(file, row, "email", reason));
     }
     out.retries += rows.retried.load(Ordering::Relaxed) + setup_retried.load(Ordering::Relaxed);
     out.orders_sent = rows.orders_sent.load(Ordering::Relaxed);

@@ -4,6 +4,7 @@
 //! decides what is tried again.
 
 pub mod blacklist;
+pub mod breaker;
 mod diff;
 pub mod import;
 pub mod journal;
@@ -15,6 +16,8 @@ mod rows;
 pub mod target;
 mod write;
 
+use crate::cause::Cause;
+use crate::client::ClientError;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -24,19 +27,65 @@ pub const BATCH: usize = crate::api::blacklist::MAX_BATCH;
 /// Receiver pages are read at the spec's maximum size.
 pub const PAGE: i64 = crate::server::store::receivers::MAX_PAGESIZE;
 
+/// Why a step (or the whole run) could not go on. Errors keep their cause
+/// as a source, printed as `caused by:` lines ([`crate::cause`]).
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {
-    /// The target cannot be reached or refuses the token (exit code 3).
-    #[error("{0}")]
-    Target(String),
+    /// The target cannot be reached, refuses the credentials, or stopped
+    /// answering mid-run: the run stops (exit code 3).
+    #[error("{what}")]
+    Target {
+        what: String,
+        #[source]
+        cause: Option<Cause>,
+    },
+    /// A request the target answered. Whether it stops the run is
+    /// [`LoadError::stops_run`]'s decision: a refusal of this step's
+    /// request (400, 404, 409, 422...) fails the step only.
+    #[error(transparent)]
+    Api(#[from] ClientError),
     /// The step cannot run as written (no such group...).
-    #[error("{0}")]
-    Step(String),
+    #[error("{what}")]
+    Step {
+        what: String,
+        #[source]
+        cause: Option<Cause>,
+    },
     #[error("cannot write {path}: {message}")]
     Output { path: PathBuf, message: String },
     /// Mirror mode's guard: more removals planned than allowed.
     #[error("{0}")]
     Guard(String),
+}
+
+impl LoadError {
+    /// The target is unreachable or refuses us: no later step can do better.
+    pub fn target(what: impl Into<String>, cause: impl Into<Option<Cause>>) -> Self {
+        LoadError::Target {
+            what: what.into(),
+            cause: cause.into(),
+        }
+    }
+
+    /// This step cannot run as written; the run goes on with the next.
+    pub fn step(what: impl Into<String>) -> Self {
+        LoadError::Step {
+            what: what.into(),
+            cause: None,
+        }
+    }
+
+    /// Exit code 3 material: the target unreachable, stopped answering,
+    /// refusing the credentials (401, 403), or answering only with errors
+    /// of its own (5xx, 429 through every retry). A refusal of the request
+    /// itself (other 4xx) is the step's failure, not the target's.
+    pub fn stops_run(&self) -> bool {
+        match self {
+            LoadError::Target { .. } => true,
+            LoadError::Api(e) => !e.is_refusal(),
+            _ => false,
+        }
+    }
 }
 
 /// How receivers are written.

@@ -4,7 +4,7 @@
 use super::diff::Held;
 use super::target::Connected;
 use super::{LoadError, PAGE, retry};
-use crate::api::{AttributeInput, Group, GroupInput, ReceiverQuery, detail};
+use crate::api::{Attribute, AttributeInput, Group, GroupInput, ReceiverQuery, detail};
 use crate::hash::{FastMap, FastSet};
 use crate::pipeline::{AttributeMapping, GroupRef};
 use futures::{StreamExt, TryStreamExt};
@@ -13,24 +13,34 @@ use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Creates something that is not safe to send twice (a group, an
-/// attribute): on a transient error, first asks `exists` whether the lost
-/// attempt made it after all (`reset_after`), and only then tries again.
+/// attribute). Before trying again after a transient error, asks `exists`
+/// whether the lost attempt made it after all (`reset_after`). A 409 means
+/// another writer (a concurrent run of another pipeline) made it first:
+/// that is a normal event, so `exists` is asked too, and what it finds is
+/// used; `exists` itself refuses a match that differs from what the
+/// pipeline asked for (an attribute of another type).
 async fn create_once<T, C, CF, E, EF>(
     retries: u32,
     retried: &AtomicU64,
     mut create: C,
     mut exists: E,
-) -> Result<T, crate::client::ClientError>
+) -> Result<T, LoadError>
 where
     C: FnMut() -> CF,
     CF: Future<Output = Result<T, crate::client::ClientError>>,
     E: FnMut() -> EF,
-    EF: Future<Output = Result<Option<T>, crate::client::ClientError>>,
+    EF: Future<Output = Result<Option<T>, LoadError>>,
 {
     let mut attempt = 0;
     loop {
         match create().await {
             Ok(v) => return Ok(v),
+            Err(e) if e.status() == Some(409) => {
+                return match exists().await? {
+                    Some(v) => Ok(v),
+                    None => Err(e.into()),
+                };
+            }
             Err(e) if e.is_transient() && attempt < retries => {
                 tokio::time::sleep(retry::delay(attempt, e.retry_after())).await;
                 attempt += 1;
@@ -39,8 +49,30 @@ where
                     return Ok(v);
                 }
             }
-            Err(e) => return Err(e),
+            Err(e) => return Err(e.into()),
         }
+    }
+}
+
+/// The attribute named like `want` among `have`, when there is one; an
+/// error when it has another type than the pipeline declares.
+fn same_attribute(
+    have: &[Attribute],
+    want: &AttributeMapping,
+    place: &str,
+) -> Result<Option<()>, LoadError> {
+    match have
+        .iter()
+        .find(|h| h.name.eq_ignore_ascii_case(&want.name))
+    {
+        None => Ok(None),
+        Some(h) if h.kind.eq_ignore_ascii_case(want.kind.as_str()) => Ok(Some(())),
+        Some(h) => Err(LoadError::step(format!(
+            "the {place} attribute \"{}\" exists on the target with type {}, but the pipeline declares it {}: change `type` in the pipeline or rename the attribute",
+            h.name,
+            if h.kind.is_empty() { "(none)" } else { &h.kind },
+            want.kind.as_str()
+        ))),
     }
 }
 
@@ -58,15 +90,17 @@ pub async fn group(
     let c = &conn.client;
     let named = |name: String| async move {
         let groups = retry::retrying(conn, retries, retried, || c.groups(None)).await?;
-        Ok(groups
-            .into_iter()
-            .find(|g| g.name.eq_ignore_ascii_case(&name)))
+        Ok::<_, LoadError>(
+            groups
+                .into_iter()
+                .find(|g| g.name.eq_ignore_ascii_case(&name)),
+        )
     };
     match group {
         GroupRef::Id(id) => {
             match retry::retrying(conn, retries, retried, || c.group((*id).into())).await {
                 Ok(g) => Ok((Some(g), false)),
-                Err(e) if e.is_not_found() => Err(LoadError::Step(format!(
+                Err(e) if e.is_not_found() => Err(LoadError::step(format!(
                     "the target has no group with id {id}"
                 ))),
                 Err(e) => Err(e.into()),
@@ -79,7 +113,7 @@ pub async fn group(
             }
             if !create {
                 let names: Vec<&str> = groups.iter().map(|g| g.name.as_str()).collect();
-                return Err(LoadError::Step(format!(
+                return Err(LoadError::step(format!(
                     "the target has no group named \"{name}\" (groups: {}); set `create_group = true` to create it",
                     if names.is_empty() {
                         "none".to_string()
@@ -92,7 +126,7 @@ pub async fn group(
                 return Ok((None, true));
             }
             let input = GroupInput::named(name.clone());
-            let g = create_once(
+            let g: Group = create_once(
                 retries,
                 retried,
                 || c.create_group(&input),
@@ -129,7 +163,6 @@ pub async fn attributes(
     {
         if !dry_run {
             let input = AttributeInput::new(a.name.clone(), a.kind);
-            let name = a.name.to_lowercase();
             create_once(
                 retries,
                 retried,
@@ -137,10 +170,7 @@ pub async fn attributes(
                 || async {
                     let have =
                         retry::retrying(conn, retries, retried, || c.attributes(None)).await?;
-                    Ok(have
-                        .iter()
-                        .any(|h| h.name.to_lowercase() == name)
-                        .then_some(()))
+                    same_attribute(&have, a, "global")
                 },
             )
             .await?;
@@ -161,7 +191,6 @@ pub async fn attributes(
     {
         if let (Some(g), false) = (group, dry_run) {
             let input = AttributeInput::new(a.name.clone(), a.kind);
-            let name = a.name.to_lowercase();
             create_once(
                 retries,
                 retried,
@@ -169,10 +198,7 @@ pub async fn attributes(
                 || async {
                     let have = retry::retrying(conn, retries, retried, || c.group_attributes(g.id))
                         .await?;
-                    Ok(have
-                        .iter()
-                        .any(|h| h.name.to_lowercase() == name)
-                        .then_some(()))
+                    same_attribute(&have, a, "group")
                 },
             )
             .await?;

@@ -4,8 +4,9 @@
 //! on expiry (401) it is refreshed once and the new tokens are saved back.
 
 use super::LoadError;
+use super::breaker::Breaker;
 use crate::api::oauth::Credentials;
-use crate::client::{ApiClient, ClientError, oauth};
+use crate::client::{ApiClient, oauth};
 use crate::pipeline::{Target, TargetUrl};
 use crate::server::{self, RunningServer, ServeOptions, store::accounts};
 use std::path::PathBuf;
@@ -24,6 +25,9 @@ pub struct TargetOverrides {
 pub struct Connected {
     pub client: ApiClient,
     pub base_url: String,
+    /// Shared by every request of the run: opens when the target stops
+    /// answering (see [`super::breaker`]).
+    pub breaker: Breaker,
     refresher: Option<Mutex<Refresher>>,
     server: Option<RunningServer>,
 }
@@ -107,10 +111,10 @@ pub async fn connect(target: &Target, overrides: &TargetOverrides) -> Result<Con
             let mut opts = ServeOptions::new(&database, "127.0.0.1:0");
             opts.remember_url = false;
             let running = server::start(opts).await.map_err(|e| {
-                LoadError::Target(format!(
-                    "cannot start the built-in target on {}: {e}",
-                    database.display()
-                ))
+                LoadError::target(
+                    format!("cannot start the built-in target on {}", database.display()),
+                    Some(e.into()),
+                )
             })?;
             let token = match (&overrides.token, &running.credentials) {
                 (Some(t), _) => t.clone(),
@@ -128,13 +132,20 @@ pub async fn connect(target: &Target, overrides: &TargetOverrides) -> Result<Con
                             )
                         })
                         .await
-                        .map_err(|e| LoadError::Target(format!("built-in target: {e}")))?
+                        .map_err(|e| {
+                            LoadError::target(
+                                "the built-in target cannot issue a token",
+                                Some(e.into()),
+                            )
+                        })?
                         .access_token
                 }
             };
-            let client = ApiClient::with_timeout(&running.base_url, &token, timeout)?;
+            let client = ApiClient::with_timeout(&running.base_url, &token, timeout)
+                .map_err(|e| LoadError::target("cannot connect", Some(e.into())))?;
             Connected {
                 client,
+                breaker: Breaker::new(&running.base_url),
                 base_url: running.base_url.clone(),
                 refresher: None,
                 server: Some(running),
@@ -156,17 +167,19 @@ pub async fn connect(target: &Target, overrides: &TargetOverrides) -> Result<Con
                 .or(env_token)
                 .or_else(|| file.as_ref().map(|(_, c)| c.access_token.clone()))
                 .ok_or_else(|| {
-                    LoadError::Target(format!(
+                    LoadError::target(format!(
                         "no token for {base}: pass --token, set LISTPIPE_TOKEN{}, or give `credentials` in [target]",
                         target.token_env.as_ref().map(|e| format!(" or {e}")).unwrap_or_default()
-                    ))
+                    ), None)
                 })?;
-            let client = ApiClient::with_timeout(&base, &token, timeout)?;
+            let client = ApiClient::with_timeout(&base, &token, timeout)
+                .map_err(|e| LoadError::target("cannot connect", Some(e.into())))?;
             let refresher = file
                 .filter(|(_, c)| !c.refresh_token.is_empty())
                 .map(|(path, creds)| Mutex::new(Refresher { path, creds }));
             Connected {
                 client,
+                breaker: Breaker::new(&base),
                 base_url: base,
                 refresher,
                 server: None,
@@ -196,15 +209,15 @@ pub async fn connect(target: &Target, overrides: &TargetOverrides) -> Result<Con
             if let Some(s) = server {
                 s.stop().await;
             }
-            Err(LoadError::Target(format!(
-                "the target refused the token: {}",
-                e.server_message()
-            )))
+            Err(LoadError::target(
+                format!("the target {} refused the token", connected.base_url),
+                Some(e.into()),
+            ))
         }
-        Err(e) => Err(LoadError::Target(format!(
-            "cannot reach the target {}: {e}",
-            connected.base_url
-        ))),
+        Err(e) => Err(LoadError::target(
+            format!("cannot reach the target {}", connected.base_url),
+            Some(e.into()),
+        )),
     }
 }
 
@@ -223,18 +236,15 @@ fn builtin_db(target: &Target) -> PathBuf {
 
 fn read_credentials(path: &std::path::Path) -> Result<Credentials, LoadError> {
     let text = std::fs::read_to_string(path).map_err(|e| {
-        LoadError::Target(format!(
-            "cannot read the credentials file {}: {e}",
-            path.display()
-        ))
+        LoadError::target(
+            format!("cannot read the credentials file {}", path.display()),
+            Some(e.into()),
+        )
     })?;
     serde_json::from_str(&text).map_err(|e| {
-        LoadError::Target(format!("{} is not a credentials file: {e}", path.display()))
+        LoadError::target(
+            format!("{} is not a credentials file", path.display()),
+            Some(e.into()),
+        )
     })
-}
-
-impl From<ClientError> for LoadError {
-    fn from(e: ClientError) -> Self {
-        LoadError::Target(e.to_string())
-    }
 }

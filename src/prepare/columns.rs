@@ -203,41 +203,66 @@ pub(super) fn reject_rows(
     Ok(out)
 }
 
-/// The reject line for row `row` of file `file` of `table`, with its raw
-/// values (for rows that fail later, when the target refuses them).
-pub fn reject_for(table: &Table, file: u32, row: u64, field: &str, reason: String) -> RejectRow {
-    let index = (|| {
-        let rows = table.frame.column(ROW_COL).ok()?.u32().ok()?;
-        let files = table.frame.column(FILE_COL).ok()?.u32().ok()?;
-        (0..rows.len()).find(|&i| rows.get(i) == Some(row as u32) && files.get(i) == Some(file))
-    })();
-    let values = match index {
-        Some(i) => table
-            .columns
-            .iter()
-            .map(|c| {
-                table
-                    .frame
-                    .column(c)
-                    .ok()
-                    .and_then(|c| c.str().ok()?.get(i).map(str::to_string))
-            })
-            .collect(),
-        None => vec![None; table.columns.len()],
-    };
-    RejectRow {
-        file: (table.files.len() > 1)
-            .then(|| {
-                table
-                    .files
-                    .get(file as usize)
-                    .map(|f| f.display().to_string())
-            })
-            .flatten(),
-        values,
-        row_number: row,
-        field: field.to_string(),
-        reason,
+/// Finds the raw values of rows that fail later, when the target refuses
+/// them, for their reject lines. Decision: the table is indexed once by
+/// (file, row number), so a step with many failed rows costs one pass, not
+/// a scan of the table per failed row.
+pub struct RejectLookup<'a> {
+    table: &'a Table,
+    index: crate::hash::FastMap<(u32, u32), usize>,
+}
+
+impl<'a> RejectLookup<'a> {
+    pub fn new(table: &'a Table) -> Self {
+        let index = (|| {
+            let rows = table.frame.column(ROW_COL).ok()?.u32().ok()?;
+            let files = table.frame.column(FILE_COL).ok()?.u32().ok()?;
+            Some(
+                rows.iter()
+                    .zip(files.iter())
+                    .enumerate()
+                    .filter_map(|(i, (r, f))| Some(((f?, r?), i)))
+                    .collect(),
+            )
+        })()
+        .unwrap_or_default();
+        RejectLookup { table, index }
+    }
+
+    /// The reject line for row `row` of file `file`, with its raw values.
+    pub fn reject(&self, file: u32, row: u64, field: &str, reason: String) -> RejectRow {
+        let table = self.table;
+        let index = u32::try_from(row)
+            .ok()
+            .and_then(|r| self.index.get(&(file, r)).copied());
+        let values = match index {
+            Some(i) => table
+                .columns
+                .iter()
+                .map(|c| {
+                    table
+                        .frame
+                        .column(c)
+                        .ok()
+                        .and_then(|c| c.str().ok()?.get(i).map(str::to_string))
+                })
+                .collect(),
+            None => vec![None; table.columns.len()],
+        };
+        RejectRow {
+            file: (table.files.len() > 1)
+                .then(|| {
+                    table
+                        .files
+                        .get(file as usize)
+                        .map(|f| f.display().to_string())
+                })
+                .flatten(),
+            values,
+            row_number: row,
+            field: field.to_string(),
+            reason,
+        }
     }
 }
 

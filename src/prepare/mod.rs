@@ -23,7 +23,7 @@ use crate::hash::FastSet;
 use crate::pipeline::{ImportStep, ReceiverField};
 use crate::source::{self, FILE_COL, ROW_COL, RejectRow, Table};
 pub use blacklist::prepare_blacklist;
-pub use columns::reject_for;
+pub use columns::RejectLookup;
 pub use orders::OrderLines;
 use polars::prelude::*;
 pub use reasons::RejectExample;

@@ -55,7 +55,12 @@ impl From<StoreError> for ApiError {
             StoreError::Invalid(_) => StatusCode::BAD_REQUEST,
             StoreError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             StoreError::Forbidden(_) => StatusCode::FORBIDDEN,
-            StoreError::Sqlite(_) | StoreError::Internal(_) => return ApiError::internal(e),
+            StoreError::Sqlite(_)
+            | StoreError::Io { .. }
+            | StoreError::Task(_)
+            | StoreError::Internal(_) => {
+                return ApiError::internal(crate::cause::flat(&e));
+            }
         };
         ApiError::new(status, e.to_string())
     }

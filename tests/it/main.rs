@@ -28,6 +28,7 @@ mod safety;
 mod scheduled;
 mod sources;
 mod tags;
+mod target_errors;
 mod third_party;
 mod wire;
 mod writes;

@@ -47,8 +47,18 @@ pub enum StoreError {
     TooLarge(String),
     #[error("{0}")]
     Forbidden(String),
-    #[error("database error: {0}")]
+    #[error("database error")]
     Sqlite(#[from] rusqlite::Error),
+    /// The database's folder or file cannot be made.
+    #[error("cannot {what}")]
+    Io {
+        what: String,
+        #[source]
+        source: std::io::Error,
+    },
+    /// A blocking store task panicked or was cancelled.
+    #[error("a store task failed")]
+    Task(#[from] tokio::task::JoinError),
     #[error("internal error: {0}")]
     Internal(String),
 }
@@ -170,8 +180,9 @@ impl Store {
     /// Opens or creates the database at `path` and brings its schema up to date.
     pub fn open(path: &Path) -> StoreResult<Store> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(|e| {
-                StoreError::Internal(format!("cannot create {}: {e}", dir.display()))
+            std::fs::create_dir_all(dir).map_err(|source| StoreError::Io {
+                what: format!("create {}", dir.display()),
+                source,
             })?;
         }
         let mut conn = connect(path)?;
@@ -190,8 +201,9 @@ impl Store {
             .collect::<StoreResult<Vec<_>>>()?;
         let conn = Arc::new(Mutex::new(conn));
         Ok(Store {
-            writes: writer::start(conn.clone()).map_err(|e| {
-                StoreError::Internal(format!("cannot start the database writer: {e}"))
+            writes: writer::start(conn.clone()).map_err(|source| StoreError::Io {
+                what: "start the database writer".into(),
+                source,
             })?,
             conn,
             readers: Arc::new(Readers {
@@ -224,8 +236,7 @@ impl Store {
                 });
             f(&guard)
         })
-        .await
-        .map_err(|e| StoreError::Internal(format!("store task failed: {e}")))?
+        .await?
     }
 
     /// Runs `f` with the connection on a blocking thread.
@@ -243,8 +254,7 @@ impl Store {
             WRITES.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
             out
         })
-        .await
-        .map_err(|e| StoreError::Internal(format!("store task failed: {e}")))?
+        .await?
     }
 
     /// Runs `f` as one all-or-nothing write, answered once committed. Writes

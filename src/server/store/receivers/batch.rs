@@ -75,7 +75,12 @@ pub fn write_batch(
                 exec(conn, "RELEASE batch_item")?;
                 out.push(done);
             }
-            Err(e @ (StoreError::Sqlite(_) | StoreError::Internal(_))) => return Err(e),
+            Err(
+                e @ (StoreError::Sqlite(_)
+                | StoreError::Io { .. }
+                | StoreError::Task(_)
+                | StoreError::Internal(_)),
+            ) => return Err(e),
             Err(e) => {
                 exec(conn, "ROLLBACK TO batch_item")?;
                 exec(conn, "RELEASE batch_item")?;
