@@ -90,13 +90,13 @@ pub enum Invalid {
     TooLong,
     #[error("{0:?} is not allowed in the local part")]
     LocalChar(char),
-    #[error("a quoted local part (allowed with allow_quoted_local = true)")]
+    #[error("a quoted local part (allowed with allow = [\"quoted_local\"])")]
     Quoted,
     #[error("an unterminated or malformed quoted local part")]
     BadQuoted,
-    #[error("non-ASCII characters in the local part (allowed with allow_utf8_local = true)")]
+    #[error("non-ASCII characters in the local part (allowed with allow = [\"utf8_local\"])")]
     Utf8Local,
-    #[error("an IP address instead of a domain (allowed with allow_ip_literal = true)")]
+    #[error("an IP address instead of a domain (allowed with allow = [\"ip_literal\"])")]
     IpLiteral,
     #[error("a malformed IP address literal")]
     BadIpLiteral,

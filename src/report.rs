@@ -85,6 +85,12 @@ pub fn source_notes(stats: &PrepareStats) -> Vec<String> {
             .iter()
             .map(|m| format!("warning: {}", m.describe())),
     );
+    lines.extend(
+        stats
+            .domain_typos
+            .iter()
+            .map(|t| format!("warning: {}", t.describe())),
+    );
     lines
 }
 

@@ -250,6 +250,6 @@ fn reasons_read_as_a_person_would_say_them() {
     );
     assert_eq!(
         reason("user@[192.0.2.1]"),
-        "an IP address instead of a domain (allowed with allow_ip_literal = true)"
+        "an IP address instead of a domain (allowed with allow = [\"ip_literal\"])"
     );
 }

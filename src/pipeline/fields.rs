@@ -1,7 +1,9 @@
 //! The parts of a step that map values: receiver fields, attributes, tags
 //! and orders, each column name remembered for the header check.
 
-use super::parse::{ATTRIBUTE_KEYS, ATTRIBUTE_TYPES, CASES, MAPPING_KEYS, Parser, TAGS_KEYS};
+use super::parse::{
+    ATTRIBUTE_KEYS, ATTRIBUTE_TYPES, CASES, EMAIL_ALLOW, MAPPING_KEYS, Parser, TAGS_KEYS,
+};
 use super::reader::{Table, Value, choices, type_name};
 use super::*;
 use crate::api::AttributeType;
@@ -257,6 +259,22 @@ impl Parser<'_> {
         m.missing_reason = t.str(ctx, "missing_reason").map(Spanned::into_inner);
         m.null_values = self.null_values(&t);
         let ctx = &mut self.ctx;
+        if known.contains(&"allow") {
+            for item in t.strings(ctx, "allow").unwrap_or_default() {
+                match item.get_ref().as_str() {
+                    "quoted_local" => m.email_rules.quoted_local = true,
+                    "ip_literal" => m.email_rules.ip_literal = true,
+                    "utf8_local" => m.email_rules.utf8_local = true,
+                    other => ctx.error(
+                        item.span(),
+                        format!(
+                            "unknown `allow` \"{other}\"; valid values: {}",
+                            choices(EMAIL_ALLOW)
+                        ),
+                    ),
+                }
+            }
+        }
         if let Some(d) = t.str(ctx, "decimal") {
             match d.get_ref().as_str() {
                 "." => m.decimal = '.',

@@ -277,6 +277,9 @@ pub struct Mapping {
     /// Values read as empty (compared trimmed, ignoring ASCII case): placeholders such as
     /// Outlook's `0.0.00` for "no birthday". The step's `null_values` are added here.
     pub null_values: Vec<String>,
+    /// The address only: what it may be beyond a dot-atom at a host name
+    /// (`allow = ["quoted_local", "ip_literal", "utf8_local"]`).
+    pub email_rules: crate::email::Rules,
 }
 
 #[derive(Debug, Clone, PartialEq)]

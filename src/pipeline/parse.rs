@@ -80,7 +80,10 @@ pub(super) const EMAIL_KEYS: &[&str] = &[
     "only_if",
     "null_values",
     "missing_reason",
+    "allow",
 ];
+/// What an address may be, beyond a dot-atom at a host name (`allow`).
+pub(super) const EMAIL_ALLOW: &[&str] = &["quoted_local", "ip_literal", "utf8_local"];
 pub(super) const ATTRIBUTE_KEYS: &[&str] = &[
     "column",
     "value",

@@ -58,10 +58,13 @@ pub fn prepare_blacklist(
         if skipped[i] {
             continue;
         }
+        let rules = step.email.email_rules;
         let normalised = match email.trim().strip_prefix("*@") {
-            Some(domain) => value::normalize_email(&format!("x@{domain}"))
-                .map(|_| format!("*@{}", domain.to_lowercase())),
-            None => value::normalize_email(email),
+            // A whole domain: checked as an address at it, kept in the
+            // domain's normalised (ASCII) form.
+            Some(domain) => value::normalize_email(&format!("x@{domain}"), rules)
+                .map(|e| format!("*@{}", &e[2..])),
+            None => value::normalize_email(email, rules),
         };
         match normalised {
             Err(reason) => errors.add(i, "email", email, reason),

@@ -10,6 +10,7 @@ mod blacklist;
 mod columns;
 mod condition;
 pub mod dedupe;
+pub mod domains;
 mod fill;
 pub mod mangled;
 mod orders;
@@ -82,6 +83,9 @@ pub struct PrepareStats {
     /// Text-like columns holding numbers Excel wrote in scientific notation (warnings).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub mangled_numbers: Vec<mangled::MangledNumbers>,
+    /// Valid addresses at a domain one letter off a big provider (warnings).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub domain_typos: Vec<domains::DomainTypo>,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -237,6 +241,7 @@ pub fn prepare_import_table(
         _ => None,
     };
 
+    stats.domain_typos = domains::find(&table.frame, &email_by_row)?;
     let mut rejects = Rejects::new(table, step.rejects_bom);
     rejects.rows = reject_rows(table, &errors, &mut stats)?;
     let mask = keep_mask(height, &errors);

@@ -3,9 +3,9 @@
 //! that becomes the row's reject reason.
 
 use super::time::{parse_date, parse_timestamp};
+use crate::email;
 use crate::pipeline::{Case, Mapping, ValueKind};
 use std::borrow::Cow;
-use validator::ValidateEmail;
 
 /// Cleans a raw value as the mapping says; `None` when it ends up empty.
 pub fn clean<'a>(m: &'a Mapping, raw: Option<&'a str>) -> Option<Cow<'a, str>> {
@@ -58,13 +58,11 @@ fn title_case(s: &str) -> String {
     out
 }
 
-/// A valid address in its normalised form (trimmed, lower case).
-pub fn normalize_email(s: &str) -> Result<String, String> {
-    let e = s.trim().to_lowercase();
-    if e.chars().count() > 254 || !e.validate_email() {
-        return Err(format!("\"{}\" is not a valid email address", s.trim()));
-    }
-    Ok(e)
+/// A valid address in its normalised form (see [`crate::email`]), or the
+/// reject reason naming the value and why.
+pub fn normalize_email(s: &str, rules: email::Rules) -> Result<String, String> {
+    email::parse(s, rules)
+        .map_err(|why| format!("\"{}\" is not a valid email address: {why}", s.trim()))
 }
 
 /// The spellings a gender attribute takes (compared without case): short
@@ -83,7 +81,7 @@ pub fn convert<'a>(kind: ValueKind, m: &Mapping, v: Cow<'a, str>) -> Result<Cow<
         ValueKind::Gender => Err(format!(
             "\"{v}\" is not a gender spelling listpipe knows (m, f, d, male, female, Herr, Frau, Mr, Mrs...); give it a `map` entry"
         )),
-        ValueKind::Email => owned(normalize_email(&v)),
+        ValueKind::Email => owned(normalize_email(&v, m.email_rules)),
         ValueKind::Timestamp if v.eq_ignore_ascii_case("now") => {
             Ok(Cow::Owned(chrono::Utc::now().timestamp().to_string()))
         }
@@ -179,12 +177,12 @@ mod tests {
     #[test]
     fn emails_are_lower_cased_and_checked() {
         assert_eq!(
-            normalize_email("  Juergen.Schulz@Example.com "),
+            normalize_email("  Juergen.Schulz@Example.com ", email::Rules::STRICT),
             Ok("juergen.schulz@example.com".into())
         );
         assert_eq!(
-            normalize_email("anna @example.com"),
-            Err("\"anna @example.com\" is not a valid email address".into())
+            normalize_email("anna @example.com", email::Rules::STRICT),
+            Err("\"anna @example.com\" is not a valid email address: a space".into())
         );
     }
 }

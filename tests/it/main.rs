@@ -4,6 +4,7 @@
 mod support;
 
 mod accounts;
+mod addresses;
 mod attributes;
 mod authorize;
 mod blacklist;

@@ -146,7 +146,7 @@ async fn mailchimp_members_keep_their_state_times_merge_fields_and_tags() {
     assert!(
         rejected.contains("subscribed_members_export_8d4f2a91c3.csv")
             && rejected
-                .contains(",5,email,\"\"\"not-an-address\"\" is not a valid email address\""),
+                .contains(",5,email,\"\"\"not-an-address\"\" is not a valid email address: no @\""),
         "{rejected}"
     );
 }
