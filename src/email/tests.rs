@@ -4,15 +4,14 @@
 
 use super::{Invalid, Rules, parse};
 
-const OK: Result<&str, Invalid> = Ok("");
+const OK: Expected = Ok("");
 
 /// (address, under STRICT, under RFC). `Ok("")` means "valid, and the
 /// normalised form is the input lower-cased".
-fn table() -> Vec<(
-    &'static str,
-    Result<&'static str, Invalid>,
-    Result<&'static str, Invalid>,
-)> {
+/// What an address reads as under one set of rules.
+type Expected = Result<&'static str, Invalid>;
+
+fn table() -> Vec<(&'static str, Expected, Expected)> {
     use Invalid::*;
     vec![
         // Plain and dot-atom local parts (RFC 5322 §3.2.3).
