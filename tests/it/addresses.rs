@@ -103,3 +103,47 @@ fn an_unknown_allow_value_is_refused_with_its_position_and_the_choices() {
         "{stderr}"
     );
 }
+
+/// The benchmark's generator makes every kind of invalid address on purpose
+/// and knows the rows: the address rejects are exactly those rows.
+#[test]
+fn the_generators_invalid_addresses_are_exactly_the_rows_rejected_for_their_address() {
+    use listpipe::bench::data;
+    const ROWS: u64 = 20_000;
+    let dir = tempfile::tempdir().unwrap();
+    let files = data::generate(dir.path(), ROWS, 0, false).unwrap();
+    let pipeline = data::import_pipeline("gen", &files.receivers, "Generated", None);
+    std::fs::write(dir.path().join("p.toml"), pipeline).unwrap();
+    let out = listpipe(dir.path(), &["check", "p.toml"]);
+    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+
+    let (mut invalid, mut missing) = (Vec::new(), Vec::new());
+    for i in 0..ROWS {
+        match data::bad_address(i) {
+            Some("") => missing.push(i + 2),
+            Some(_) => invalid.push(i + 2),
+            None => {}
+        }
+    }
+    let rejects = dir.path().join(".listpipe/rejects/p/gen.rejects.csv");
+    let mut reader = csv::Reader::from_path(rejects).unwrap();
+    let headers = reader.headers().unwrap().clone();
+    let at = |name: &str| headers.iter().position(|h| h == name).unwrap();
+    let (row, field, reason) = (at("row_number"), at("field"), at("reason"));
+    let (mut got_invalid, mut got_missing) = (Vec::new(), Vec::new());
+    for record in reader.records() {
+        let record = record.unwrap();
+        if &record[field] != "email" {
+            continue;
+        }
+        let n: u64 = record[row].parse().unwrap();
+        if record[reason].contains("is not a valid email address: ") {
+            got_invalid.push(n);
+        } else {
+            got_missing.push(n);
+        }
+    }
+    assert!(invalid.len() > 50, "{} invalid rows generated", invalid.len());
+    assert_eq!(got_invalid, invalid);
+    assert_eq!(got_missing, missing);
+}
