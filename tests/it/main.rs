@@ -8,6 +8,8 @@ mod attributes;
 mod authorize;
 mod blacklist;
 mod clients;
+mod consent;
+mod dry_run;
 mod export;
 mod extensions;
 mod faults;
