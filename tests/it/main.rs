@@ -11,6 +11,7 @@ mod clients;
 mod consent;
 mod dry_run;
 mod export;
+mod export_columns;
 mod extensions;
 mod faults;
 mod filters;
