@@ -22,6 +22,7 @@ mod import;
 mod oauth;
 mod openapi;
 mod pipeline_errors;
+mod pipeline_keys;
 mod presets;
 mod properties;
 mod receivers;
