@@ -47,6 +47,10 @@ pub struct StepReport {
     pub plan_file: Option<PathBuf>,
     /// Milliseconds per stage: prepare, plan (reading the target), write.
     pub timings_ms: Timings,
+    /// A dry run's step: its counts are what would happen, and its summary
+    /// says so (the report's top-level `dry_run` carries it in the JSON).
+    #[serde(skip)]
+    pub dry_run: bool,
 }
 
 #[derive(Debug, Clone, Serialize, Default)]
@@ -134,6 +138,42 @@ impl StepReport {
         lines
     }
 
+    /// An import's load lines. A dry run speaks in the conditional: nothing
+    /// was created, so nothing says "created".
+    fn import_summary(&self, i: &ImportOutcome) -> Vec<String> {
+        let mut lines = Vec::new();
+        let name = &self.name;
+        if i.group_created {
+            lines.push(format!("{name}: load: group created"));
+        }
+        if i.would_create_group {
+            lines.push(format!("{name}: load: would create the group"));
+        }
+        let attributes = |verb: &str, names: &[String]| {
+            if names.is_empty() {
+                String::new()
+            } else {
+                format!(", {verb}: {}", names.join(", "))
+            }
+        };
+        let (counts, attrs) = if self.dry_run {
+            (
+                format!("would create {}, would update {}", i.created, i.updated),
+                attributes("would create attributes", &i.would_create_attributes),
+            )
+        } else {
+            (
+                format!("{} created, {} updated", i.created, i.updated),
+                attributes("attributes created", &i.attributes_created),
+            )
+        };
+        lines.push(format!(
+            "{name}: load: {counts}, {} unchanged, {} blocked, {} failed, {} retries{attrs} ({} ms)",
+            i.unchanged, i.blocked, i.failed, i.retries, self.timings_ms.load
+        ));
+        lines
+    }
+
     /// Rows that did not make it: rejected while preparing or refused by the target.
     pub fn problems(&self) -> u64 {
         self.prepare.rejected_total()
@@ -195,23 +235,18 @@ impl StepReport {
                 self.name, p.orders_read, p.orders_accepted, p.orders_rejected
             ));
         }
-        if let Some(i) = &self.import
-            && i.group_created
-        {
-            lines.push(format!("{}: load: group created", self.name));
-        }
         if let Some(i) = &self.import {
-            lines.push(format!(
-                "{}: load: {} created, {} updated, {} unchanged, {} blocked, {} failed, {} retries{} ({} ms)",
-                self.name, i.created, i.updated, i.unchanged, i.blocked, i.failed, i.retries,
-                if i.attributes_created.is_empty() { String::new() } else { format!(", attributes created: {}", i.attributes_created.join(", ")) },
-                self.timings_ms.load
-            ));
+            lines.extend(self.import_summary(i));
         }
         if let Some(b) = &self.blacklist {
+            let counts = if self.dry_run {
+                format!("would add {}, would update {}", b.added, b.updated)
+            } else {
+                format!("{} added, {} updated", b.added, b.updated)
+            };
             lines.push(format!(
-                "{}: load: {} added, {} updated, {} unchanged, {} failed, {} requests (largest batch {}), {} retries ({} ms)",
-                self.name, b.added, b.updated, b.unchanged, b.failed, b.requests, b.largest_batch, b.retries, self.timings_ms.load
+                "{}: load: {counts}, {} unchanged, {} failed, {} requests (largest batch {}), {} retries ({} ms)",
+                self.name, b.unchanged, b.failed, b.requests, b.largest_batch, b.retries, self.timings_ms.load
             ));
         }
         if let Some(path) = &self.rejects_file {

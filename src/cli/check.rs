@@ -46,8 +46,16 @@ pub fn run(args: CheckArgs) -> super::Outcome {
                 }
                 match PreparedRows::new(s, &p.frame) {
                     Ok(rows) => {
-                        for i in 0..rows.len().min(args.preview) {
-                            let body = rows.input(i, p.orders.of(&rows.email(i)));
+                        let shown = rows.len().min(args.preview);
+                        if shown > 0 {
+                            println!("  first rows as create bodies (a receiver the group already holds gets only what differs):");
+                        }
+                        // The run's time is the check's: a row without consent
+                        // of its own shows the `registered` it will be sent with.
+                        let now = chrono::Utc::now().timestamp();
+                        for i in 0..shown {
+                            let input = rows.input(i, p.orders.of(&rows.email(i)));
+                            let body = prepare::consent::create_body(input, now);
                             println!(
                                 "  row {}: {}",
                                 rows.row_number(i),

@@ -272,6 +272,7 @@ async fn run_step(
     let started = Instant::now();
     let mut report = StepReport {
         name: step.name().to_string(),
+        dry_run: opts.dry_run,
         ..Default::default()
     };
     let mut plan: Vec<PlanRow> = Vec::new();

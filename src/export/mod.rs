@@ -6,6 +6,7 @@
 //! export never leaves a half file that looks whole.
 
 pub mod columns;
+mod in_use;
 pub mod reader;
 pub mod writer;
 
@@ -140,7 +141,7 @@ pub async fn run(
     };
     let plan = plan(conn, step).await?;
     let cols = match &step.columns {
-        None => plan.columns.clone(),
+        None => plan.defaults.clone(),
         Some(chosen) => columns::select(&plan.columns, chosen).map_err(LoadError::step)?,
     };
     outcome.columns = cols.iter().map(|c| c.name.clone()).collect();
@@ -262,7 +263,10 @@ struct Plan {
     /// `None`: a blacklist export.
     query: Option<Query>,
     blocklist_of: Option<Id>,
+    /// Every column there is, for `--columns` to pick from.
     columns: Vec<Column>,
+    /// The columns written when the step picks none (see [`in_use`]).
+    defaults: Vec<Column>,
     total: Option<u64>,
 }
 
@@ -272,6 +276,21 @@ impl Plan {
         let tags = cols.iter().any(|c| c.source == Source::Tags);
         (if tags { detail::TAGS } else { 0 }) | (if orders { detail::ORDERS } else { 0 })
     }
+}
+
+/// Every receiver column of the receivers of `groups` (`None`: all), and
+/// the default ones: the groups' own attributes and the globals in use.
+async fn receiver_columns(
+    conn: &Connected,
+    groups: Option<&[Id]>,
+    globals: Vec<String>,
+    local: Vec<String>,
+) -> (Vec<Column>, Vec<Column>) {
+    let used = in_use::globals_in_use(conn, groups, globals.clone(), &local).await;
+    (
+        columns::receiver_columns(&globals, &local),
+        columns::receiver_columns(&used, &local),
+    )
 }
 
 async fn plan(conn: &Connected, step: &ExportStep) -> Result<Plan, LoadError> {
@@ -305,13 +324,21 @@ async fn plan(conn: &Connected, step: &ExportStep) -> Result<Plan, LoadError> {
                 ReceiverType::Inactive => stats.inactive_count,
                 ReceiverType::Bounce => stats.bounce_count,
             };
+            let (all, defaults) = receiver_columns(
+                conn,
+                Some(&[g.id]),
+                globals().await?,
+                group_attrs(g.id).await?,
+            )
+            .await;
             Plan {
                 query: Some(Query::Group {
                     group: g.id,
                     kind: *kind,
                 }),
                 blocklist_of: None,
-                columns: columns::receiver_columns(&globals().await?, &group_attrs(g.id).await?),
+                columns: all,
+                defaults,
                 total: Some(total.max(0) as u64),
             }
         }
@@ -341,13 +368,21 @@ async fn plan(conn: &Connected, step: &ExportStep) -> Result<Plan, LoadError> {
                     ))
                 })?;
             let total = c.filter_stats(g.id, f.id).await?.total_count;
+            let (all, defaults) = receiver_columns(
+                conn,
+                Some(&[g.id]),
+                globals().await?,
+                group_attrs(g.id).await?,
+            )
+            .await;
             Plan {
                 query: Some(Query::Filter {
                     group: g.id,
                     filter: f.id,
                 }),
                 blocklist_of: None,
-                columns: columns::receiver_columns(&globals().await?, &group_attrs(g.id).await?),
+                columns: all,
+                defaults,
                 total: Some(total.max(0) as u64),
             }
         }
@@ -374,6 +409,8 @@ async fn plan(conn: &Connected, step: &ExportStep) -> Result<Plan, LoadError> {
                     }
                 }
             }
+            let scope = (!groups.is_empty()).then_some(ids.as_slice());
+            let (all, defaults) = receiver_columns(conn, scope, globals().await?, local).await;
             Plan {
                 query: Some(Query::Runtime(RuntimeFilter {
                     rules: Some(rules.clone()),
@@ -384,7 +421,8 @@ async fn plan(conn: &Connected, step: &ExportStep) -> Result<Plan, LoadError> {
                     ..Default::default()
                 })),
                 blocklist_of: None,
-                columns: columns::receiver_columns(&globals().await?, &local),
+                columns: all,
+                defaults,
                 total: None,
             }
         }
@@ -392,12 +430,14 @@ async fn plan(conn: &Connected, step: &ExportStep) -> Result<Plan, LoadError> {
             query: None,
             blocklist_of: None,
             columns: columns::blacklist_columns(),
+            defaults: columns::blacklist_columns(),
             total: None,
         },
         ExportWhat::Blocklist { group } => Plan {
             query: None,
             blocklist_of: Some(find_group(conn, group).await?.id),
             columns: columns::blacklist_columns(),
+            defaults: columns::blacklist_columns(),
             total: None,
         },
     })

@@ -93,6 +93,18 @@ impl Held {
     pub fn deactivated(&self) -> i64 {
         self.stamps[2]
     }
+    /// The time the target holds for a timestamp field (0: none); 0 for
+    /// fields that are not timestamps.
+    pub fn stamp(&self, f: ReceiverField) -> i64 {
+        match f {
+            ReceiverField::Registered => self.stamps[0],
+            ReceiverField::Activated => self.stamps[1],
+            ReceiverField::Deactivated => self.stamps[2],
+            ReceiverField::Imported => self.stamps[3],
+            ReceiverField::Bounced => self.stamps[4],
+            _ => 0,
+        }
+    }
     fn part(&self, i: usize) -> &[u64] {
         let start = if i == 0 { 0 } else { self.ends[i - 1] as usize };
         let end = self.ends.get(i).map_or(self.parts.len(), |e| *e as usize);

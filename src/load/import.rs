@@ -21,8 +21,16 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 #[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct ImportOutcome {
     pub group_id: Option<String>,
+    /// Created by this run: always false in a dry run, which creates nothing.
     pub group_created: bool,
+    /// Created by this run: always empty in a dry run.
     pub attributes_created: Vec<String>,
+    /// A dry run: the group is missing and a run would create it.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub would_create_group: bool,
+    /// A dry run: the attributes a run would create.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub would_create_attributes: Vec<String>,
     pub blocked: u64,
     pub created: u64,
     pub updated: u64,
@@ -100,9 +108,8 @@ pub async fn run(
         &setup_retried,
     )
     .await?;
-    out.group_created = created;
     out.group_id = group.as_ref().map(|g| g.id.to_string());
-    out.attributes_created = plan::attributes(
+    let attributes = plan::attributes(
         conn,
         group.as_ref(),
         &step.global_attributes,
@@ -112,6 +119,13 @@ pub async fn run(
         &setup_retried,
     )
     .await?;
+    if opts.dry_run {
+        out.would_create_group = created;
+        out.would_create_attributes = attributes;
+    } else {
+        out.group_created = created;
+        out.attributes_created = attributes;
+    }
 
     let frame = prepared.frame.clone();
     let cols = PreparedRows::new(step, &frame).map_err(|e| LoadError::step(e.to_string()))?;
@@ -153,22 +167,15 @@ pub async fn run(
         _ => Vec::new(),
     };
 
-    // Timestamps given as `value = "now"` mean "when first imported": they
-    // are sent on create only, so a later run does not move them.
+    // Timestamps given as `value = "now"` mean "when it first happened": they
+    // are sent on create, and on update only where the target holds none
+    // (see rows.rs), so a later run does not move them.
     let create_only: Vec<ReceiverField> = step
         .fields
         .iter()
         .filter(|(_, m)| matches!(&m.from, ValueFrom::Constant(v) if v.eq_ignore_ascii_case("now")))
         .map(|(f, _)| *f)
         .collect();
-    // Consent is never invented: a step that maps none of the state
-    // timestamps creates receivers registered (awaiting activation), not active.
-    let consent_unknown = !step.fields.iter().any(|(f, _)| {
-        matches!(
-            f,
-            ReceiverField::Registered | ReceiverField::Activated | ReceiverField::Deactivated
-        )
-    });
     let journal = match (&opts.journal, &group, opts.dry_run) {
         (Some(j), Some(_), false) => Some(Journal::open(j, &step.name)?),
         _ => None,
@@ -182,7 +189,6 @@ pub async fn run(
         existing: &existing,
         orders: &prepared.orders,
         create_only: &create_only,
-        consent_unknown,
         run_time: chrono::Utc::now().timestamp(),
         gid: group.as_ref().map(|g| g.id),
         journal: journal.as_ref(),
@@ -288,7 +294,7 @@ pub async fn run(
         }
         if opts.dry_run {
             let detail = match action {
-                Action::Create if gid.is_none() => "the group will be created".to_string(),
+                Action::Create if gid.is_none() => "the group would be created first".to_string(),
                 _ => detail,
             };
             plan_rows.push(PlanRow {

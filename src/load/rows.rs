@@ -11,7 +11,7 @@ use super::{Action, WriteOptions};
 use crate::api::{Id, ReceiverInput};
 use crate::hash::{FastMap, FastSet};
 use crate::pipeline::ReceiverField;
-use crate::prepare::{OrderLines, PreparedRows};
+use crate::prepare::{OrderLines, PreparedRows, consent};
 use futures::StreamExt;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
@@ -52,7 +52,6 @@ pub(super) struct Rows<'a> {
     pub(super) existing: &'a FastMap<String, Held>,
     pub(super) orders: &'a OrderLines,
     pub(super) create_only: &'a [ReceiverField],
-    pub(super) consent_unknown: bool,
     pub(super) run_time: i64,
     pub(super) gid: Option<Id>,
     pub(super) journal: Option<&'a Journal>,
@@ -104,14 +103,22 @@ impl Rows<'_> {
             None => self.existing.get(email),
         };
         let (action, body, detail) = match have {
-            None => {
-                if self.consent_unknown {
-                    input.registered = Some(self.run_time);
-                }
-                (Action::Create, Some(input), String::new())
-            }
+            // Consent is the row's: one that states no state is created
+            // registered, awaiting activation, whatever the other rows say.
+            None => (
+                Action::Create,
+                Some(consent::create_body(input, self.run_time)),
+                String::new(),
+            ),
             Some(have) => {
-                self.create_only.iter().for_each(|f| clear(&mut input, *f));
+                // A `now` time says when something first happened: an update
+                // sends it only where the target holds none yet (an opt-out or
+                // an activation this row grants today), so a later run does not
+                // move a time already set.
+                self.create_only
+                    .iter()
+                    .filter(|f| have.stamp(**f) != 0)
+                    .for_each(|f| clear(&mut input, *f));
                 match changes(input, have) {
                     Some((diff, fields)) => (Action::Update, Some(diff), fields.join(" ")),
                     None => (Action::Unchanged, None, String::new()),

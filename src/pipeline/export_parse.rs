@@ -93,6 +93,18 @@ impl Parser<'_> {
                 "`bom` is a UTF-8 byte order mark: it cannot go with `encoding = \"windows-1252\"`",
             );
         }
+        // Keys of one file format are refused for the others: accepted, they
+        // would do nothing.
+        if let Some(f) = format.filter(|f| *f != ExportFormat::Csv) {
+            for key in ["delimiter", "encoding", "quoting", "bom"] {
+                if let Some(v) = t.get(key) {
+                    ctx.error(v.span(), format!("`{key}` shapes CSV files, and this export writes {}; remove it, or write a .csv", f.extension()));
+                }
+            }
+            if let (ExportFormat::Parquet, Some(v)) = (f, t.get("timestamps")) {
+                ctx.error(v.span(), "`timestamps` has no effect on Parquet, which always keeps a time as Unix seconds in a typed integer column; remove it");
+            }
+        }
         let orders_out = t.str(ctx, "orders_out").map(|o| PathBuf::from(o.get_ref()));
         if matches!(what, ExportWhat::Blacklist | ExportWhat::Blocklist { .. })
             && let Some(v) = t.get("orders_out")

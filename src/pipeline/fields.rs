@@ -48,7 +48,14 @@ impl Parser<'_> {
                 },
                 _ => AttributeType::Text,
             };
-            if let Some(mapping) = self.mapping(v, &name_str, &attrs.name, src, ATTRIBUTE_KEYS) {
+            if let Some(mapping) = self.mapping(
+                v,
+                &name_str,
+                &attrs.name,
+                src,
+                ATTRIBUTE_KEYS,
+                ValueKind::of_attribute(kind),
+            ) {
                 out.push(AttributeMapping {
                     name: name_str,
                     kind,
@@ -77,6 +84,12 @@ impl Parser<'_> {
                 "`separator` in the tags table must not be empty",
             );
         }
+        if let (Some(v), true) = (tags.get("separator"), columns.is_empty()) {
+            ctx.error(
+                v.span(),
+                "`separator` splits the cells of the tag `columns`, and the tags table names none; add `columns` or remove it",
+            );
+        }
         let fixed = tags
             .strings(ctx, "fixed")
             .unwrap_or_default()
@@ -100,9 +113,7 @@ impl Parser<'_> {
         step: &str,
     ) -> Option<OrdersSpec> {
         let o = t.table(&mut self.ctx, "orders")?;
-        let mut known: Vec<&str> = OrderField::ALL.iter().map(|f| f.as_str()).collect();
-        known.extend(["source", "email", "rejects"]);
-        o.check_keys(&mut self.ctx, &known);
+        o.check_keys(&mut self.ctx, super::keys::ORDERS_KEYS);
         let (source, own) = match o.get("source") {
             Some(_) => {
                 let s = self.source(&o, "source");
@@ -112,7 +123,9 @@ impl Parser<'_> {
             None => (None, src),
         };
         let email = match (o.get("email"), o.get("source").is_some()) {
-            (Some(v), true) => self.mapping(v, "email", &o.name, own, MAPPING_KEYS),
+            (Some(v), true) => {
+                self.mapping(v, "email", &o.name, own, MAPPING_KEYS, ValueKind::Email)
+            }
             (None, true) => {
                 o.missing(
                     &mut self.ctx,
@@ -130,7 +143,8 @@ impl Parser<'_> {
         let mut fields = Vec::new();
         for field in OrderField::ALL {
             if let Some(v) = o.get(field.as_str())
-                && let Some(m) = self.mapping(v, field.as_str(), &o.name, own, MAPPING_KEYS)
+                && let Some(m) =
+                    self.mapping(v, field.as_str(), &o.name, own, MAPPING_KEYS, field.kind())
             {
                 fields.push((field, m));
             }
@@ -141,6 +155,9 @@ impl Parser<'_> {
                 "order_id",
                 ": the column holding the order number",
             );
+        }
+        if let (Some(v), None) = (o.get("rejects"), o.get("source")) {
+            self.ctx.error(v.span(), "`rejects` in the orders table is for orders from a second `source`; a bad order on a receiver row rejects that row, into the step's own rejects file; remove it");
         }
         let rejects = match o.str(&mut self.ctx, "rejects") {
             Some(p) => self.path(p.get_ref()),
@@ -166,6 +183,7 @@ impl Parser<'_> {
         parent: &str,
         src: Option<usize>,
         known: &[&str],
+        kind: ValueKind,
     ) -> Option<Mapping> {
         let mut m = Mapping {
             trim: true,
@@ -186,6 +204,7 @@ impl Parser<'_> {
         }
         let t = Table::new(v, format!("`{key}` of {parent}"))?;
         t.check_keys(&mut self.ctx, known);
+        self.check_applies(v, key, kind);
         let ctx = &mut self.ctx;
         let columns = match t.get("column").map(Spanned::get_ref) {
             Some(DeValue::Array(_)) => t.strings(ctx, "column").filter(|c| !c.is_empty()),

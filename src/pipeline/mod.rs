@@ -8,10 +8,13 @@
 //!
 //! Every key is documented for users in `pipelines/README.md`.
 
+mod applies;
+pub use keys::ACCEPTED_KEYS;
 mod conditions;
 pub mod export;
 mod export_parse;
 mod fields;
+mod keys;
 mod mode;
 mod parse;
 pub mod presets;

@@ -9,8 +9,8 @@ use std::ops::Range;
 use toml::Spanned;
 use toml::de::{DeTable, DeValue};
 
-const TOP_KEYS: &[&str] = &["target", "import", "blacklist", "export"];
-const TARGET_KEYS: &[&str] = &[
+pub(super) const TOP_KEYS: &[&str] = &["target", "import", "blacklist", "export"];
+pub(super) const TARGET_KEYS: &[&str] = &[
     "url",
     "token_env",
     "credentials",
@@ -42,7 +42,7 @@ pub(super) const IMPORT_KEYS: &[&str] = &[
     "null_values",
     "rejects_bom",
 ];
-const BLACKLIST_KEYS: &[&str] = &[
+pub(super) const BLACKLIST_KEYS: &[&str] = &[
     "name",
     "source",
     "email",
@@ -237,8 +237,17 @@ impl Parser<'_> {
                 ),
             }
         }
-        if let (TargetUrl::Builtin { database: db }, Some(d)) = (&mut target.url, database) {
-            *db = d;
+        match (&mut target.url, database) {
+            (TargetUrl::Builtin { database: db }, Some(d)) => *db = d,
+            (TargetUrl::Url(_), Some(_)) => {
+                if let Some(v) = t.get("database") {
+                    ctx.error(
+                        v.span(),
+                        "`database` is the built-in target's file, and `url` names another target; remove it, or set url = \"builtin\"",
+                    );
+                }
+            }
+            _ => {}
         }
         target.token_env = t.str(ctx, "token_env").map(Spanned::into_inner);
         target.credentials = t
@@ -381,7 +390,8 @@ impl Parser<'_> {
                         MAPPING_KEYS
                     };
                     if let Some(v) = r.get(field.as_str())
-                        && let Some(m) = self.mapping(v, field.as_str(), &r.name, src, keys)
+                        && let Some(m) =
+                            self.mapping(v, field.as_str(), &r.name, src, keys, field.kind())
                     {
                         fields.push((field, m));
                     }
@@ -456,7 +466,7 @@ impl Parser<'_> {
         let source = self.source(t, "source");
         let src = source.as_ref().map(|(_, i)| *i);
         let email = match t.get("email") {
-            Some(v) => self.mapping(v, "email", &t.name, src, EMAIL_KEYS),
+            Some(v) => self.mapping(v, "email", &t.name, src, EMAIL_KEYS, ValueKind::Email),
             None => {
                 t.missing(&mut self.ctx, "email", ": the column holding the address");
                 None
@@ -464,7 +474,7 @@ impl Parser<'_> {
         };
         let comment = t
             .get("comment")
-            .and_then(|v| self.mapping(v, "comment", &t.name, src, MAPPING_KEYS));
+            .and_then(|v| self.mapping(v, "comment", &t.name, src, MAPPING_KEYS, ValueKind::Text));
         let group = self.group(t, false);
         let rejects = self.rejects(t, pipeline, &name);
         let only_if = t

@@ -8,7 +8,7 @@ use crate::source::{SheetRef, SourceFormat, TextEncoding};
 use toml::Spanned;
 use toml::de::DeValue;
 
-const SOURCE_KEYS: &[&str] = &[
+pub(super) const SOURCE_KEYS: &[&str] = &[
     "path",
     "paths",
     "format",

@@ -61,7 +61,20 @@ impl Parser<'_> {
             .into_iter()
             .map(Spanned::into_inner)
             .collect();
-        let to = t.str(ctx, "other_columns")?;
+        let Some(to) = t.str(ctx, "other_columns") else {
+            // Without `other_columns` no column is mapped by default: there
+            // is nothing for `ignore_columns` to leave out.
+            if let Some(v) = t.get("ignore_columns") {
+                ctx.error(
+                    v.span(),
+                    format!(
+                        "`ignore_columns` has no effect without `other_columns`: it names columns that `other_columns` should leave out; add other_columns = {} or remove it",
+                        choices(OTHER_COLUMNS)
+                    ),
+                );
+            }
+            return None;
+        };
         match to.get_ref().as_str() {
             "global_attributes" => Some((Others::Global, ignore)),
             "attributes" => Some((Others::Group, ignore)),

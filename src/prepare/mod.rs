@@ -9,6 +9,7 @@
 mod blacklist;
 mod columns;
 mod condition;
+pub mod consent;
 pub mod dedupe;
 pub mod domains;
 mod fill;

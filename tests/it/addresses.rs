@@ -115,7 +115,12 @@ fn the_generators_invalid_addresses_are_exactly_the_rows_rejected_for_their_addr
     let pipeline = data::import_pipeline("gen", &files.receivers, "Generated", None);
     std::fs::write(dir.path().join("p.toml"), pipeline).unwrap();
     let out = listpipe(dir.path(), &["check", "p.toml"]);
-    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 
     let (mut invalid, mut missing) = (Vec::new(), Vec::new());
     for i in 0..ROWS {
@@ -143,7 +148,11 @@ fn the_generators_invalid_addresses_are_exactly_the_rows_rejected_for_their_addr
             got_missing.push(n);
         }
     }
-    assert!(invalid.len() > 50, "{} invalid rows generated", invalid.len());
+    assert!(
+        invalid.len() > 50,
+        "{} invalid rows generated",
+        invalid.len()
+    );
     assert_eq!(got_invalid, invalid);
     assert_eq!(got_missing, missing);
 }
