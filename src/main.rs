@@ -49,8 +49,14 @@ fn main() -> ExitCode {
     });
     match result {
         Ok(code) => ExitCode::from(code),
+        // A pipeline file's errors are `file:line:col: what is wrong` lines,
+        // as a compiler prints them (editors jump to each); the rest say
+        // `listpipe: error:` and their causes.
         Err((code, e)) => {
-            listpipe::cause::report(e.as_ref());
+            match e.downcast_ref::<listpipe::pipeline::PipelineError>() {
+                Some(file_errors) => listpipe::errln!("{file_errors}"),
+                None => listpipe::cause::report(e.as_ref()),
+            }
             ExitCode::from(code)
         }
     }
