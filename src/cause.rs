@@ -62,12 +62,12 @@ pub fn root(e: &(dyn Error + 'static)) -> String {
 /// Prints `listpipe: error: ` and the chain to stderr: the one way every
 /// command reports an error that stops it (or one of its steps).
 pub fn report(e: &(dyn Error + 'static)) {
-    eprintln!("listpipe: error: {}", Chain(e));
+    crate::errln!("listpipe: error: {}", Chain(e));
 }
 
 /// The same with a prefix naming where it happened (a step's name).
 pub fn report_in(place: &str, e: &(dyn Error + 'static)) {
-    eprintln!("listpipe: {place}: {}", Chain(e));
+    crate::errln!("listpipe: {place}: {}", Chain(e));
 }
 
 #[cfg(test)]

@@ -70,7 +70,7 @@ pub fn run(opts: &BenchOptions) -> anyhow::Result<BenchReport> {
     let dir = &opts.dir;
     std::fs::create_dir_all(dir)?;
     let dir = std::fs::canonicalize(dir)?;
-    eprintln!(
+    crate::errln!(
         "bench: generating {} rows and {} blacklist entries in {}",
         opts.rows,
         opts.blacklist_rows,
@@ -101,7 +101,7 @@ pub fn run(opts: &BenchOptions) -> anyhow::Result<BenchReport> {
     )?;
 
     let server = Server::start(&exe, &dir)?;
-    eprintln!("bench: server at {}", server.url);
+    crate::errln!("bench: server at {}", server.url);
     let bench = Bench {
         exe: &exe,
         dir: &dir,
@@ -196,11 +196,11 @@ impl Bench<'_> {
 
     /// Runs one listpipe command as a stage.
     fn measure(&self, stage: &str, rows: u64, cmd: &mut Command) -> anyhow::Result<StageResult> {
-        eprint!("bench: {stage} ... ");
+        crate::errtext!("bench: {stage} ... ");
         self.server.reset_peak();
         let m = measure::run(cmd)?;
         let seconds = m.wall.as_secs_f64();
-        eprintln!("{seconds:.2} s (exit {})", m.exit_code);
+        crate::errln!("{seconds:.2} s (exit {})", m.exit_code);
         Ok(StageResult {
             stage: stage.to_string(),
             rows,

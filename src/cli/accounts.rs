@@ -144,7 +144,7 @@ async fn accounts(cmd: AccountsCommand) -> anyhow::Result<()> {
                     Ok(creds)
                 })
                 .await?;
-            println!("{}", serde_json::to_string_pretty(&creds)?);
+            crate::outln!("{}", serde_json::to_string_pretty(&creds)?);
         }
         AccountsCommand::User(a) => {
             let hash = users::hash_password(&password_from_env(&a.password_env)?)?;
@@ -156,7 +156,7 @@ async fn accounts(cmd: AccountsCommand) -> anyhow::Result<()> {
                     users::upsert(c, app.account, &email, display.as_deref(), &hash)
                 })
                 .await?;
-            eprintln!(
+            crate::errln!(
                 "listpipe: {} user {} of account \"{}\"",
                 if created { "added" } else { "new password for" },
                 user.email,
@@ -165,7 +165,7 @@ async fn accounts(cmd: AccountsCommand) -> anyhow::Result<()> {
             let out = serde_json::json!({
                 "id": user.id, "email": user.email, "name": user.name, "role": user.role,
             });
-            println!("{}", serde_json::to_string_pretty(&out)?);
+            crate::outln!("{}", serde_json::to_string_pretty(&out)?);
         }
         AccountsCommand::App(a) => {
             let store = Store::open(&a.db)?;
@@ -187,7 +187,7 @@ async fn accounts(cmd: AccountsCommand) -> anyhow::Result<()> {
                     }))
                 })
                 .await?;
-            println!("{}", serde_json::to_string_pretty(&out)?);
+            crate::outln!("{}", serde_json::to_string_pretty(&out)?);
         }
         AccountsCommand::Credentials(a) => {
             let store = Store::open(&a.db)?;
@@ -206,7 +206,7 @@ async fn accounts(cmd: AccountsCommand) -> anyhow::Result<()> {
             if let Some(path) = &a.out {
                 write_credentials(path, &creds)?;
             }
-            println!("{}", serde_json::to_string_pretty(&creds)?);
+            crate::outln!("{}", serde_json::to_string_pretty(&creds)?);
         }
         AccountsCommand::Code(a) => {
             let store = Store::open(&a.db)?;
@@ -223,7 +223,7 @@ async fn accounts(cmd: AccountsCommand) -> anyhow::Result<()> {
                 "redirect_uri": a.redirect_uri,
                 "expires_in": accounts::CODE_TTL_SECS,
             });
-            println!("{}", serde_json::to_string_pretty(&out)?);
+            crate::outln!("{}", serde_json::to_string_pretty(&out)?);
         }
     }
     Ok(())

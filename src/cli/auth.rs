@@ -153,17 +153,17 @@ async fn login(a: LoginArgs) -> Result<(), Failure> {
     let redirect_uri = listener.redirect_uri();
     let url = authorize_url(&base, &a.client_id, &redirect_uri, &state);
     if !a.no_browser && open_browser(&url).await {
-        eprintln!(
+        crate::errln!(
             "listpipe: a browser window is open to log in and approve (waiting up to {} s); if none appeared, open:\n{url}",
             a.timeout_secs
         );
     } else {
-        eprintln!(
+        crate::errln!(
             "listpipe: open this address in a browser, log in and approve (waiting up to {} s):",
             a.timeout_secs
         );
         // Alone on stdout, so a script can pick it up.
-        println!("{url}");
+        crate::outln!("{url}");
     }
     use std::io::Write;
     let _ = std::io::stdout().flush();
@@ -188,7 +188,7 @@ async fn login(a: LoginArgs) -> Result<(), Failure> {
                 Err((_, e)) => pending.finish(false, format!("The login failed: {e:#}")),
             }
             saved.map(|who| {
-                eprintln!(
+                crate::errln!(
                     "listpipe: logged in to the account {who} at {base}; credentials written to {}",
                     a.credentials.display()
                 );
@@ -285,15 +285,15 @@ async fn status(a: StatusArgs) -> Result<(), Failure> {
         Err(e) => return Err(unreachable(e)),
     };
     let me = client.whoami().await.map_err(unreachable)?;
-    println!("base URL: {}", creds.base_url);
-    println!("account:  \"{}\" (id {})", me.name, me.id);
-    println!(
+    crate::outln!("base URL: {}", creds.base_url);
+    crate::outln!("account:  \"{}\" (id {})", me.name, me.id);
+    crate::outln!(
         "token:    expires {} (in {})",
         ttl.date,
         human_duration(ttl.ttl)
     );
     if refreshed {
-        println!(
+        crate::outln!(
             "          refreshed just now; the new tokens are saved in {}",
             a.credentials.display()
         );

@@ -51,11 +51,15 @@ fn bench(args: BenchArgs) -> anyhow::Result<()> {
         concurrency: args.concurrency,
         naive: args.naive.map(|p| std::fs::canonicalize(&p).unwrap_or(p)),
     })?;
-    println!(
+    crate::outln!(
         "{} rows ({} order lines), {} blacklist entries; {} build; {}\n",
-        report.rows, report.order_lines, report.blacklist_rows, report.profile, report.machine
+        report.rows,
+        report.order_lines,
+        report.blacklist_rows,
+        report.profile,
+        report.machine
     );
-    println!("{}", bench::table(&report));
-    println!("results: {}", args.json.display());
+    crate::outln!("{}", bench::table(&report));
+    crate::outln!("results: {}", args.json.display());
     Ok(())
 }

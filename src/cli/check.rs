@@ -21,7 +21,7 @@ pub struct CheckArgs {
 
 pub fn run(args: CheckArgs) -> super::Outcome {
     let pipeline = pipeline::load(&args.pipeline).map_err(super::fail(exit::USAGE))?;
-    println!(
+    crate::outln!(
         "{}: {} step(s), file is valid",
         pipeline.file.display(),
         pipeline.steps.len()
@@ -30,7 +30,7 @@ pub fn run(args: CheckArgs) -> super::Outcome {
     for step in &pipeline.steps {
         if let Step::Export(s) = step {
             // An export reads only the target: nothing to check offline.
-            println!(
+            crate::outln!(
                 "\n[{}] export to {} ({}): needs the target, checked when run",
                 s.name,
                 s.out.display(),
@@ -40,15 +40,15 @@ pub fn run(args: CheckArgs) -> super::Outcome {
         }
         let outcome = match step {
             Step::Import(s) => prepare::prepare_import(s, &pipeline.base_dir).map(|p| {
-                println!("\n[{}] import into {}", s.name, s.group);
+                crate::outln!("\n[{}] import into {}", s.name, s.group);
                 for line in crate::report::workbook_lines(&p.table.workbooks) {
-                    println!("  {line}");
+                    crate::outln!("  {line}");
                 }
                 match PreparedRows::new(s, &p.frame) {
                     Ok(rows) => {
                         let shown = rows.len().min(args.preview);
                         if shown > 0 {
-                            println!("  first rows as create bodies (a receiver the group already holds gets only what differs):");
+                            crate::outln!("  first rows as create bodies (a receiver the group already holds gets only what differs):");
                         }
                         // The run's time is the check's: a row without consent
                         // of its own shows the `registered` it will be sent with.
@@ -56,18 +56,18 @@ pub fn run(args: CheckArgs) -> super::Outcome {
                         for i in 0..shown {
                             let input = rows.input(i, p.orders.of(&rows.email(i)));
                             let body = prepare::consent::create_body(input, now);
-                            println!(
+                            crate::outln!(
                                 "  row {}: {}",
                                 rows.row_number(i),
                                 serde_json::to_string(&body).unwrap_or_default()
                             );
                         }
                     }
-                    Err(e) => eprintln!("listpipe: {}: {e}", s.name),
+                    Err(e) => crate::errln!("listpipe: {}: {e}", s.name),
                 }
                 let rows = p.frame.height();
                 let orders = p.orders.len();
-                println!("  {rows} receivers to send, {orders} orders");
+                crate::outln!("  {rows} receivers to send, {orders} orders");
                 let mut written = vec![write_rejects(&s.rejects, &p.rejects)];
                 if let (Some(o), Some(spec)) = (&p.order_rejects, &s.orders) {
                     written.push(write_rejects(&spec.rejects, o));
@@ -75,7 +75,7 @@ pub fn run(args: CheckArgs) -> super::Outcome {
                 (p.stats, written)
             }),
             Step::Blacklist(s) => prepare::prepare_blacklist(s, &pipeline.base_dir).map(|p| {
-                println!(
+                crate::outln!(
                     "\n[{}] blacklist{}",
                     s.name,
                     s.group
@@ -84,10 +84,10 @@ pub fn run(args: CheckArgs) -> super::Outcome {
                         .unwrap_or_default()
                 );
                 for line in crate::report::workbook_lines(&p.table.workbooks) {
-                    println!("  {line}");
+                    crate::outln!("  {line}");
                 }
                 for (email, comment) in p.entries.iter().take(args.preview) {
-                    println!(
+                    crate::outln!(
                         "  {email} {}",
                         if comment.is_empty() {
                             String::new()
@@ -96,14 +96,14 @@ pub fn run(args: CheckArgs) -> super::Outcome {
                         }
                     );
                 }
-                println!("  {} entries to send", p.entries.len());
+                crate::outln!("  {} entries to send", p.entries.len());
                 (p.stats, vec![write_rejects(&s.rejects, &p.rejects)])
             }),
             Step::Export(_) => continue,
         };
         match outcome {
             Ok((stats, written)) => {
-                println!(
+                crate::outln!(
                     "  {} rows read, {} rejected, {} duplicates, {} tags normalised",
                     stats.rows_read,
                     stats.rejected_total(),
@@ -111,22 +111,24 @@ pub fn run(args: CheckArgs) -> super::Outcome {
                     stats.tags_changed
                 );
                 for line in crate::report::reason_lines(&stats) {
-                    println!("    {line}");
+                    crate::outln!("    {line}");
                 }
                 for line in crate::report::source_notes(&stats) {
-                    println!("  {line}");
+                    crate::outln!("  {line}");
                 }
                 if stats.orders_read > 0 {
-                    println!(
+                    crate::outln!(
                         "  orders: {} read, {} accepted, {} rejected",
-                        stats.orders_read, stats.orders_accepted, stats.orders_rejected
+                        stats.orders_read,
+                        stats.orders_accepted,
+                        stats.orders_rejected
                     );
                 }
                 for file in written {
                     match file {
                         Ok(Some(path)) => {
                             code = exit::PARTIAL;
-                            println!("  rejects written to {}", path.display());
+                            crate::outln!("  rejects written to {}", path.display());
                         }
                         Ok(None) => {}
                         Err(e) => {

@@ -292,7 +292,7 @@ pub async fn run(args: ExportArgs) -> super::Outcome {
     match result {
         Ok(o) => {
             if !args.quiet {
-                eprintln!(
+                crate::errln!(
                     "export: {} rows written to {} ({}, {} ms)",
                     o.rows,
                     o.file.display(),
@@ -300,7 +300,7 @@ pub async fn run(args: ExportArgs) -> super::Outcome {
                     o.ms
                 );
                 if let (Some(n), Some(p)) = (o.orders, &o.orders_file) {
-                    eprintln!("export: {n} orders written to {}", p.display());
+                    crate::errln!("export: {n} orders written to {}", p.display());
                 }
             }
             Ok(exit::OK)

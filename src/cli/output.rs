@@ -34,18 +34,30 @@ impl Stream {
 
 /// Writes one line to `stream`; a failure ends the process (see the module).
 pub fn line(stream: Stream, args: fmt::Arguments<'_>) {
+    write(stream, args, true);
+}
+
+/// Writes `args` to `stream` without ending the line (a stage's name before
+/// its figures); a failure ends the process.
+pub fn text(stream: Stream, args: fmt::Arguments<'_>) {
+    write(stream, args, false);
+}
+
+fn write(stream: Stream, args: fmt::Arguments<'_>, newline: bool) {
     let written = match stream {
-        Stream::Out => write_line(&mut io::stdout().lock(), args),
-        Stream::Err => write_line(&mut io::stderr().lock(), args),
+        Stream::Out => write_to(&mut io::stdout().lock(), args, newline),
+        Stream::Err => write_to(&mut io::stderr().lock(), args, newline),
     };
     if let Err(e) = written {
         fail(stream, &e);
     }
 }
 
-fn write_line(w: &mut impl Write, args: fmt::Arguments<'_>) -> io::Result<()> {
+fn write_to(w: &mut impl Write, args: fmt::Arguments<'_>, newline: bool) -> io::Result<()> {
     w.write_fmt(args)?;
-    w.write_all(b"\n")?;
+    if newline {
+        w.write_all(b"\n")?;
+    }
     // Standard output is line-buffered, standard error unbuffered: the flush
     // makes a full device fail here, not silently at exit.
     w.flush()
@@ -85,5 +97,13 @@ macro_rules! errln {
     };
     ($($arg:tt)*) => {
         $crate::cli::output::line($crate::cli::output::Stream::Err, format_args!($($arg)*))
+    };
+}
+
+/// `eprint!` whose failure ends the process as [`output`](crate::cli::output) says.
+#[macro_export]
+macro_rules! errtext {
+    ($($arg:tt)*) => {
+        $crate::cli::output::text($crate::cli::output::Stream::Err, format_args!($($arg)*))
     };
 }

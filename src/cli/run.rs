@@ -133,14 +133,20 @@ pub async fn run(args: RunArgs) -> super::Outcome {
                 if let Some(i) = &step_report.import {
                     unfinished |= i.stopped || i.failed_transient > 0;
                     if !args.quiet && (i.resumed > 0 || i.in_flight_checked > 0 || i.stopped) {
-                        eprintln!(
+                        crate::errln!(
                             "{}: journal: {} confirmed earlier and skipped, {} in flight checked, {} not started",
-                            step_report.name, i.resumed, i.in_flight_checked, i.not_started
+                            step_report.name,
+                            i.resumed,
+                            i.in_flight_checked,
+                            i.not_started
                         );
                     }
                 }
                 if !args.quiet {
-                    step_report.summary().iter().for_each(|l| eprintln!("{l}"));
+                    step_report
+                        .summary()
+                        .iter()
+                        .for_each(|l| crate::errln!("{l}"));
                 }
                 report.steps.push(step_report);
             }
@@ -173,12 +179,12 @@ pub async fn run(args: RunArgs) -> super::Outcome {
     if !args.dry_run {
         if unfinished {
             if code == exit::STOPPED {
-                eprintln!(
+                crate::errln!(
                     "listpipe: stopped; resume with: listpipe run {} --resume",
                     args.pipeline.display()
                 );
             } else if !journal::leftover(&pipeline.name).is_empty() {
-                eprintln!(
+                crate::errln!(
                     "listpipe: the run did not finish; resume with: listpipe run {} --resume",
                     args.pipeline.display()
                 );
@@ -198,7 +204,7 @@ pub async fn run(args: RunArgs) -> super::Outcome {
             .map_err(|e| e.to_string())
             .and_then(|json| write_file(path, &json));
         if let Err(e) = written {
-            eprintln!("listpipe: cannot write the report {}: {e}", path.display());
+            crate::errln!("listpipe: cannot write the report {}: {e}", path.display());
             code = code.max(exit::PARTIAL);
         }
     }
@@ -245,11 +251,11 @@ async fn stop_on_signal(stop: Stop) {
             _ = term_recv => {}
         }
         if stop.is_set() {
-            eprintln!("listpipe: stopped at once; resume with --resume");
+            crate::errln!("listpipe: stopped at once; resume with --resume");
             std::process::exit(i32::from(exit::STOPPED));
         }
         stop.set();
-        eprintln!(
+        crate::errln!(
             "listpipe: stopping: no new rows; finishing the requests in flight (again to quit at once)"
         );
     }

@@ -66,16 +66,16 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     opts.fault_seed = args.fault_seed;
     opts.spec_only = args.spec_only;
     let running = server::start(opts).await?;
-    eprintln!(
+    crate::errln!(
         "listpipe: serving the v3 API at {} (database {})",
         running.base_url,
         args.db.display()
     );
     if let Some(n) = args.rate_limit {
-        eprintln!("listpipe: rate limit: {n} requests per second per token");
+        crate::errln!("listpipe: rate limit: {n} requests per second per token");
     }
     if let Some(spec) = &args.faults {
-        eprintln!(
+        crate::errln!(
             "listpipe: WARNING: FAULT INJECTION IS ON ({spec}, seed {}): this server fails requests ON PURPOSE; never use it as a real target",
             args.fault_seed
         );
@@ -85,7 +85,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     if let Some(c) = &running.credentials
         && let (Some(email), Some(_)) = (&c.user_email, &c.user_password)
     {
-        eprintln!(
+        crate::errln!(
             "listpipe: first start: user {email} of account \"default\" has a random password \
              (for the login page {}/oauth/authorize.php; it is in the credentials as \"user_password\"; \
              change it with `listpipe accounts user`)",
@@ -94,25 +94,25 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     }
     match (&running.credentials, &credentials) {
         (Some(_), Some(path)) => {
-            eprintln!(
+            crate::errln!(
                 "listpipe: first start: credentials of account \"default\" written to {}",
                 path.display()
             )
         }
         (Some(creds), None) => {
-            eprintln!(
+            crate::errln!(
                 "listpipe: first start: credentials of account \"default\" (keep them; pass --credentials FILE to save them):"
             );
-            println!("{}", serde_json::to_string_pretty(creds)?);
+            crate::outln!("{}", serde_json::to_string_pretty(creds)?);
         }
-        (None, _) => eprintln!(
+        (None, _) => crate::errln!(
             "listpipe: existing database; new credentials: listpipe accounts credentials --db {} --name default",
             args.db.display()
         ),
     }
     tokio::select! {
         r = running.wait() => r?,
-        _ = tokio::signal::ctrl_c() => eprintln!("listpipe: stopped"),
+        _ = tokio::signal::ctrl_c() => crate::errln!("listpipe: stopped"),
     }
     Ok(())
 }

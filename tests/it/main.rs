@@ -23,6 +23,7 @@ mod hostile;
 mod import;
 mod oauth;
 mod openapi;
+mod output;
 mod pipeline_errors;
 mod pipeline_keys;
 mod presets;
