@@ -310,7 +310,7 @@ pub async fn run(args: ExportArgs) -> Result<u8, (u8, anyhow::Error)> {
                 LoadError::Target(_) => exit::TARGET,
                 LoadError::Step(_) => exit::USAGE,
                 LoadError::Guard(_) => exit::GUARD,
-                LoadError::Output { .. } => exit::PARTIAL,
+                LoadError::Output { .. } | LoadError::State { .. } => exit::IO,
             };
             Err((code, anyhow::anyhow!(e)))
         }

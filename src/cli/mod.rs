@@ -59,6 +59,10 @@ pub mod exit {
     pub const LOCKED: u8 = 4;
     /// Mirror mode's guard refused a step: more removals than allowed.
     pub const GUARD: u8 = 5;
+    /// The run's own state or output could not be written (disk full,
+    /// permissions) or read back (a damaged ledger): the run stopped,
+    /// nothing half-written; fix it and `--resume` (EX_IOERR of sysexits.h).
+    pub const IO: u8 = 74;
     /// Stopped by Ctrl-C or SIGTERM; `run --resume` continues (128 + SIGINT).
     pub const STOPPED: u8 = 130;
 }

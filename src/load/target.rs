@@ -24,6 +24,9 @@ pub struct TargetOverrides {
 pub struct Connected {
     pub client: ApiClient,
     pub base_url: String,
+    /// The target as journals, locks and ledgers name it: the canonical URL
+    /// and the account (`whoami`), the built-in target by its database.
+    pub resolved: String,
     refresher: Option<Mutex<Refresher>>,
     server: Option<RunningServer>,
 }
@@ -133,8 +136,10 @@ pub async fn connect(target: &Target, overrides: &TargetOverrides) -> Result<Con
                 }
             };
             let client = ApiClient::with_timeout(&running.base_url, &token, timeout)?;
+            let db = std::fs::canonicalize(&database).unwrap_or(database);
             Connected {
                 client,
+                resolved: format!("the built-in target on {}", db.display()),
                 base_url: running.base_url.clone(),
                 refresher: None,
                 server: Some(running),
@@ -167,6 +172,7 @@ pub async fn connect(target: &Target, overrides: &TargetOverrides) -> Result<Con
                 .map(|(path, creds)| Mutex::new(Refresher { path, creds }));
             Connected {
                 client,
+                resolved: super::identity::canonical_url(&base),
                 base_url: base,
                 refresher,
                 server: None,
@@ -185,12 +191,18 @@ pub async fn connect(target: &Target, overrides: &TargetOverrides) -> Result<Con
             _ => break,
         }
     }
+    let named = |mut c: Connected, who: crate::api::client_info::ClientInfo| {
+        c.resolved = super::identity::resolved(&c.resolved, &who.id.to_string());
+        c
+    };
     match answer {
-        Ok(_) => Ok(connected),
+        Ok(who) => Ok(named(connected, who)),
         Err(e) if e.status() == Some(401) => {
             let stale = connected.client.token();
-            if connected.refresh(&stale).await && connected.client.whoami().await.is_ok() {
-                return Ok(connected);
+            if connected.refresh(&stale).await
+                && let Ok(who) = connected.client.whoami().await
+            {
+                return Ok(named(connected, who));
             }
             let server = connected.server.take();
             if let Some(s) = server {

@@ -2,7 +2,6 @@
 //! dialect (delimiter, encoding with its BOM, line ending, column order) with `row_number`,
 //! `field` and `reason` appended, so it opens in the same tool the export came from.
 
-use std::fs;
 use std::path::Path;
 
 use ::csv::{Terminator, WriterBuilder};
@@ -27,8 +26,9 @@ pub struct RejectRow {
 /// kept, Windows-1252 re-encoded, UTF-16 with BOM), line ending and column order, with
 /// `row_number`, `field`, `reason` appended (and `file` before them when the table came from
 /// more than one file). The dialect of a spreadsheet input is a UTF-8 (BOM) comma-separated
-/// CSV. The file is written to `path` + ".tmp" and renamed when complete, so a crash never
-/// leaves half a file under the real name. Creates parent directories.
+/// CSV. The file is written through [`crate::state_file`] (a temporary file renamed when
+/// complete), so a crash never leaves half a file under the real name. Creates parent
+/// directories.
 pub fn write_rejects(
     path: &Path,
     table_columns: &[String],
@@ -42,13 +42,8 @@ pub fn write_rejects(
     };
     let text = render(table_columns, dialect, multi_file, rows).map_err(write_error)?;
     let bytes = encoding::encode(&text, dialect.encoding);
-    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-        fs::create_dir_all(parent).map_err(write_error)?;
-    }
-    let mut tmp = path.as_os_str().to_owned();
-    tmp.push(".tmp");
-    fs::write(&tmp, bytes).map_err(write_error)?;
-    fs::rename(&tmp, path).map_err(write_error)
+    crate::state_file::write(path, &bytes, crate::state_file::Access::Shared)
+        .map_err(|e| write_error(e.source))
 }
 
 /// The rejects file as text, before encoding.
@@ -97,6 +92,7 @@ mod tests {
     use super::*;
     use crate::source::csv::tests::{cells, row_numbers, spec};
     use crate::source::{SourceFormat, TextEncoding, read};
+    use std::fs;
 
     fn dialect(delimiter: u8, encoding: TextEncoding, line_ending: LineEnding) -> Dialect {
         Dialect {

@@ -25,6 +25,7 @@ mod receivers;
 mod reliability;
 mod safety;
 mod scheduled;
+mod state;
 mod tags;
 mod third_party;
 mod wire;
