@@ -389,3 +389,51 @@ pub fn read_events(path: &Path) -> Vec<(String, String)> {
         .map(|r| r.lines.into_iter().map(|l| (l.ev, l.email)).collect())
         .unwrap_or_default()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_line_that_cannot_be_written_stops_the_run_and_becomes_the_steps_error() {
+        let file = OpenOptions::new().append(true).open("/dev/full").unwrap();
+        let stop = Stop::default();
+        let j = Journal {
+            path: PathBuf::from("people.jsonl"),
+            file: Mutex::new((file, 0)),
+            confirmed: HashMap::new(),
+            in_flight: HashMap::new(),
+            unreadable: 0,
+            failed: Mutex::new(None),
+            stop: stop.clone(),
+        };
+        let key = (0, 2, "a@example.com".to_string());
+        j.started(&key, "create", "h");
+        assert!(stop.is_set(), "the run takes no new rows");
+        let err = j.failure().unwrap().to_string();
+        assert!(
+            err.starts_with("cannot write people.jsonl: No space left on device"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn torn_and_garbled_lines_are_counted_and_the_rest_is_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("people.jsonl");
+        std::fs::write(
+            &path,
+            b"{\"ev\":\"header\",\"target\":\"t\",\"group\":\"g\"}\n\
+              {\"ev\":\"done\",\"file\":0,\"row\":2,\"email\":\"a@x.de\",\"action\":\"create\",\"hash\":\"h\"}\n\
+              \xff\xfe\x00\n\
+              {\"ev\":\"done\",\"fi",
+        )
+        .unwrap();
+        let back = read_back(&path, false).unwrap();
+        assert_eq!(back.header.unwrap().target, "t");
+        assert_eq!(back.lines.len(), 1);
+        assert_eq!(back.unreadable, 2);
+        assert!(back.torn);
+    }
+}

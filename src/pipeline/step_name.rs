@@ -19,6 +19,8 @@ pub fn problem(name: &str) -> Option<String> {
         "it is empty".to_string()
     } else if name.chars().count() > 100 {
         "it is longer than 100 characters".to_string()
+    } else if let Some(c) = name.chars().find(|c| matches!(c, '/' | '\\')) {
+        format!("it contains {c:?}, a folder separator")
     } else if name.starts_with('.') {
         "it starts with a dot".to_string()
     } else if let Some(c) = name
@@ -26,7 +28,6 @@ pub fn problem(name: &str) -> Option<String> {
         .find(|c| !(c.is_alphanumeric() || matches!(c, ' ' | '-' | '_' | '.')))
     {
         match c {
-            '/' | '\\' => format!("it contains {c:?}, a folder separator"),
             c if c.is_control() => format!("it contains the control character {c:?}"),
             c => format!("it contains {c:?}"),
         }
