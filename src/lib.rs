@@ -8,6 +8,7 @@
 //! - [`load`]: the target compared and written, with concurrency and retries.
 //! - [`export`]: groups, segments and blacklists read back out to files.
 //! - [`report`]: what a run did.
+//! - [`state_file`]: the one atomic-write path for the run's own files.
 //! - [`api`]: the v3 wire model, shared by the client and the server.
 //! - [`client`]: `ApiClient`, typed async calls to a v3 API over HTTP.
 //! - [`server`]: the built-in target server (axum + SQLite).
@@ -29,3 +30,4 @@ pub mod prepare;
 pub mod report;
 pub mod server;
 pub mod source;
+pub mod state_file;

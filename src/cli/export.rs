@@ -310,7 +310,7 @@ pub async fn run(args: ExportArgs) -> super::Outcome {
                 e if e.stops_run() => exit::TARGET,
                 LoadError::Step { .. } | LoadError::Api(_) => exit::USAGE,
                 LoadError::Guard(_) => exit::GUARD,
-                LoadError::Output { .. } => exit::PARTIAL,
+                LoadError::Output { .. } | LoadError::State { .. } => exit::IO,
                 LoadError::Target { .. } => exit::TARGET,
             };
             Err((code, e.into()))

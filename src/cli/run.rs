@@ -5,12 +5,13 @@ use super::{exit, fail};
 use crate::cause;
 use crate::export::{self, ExportOptions};
 use crate::load::journal::{self, JournalOptions};
+use crate::load::lock::LockError;
 use crate::load::target::{self, TargetOverrides};
 use crate::load::{self, Action, LoadError, PlanRow, Stop, WriteMode, WriteOptions};
-use crate::pipeline::{self, Pipeline, STATE_DIR, Step, TargetUrl};
+use crate::pipeline::{self, Pipeline, STATE_DIR, Step};
 use crate::prepare::{self, Rejects};
 use crate::report::{RunReport, StepReport};
-use anyhow::Context;
+use crate::state_file;
 use clap::Args;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -59,31 +60,6 @@ pub struct RunArgs {
 /// Runs the pipeline; the exit code says how it went (see `cli::exit`).
 pub async fn run(args: RunArgs) -> super::Outcome {
     let pipeline = pipeline::load(&args.pipeline).map_err(fail(exit::USAGE))?;
-    // One run of a pipeline against a target at a time (a dry run writes
-    // nothing and takes no lock).
-    let _lock = if args.dry_run {
-        None
-    } else {
-        Some(
-            load::lock::acquire(&args.pipeline, &lock_target(&args, &pipeline))
-                .map_err(|e| (exit::LOCKED, anyhow::anyhow!(e)))?,
-        )
-    };
-    // A leftover journal means an earlier run did not finish: continue it
-    // (`--resume`) or drop it (`--discard-journal`), never write past it.
-    if !args.dry_run {
-        let found = journal::leftover(&pipeline.name);
-        if args.discard_journal {
-            journal::discard(&pipeline.name)
-                .context("cannot discard the journal")
-                .map_err(fail(exit::USAGE))?;
-        } else if !found.is_empty() && !args.resume {
-            return Err((
-                exit::USAGE,
-                anyhow::anyhow!(journal::leftover_message(&args.pipeline, &found)),
-            ));
-        }
-    }
     let overrides = TargetOverrides {
         url: args.target_url.clone(),
         token: args.token.clone(),
@@ -91,13 +67,40 @@ pub async fn run(args: RunArgs) -> super::Outcome {
     let conn = target::connect(&pipeline.target, &overrides)
         .await
         .map_err(fail(exit::TARGET))?;
+    // One run writing a group of a target at a time (a dry run writes
+    // nothing and takes no lock); then the journals, which belong to one
+    // target and group each. Neither is touched when the lock is refused.
+    let _lock = if args.dry_run {
+        None
+    } else {
+        let groups = written_groups(&pipeline);
+        match load::lock::acquire(&args.pipeline, &conn.resolved, &groups) {
+            Ok(l) => Some(l),
+            Err(e) => {
+                conn.close().await;
+                let code = match e {
+                    LockError::Held { .. } => exit::LOCKED,
+                    LockError::Io { .. } => exit::IO,
+                };
+                return Err((code, e.into()));
+            }
+        }
+    };
+    if !args.dry_run
+        && let Err((code, message)) = leftover_journals(&args, &pipeline, &conn.resolved)
+    {
+        crate::errln!("{message}");
+        conn.close().await;
+        return Ok(code);
+    }
+    let stop = Stop::default();
     let opts = WriteOptions {
         concurrency: args
             .concurrency
             .map_or(pipeline.target.concurrency, usize::from),
         writes: args.writes,
         pipeline: pipeline.name.clone(),
-        target: lock_target(&args, &pipeline),
+        target: conn.resolved.clone(),
         allow_mass_removal: args.allow_mass_removal,
         retries: pipeline.target.retries,
         dry_run: args.dry_run,
@@ -105,8 +108,10 @@ pub async fn run(args: RunArgs) -> super::Outcome {
         journal: (!args.dry_run).then(|| JournalOptions {
             pipeline: pipeline.name.clone(),
             resume: args.resume,
+            target: conn.resolved.clone(),
+            stop: stop.clone(),
         }),
-        stop: Stop::default(),
+        stop,
     };
     let signals = tokio::spawn(stop_on_signal(opts.stop.clone()));
     let mut report = RunReport {
@@ -132,6 +137,13 @@ pub async fn run(args: RunArgs) -> super::Outcome {
                 }
                 if let Some(i) = &step_report.import {
                     unfinished |= i.stopped || i.failed_transient > 0;
+                    if i.journal_unreadable_lines > 0 {
+                        crate::errln!(
+                            "{}: warning: {} line(s) of the journal could not be read (a line torn by a kill, or damage); their rows were checked against the target",
+                            step_report.name,
+                            i.journal_unreadable_lines
+                        );
+                    }
                     if !args.quiet && (i.resumed > 0 || i.in_flight_checked > 0 || i.stopped) {
                         crate::errln!(
                             "{}: journal: {} confirmed earlier and skipped, {} in flight checked, {} not started",
@@ -154,6 +166,14 @@ pub async fn run(args: RunArgs) -> super::Outcome {
                 cause::report_in(step.name(), &e);
                 code = code.max(exit::GUARD);
             }
+            // The run's own state could not be written: stop here, keep
+            // the journal (the target holds what it confirmed).
+            Err(StepError::Load(e @ (LoadError::Output { .. } | LoadError::State { .. }))) => {
+                cause::report_in(step.name(), &e);
+                code = exit::IO;
+                unfinished = true;
+                break;
+            }
             // The target unreachable, refusing the credentials or stopped
             // answering: no later step can do better.
             Err(StepError::Load(e)) if e.stops_run() => {
@@ -172,7 +192,8 @@ pub async fn run(args: RunArgs) -> super::Outcome {
     }
     signals.abort();
     conn.close().await;
-    if opts.stop.is_set() {
+    // A failed journal write also stops the rows; it keeps its own code.
+    if opts.stop.is_set() && code != exit::IO {
         code = exit::STOPPED;
         unfinished = true;
     }
@@ -200,33 +221,74 @@ pub async fn run(args: RunArgs) -> super::Outcome {
     report.finished = chrono::Utc::now().to_rfc3339();
     report.exit_code = code;
     if let Some(path) = &args.report {
-        let written = serde_json::to_vec_pretty(&report)
-            .map_err(|e| e.to_string())
-            .and_then(|json| write_file(path, &json));
-        if let Err(e) = written {
-            crate::errln!("listpipe: cannot write the report {}: {e}", path.display());
-            code = code.max(exit::PARTIAL);
+        let json = serde_json::to_vec_pretty(&report).unwrap_or_default();
+        if let Err(e) = state_file::write(path, &json, state_file::Access::Shared) {
+            cause::report_in("the run report", &e);
+            code = exit::IO;
         }
     }
     Ok(code)
 }
 
-/// The target as the run lock and mirror mode's ledger name it: the same
-/// from run to run.
-fn lock_target(args: &RunArgs, pipeline: &Pipeline) -> String {
-    let t = &pipeline.target;
-    match (&args.target_url, &t.url) {
-        (Some(url), _) => url.clone(),
-        (None, TargetUrl::Url(url)) => url.clone(),
-        (None, TargetUrl::Builtin { database }) => {
-            let db = std::fs::canonicalize(database).unwrap_or_else(|_| database.clone());
-            format!("the built-in target on {}", db.display())
-        }
-        (None, TargetUrl::FromCredentials) => format!(
-            "the target of {}",
-            t.credentials.as_deref().unwrap_or(Path::new("")).display()
-        ),
+/// The groups the pipeline's steps write, as the run lock names them.
+fn written_groups(pipeline: &Pipeline) -> Vec<String> {
+    pipeline
+        .steps
+        .iter()
+        .filter_map(|s| match s {
+            Step::Import(i) => Some(i.group.to_string()),
+            Step::Blacklist(b) => Some(
+                b.group
+                    .as_ref()
+                    .map_or("the account blacklist".to_string(), |g| {
+                        format!("the blocklist of {g}")
+                    }),
+            ),
+            Step::Export(_) => None,
+        })
+        .collect()
+}
+
+/// A leftover journal means an earlier run did not finish: continue it
+/// (`--resume`, against the target and group it belongs to) or drop it
+/// (`--discard-journal`), never write past it. `Err`: the exit code and
+/// the message.
+fn leftover_journals(
+    args: &RunArgs,
+    pipeline: &Pipeline,
+    target: &str,
+) -> Result<(), (u8, String)> {
+    let found = journal::leftover(&pipeline.name);
+    if args.discard_journal {
+        return journal::discard(&pipeline.name).map_err(|e| {
+            (
+                exit::IO,
+                format!("listpipe: cannot discard the journal: {e}"),
+            )
+        });
     }
+    if found.is_empty() {
+        return Ok(());
+    }
+    if !args.resume {
+        return Err((
+            exit::USAGE,
+            journal::leftover_message(&args.pipeline, &found),
+        ));
+    }
+    for path in &found {
+        let step = path.file_stem().map(|s| s.to_string_lossy().into_owned());
+        let group = pipeline.steps.iter().find_map(|s| match s {
+            Step::Import(i) if Some(&i.name) == step.as_ref() => Some(i.group.to_string()),
+            _ => None,
+        });
+        if let Some(message) =
+            journal::belongs_elsewhere(path, target, group.as_deref(), &args.pipeline)
+        {
+            return Err((exit::USAGE, message));
+        }
+    }
+    Ok(())
 }
 
 /// Ctrl-C or SIGTERM sets `stop`: the write loops take no new rows, rows
@@ -377,11 +439,4 @@ pub fn write_rejects(path: &Path, rejects: &Rejects) -> Result<Option<PathBuf>, 
         message: e.to_string(),
     })?;
     Ok(Some(path.to_path_buf()))
-}
-
-fn write_file(path: &Path, bytes: &[u8]) -> Result<(), String> {
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
-    }
-    std::fs::write(path, bytes).map_err(|e| e.to_string())
 }

@@ -2,8 +2,9 @@
 //! `[[export]]` or from `listpipe export`) is planned against the target
 //! (group, filter, attribute names → columns, known total), then rows are
 //! streamed page by page from [`reader`] to a [`writer`], into a temporary
-//! file beside the output that is renamed only when complete: a failed
-//! export never leaves a half file that looks whole.
+//! file beside the output that is renamed only when complete
+//! ([`crate::state_file`]): a failed export never leaves a half file that
+//! looks whole.
 
 pub mod columns;
 mod in_use;
@@ -18,6 +19,7 @@ use crate::load::retry::retrying;
 use crate::load::target::Connected;
 use crate::pipeline::export::{ExportStep, ExportWhat, FilterRef};
 use crate::pipeline::{ExportFormat, GroupRef};
+use crate::state_file;
 use columns::{Column, Kind, ORDER_COLUMNS, Source};
 use futures::StreamExt;
 use reader::{Query, ReadOptions};
@@ -66,41 +68,14 @@ pub struct ExportOutcome {
     pub ms: u64,
 }
 
-/// The temporary file an output is written to: removed when dropped unless
-/// [`Temp::commit`] renamed it to its final name.
-struct Temp {
-    tmp: PathBuf,
-    out: PathBuf,
-    done: bool,
+/// Starts an output file: written under a temporary name beside it
+/// ([`state_file::Pending`]), removed when dropped uncommitted.
+fn pending(out: &Path) -> Result<state_file::Pending, LoadError> {
+    state_file::Pending::new(out, state_file::Access::Shared).map_err(|e| output(out, e.source))
 }
 
-impl Temp {
-    fn new(out: &Path) -> Result<Temp, LoadError> {
-        if let Some(dir) = out.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(|e| output(out, e))?;
-        }
-        let mut name = out.file_name().unwrap_or_default().to_os_string();
-        name.push(".tmp");
-        Ok(Temp {
-            tmp: out.with_file_name(name),
-            out: out.to_path_buf(),
-            done: false,
-        })
-    }
-
-    fn commit(mut self) -> Result<(), LoadError> {
-        std::fs::rename(&self.tmp, &self.out).map_err(|e| output(&self.out, e))?;
-        self.done = true;
-        Ok(())
-    }
-}
-
-impl Drop for Temp {
-    fn drop(&mut self) {
-        if !self.done {
-            let _ = std::fs::remove_file(&self.tmp);
-        }
-    }
+fn committed(p: state_file::Pending) -> Result<(), LoadError> {
+    p.commit().map_err(|e| output(&e.path, e.source))
 }
 
 fn output(path: &Path, e: impl std::fmt::Display) -> LoadError {
@@ -151,10 +126,10 @@ pub async fn run(
         timestamps: step.timestamps,
         csv: &step.csv,
     };
-    let main = Temp::new(&step.out)?;
+    let main = pending(&step.out)?;
     let mut sink = writer::open(
         step.format,
-        &main.tmp,
+        main.temp_path(),
         layout(
             cols.iter()
                 .map(|c| (c.name.clone(), c.source.kind()))
@@ -163,24 +138,25 @@ pub async fn run(
     )
     .map_err(|e| output(&step.out, e))?;
     // The sink first: fields drop in order, so the file is closed before the temp guard removes it.
-    let mut orders: Option<(Box<dyn Sink>, Temp)> = match (&step.orders_out, &plan.query) {
-        (Some(path), Some(_)) => {
-            let t = Temp::new(path)?;
-            let s = writer::open(
-                orders_format(step, path),
-                &t.tmp,
-                layout(
-                    ORDER_COLUMNS
-                        .iter()
-                        .map(|(n, k)| (n.to_string(), *k))
-                        .collect(),
-                ),
-            )
-            .map_err(|e| output(path, e))?;
-            Some((s, t))
-        }
-        _ => None,
-    };
+    let mut orders: Option<(Box<dyn Sink>, state_file::Pending)> =
+        match (&step.orders_out, &plan.query) {
+            (Some(path), Some(_)) => {
+                let t = pending(path)?;
+                let s = writer::open(
+                    orders_format(step, path),
+                    t.temp_path(),
+                    layout(
+                        ORDER_COLUMNS
+                            .iter()
+                            .map(|(n, k)| (n.to_string(), *k))
+                            .collect(),
+                    ),
+                )
+                .map_err(|e| output(path, e))?;
+                Some((s, t))
+            }
+            _ => None,
+        };
     let bar = progress(opts.progress, plan.total, &step.name);
 
     match &plan.query {
@@ -230,7 +206,7 @@ pub async fn run(
                                 .map(|o| columns::order_row(&r.email, o))
                         })
                         .collect();
-                    s.write(&lines).map_err(|e| output(&t.out, e))?;
+                    s.write(&lines).map_err(|e| output(t.path(), e))?;
                     order_rows += lines.len() as u64;
                 }
                 outcome.rows += page.len() as u64;
@@ -246,11 +222,11 @@ pub async fn run(
     }
     sink.finish().map_err(|e| output(&step.out, e))?;
     if let Some((s, t)) = orders {
-        s.finish().map_err(|e| output(&t.out, e))?;
-        outcome.orders_file = Some(t.out.clone());
-        t.commit()?;
+        s.finish().map_err(|e| output(t.path(), e))?;
+        outcome.orders_file = Some(t.path().to_path_buf());
+        committed(t)?;
     }
-    main.commit()?;
+    committed(main)?;
     bar.finish_and_clear();
     outcome.retries = retried.load(Ordering::Relaxed);
     outcome.ms = started.elapsed().as_millis() as u64;

@@ -42,6 +42,9 @@ pub struct ImportOutcome {
     pub resumed: u64,
     /// Rows an earlier run left in flight, checked against the target.
     pub in_flight_checked: u64,
+    /// Lines of the resumed journal that could not be read (a torn last
+    /// line, damage): their rows were checked against the target like new ones.
+    pub journal_unreadable_lines: u64,
     /// Rows not taken because the run was stopped (Ctrl-C, SIGTERM).
     pub not_started: u64,
     /// Failed rows whose last error was transient (the target unreachable
@@ -153,7 +156,8 @@ pub async fn run(
     // removals now, so that its guard can refuse before anything is written.
     let mut ledger = group
         .as_ref()
-        .map(|g| mirror::Ledger::open(&opts.pipeline, &step.name, &opts.target, g.id));
+        .map(|g| mirror::Ledger::open(&opts.pipeline, &step.name, &opts.target, g.id))
+        .transpose()?;
     let removals = match (&step.mirror, &ledger) {
         (Some(m), Some(l)) => {
             let source = source_emails(step, prepared, &emails);
@@ -177,9 +181,10 @@ pub async fn run(
         .map(|(f, _)| *f)
         .collect();
     let journal = match (&opts.journal, &group, opts.dry_run) {
-        (Some(j), Some(_), false) => Some(Journal::open(j, &step.name)?),
+        (Some(j), Some(_), false) => Some(Journal::open(j, &step.name, &step.group.to_string())?),
         _ => None,
     };
+    out.journal_unreadable_lines = journal.as_ref().map_or(0, Journal::unreadable);
     let rows = Rows {
         conn,
         opts,
@@ -252,6 +257,12 @@ pub async fn run(
     };
     if let Some(j) = &journal {
         j.sync();
+        // A journal that could not be written stops the step here, before
+        // the ledger and the rejects: the target holds what it confirmed,
+        // and `--resume` checks every row against it.
+        if let Some(e) = j.failure() {
+            return Err(e);
+        }
     }
     // The target stopped answering: the rows that failed did not fail on
     // their own, so they are not rejects; the journal keeps them for

@@ -1,22 +1,49 @@
-//! The run lock: one run of a pipeline against a target at a time. A second
-//! run is refused with a message naming the first (its process, host and
-//! start), instead of both writing the same receivers and each taking the
-//! other's journal for a crashed run's.
+//! The run lock: one run writing a group of a target at a time. A second
+//! run is refused with a message naming the first (its process and start),
+//! instead of both writing the same receivers and each taking the other's
+//! journal for a crashed run's.
 //!
-//! The lock is an advisory file lock (`flock`) on a file in the system's
-//! temporary folder, named by a hash of the pipeline file's full path and
-//! the target. The operating system releases it when the process ends, so a
-//! crashed or killed run never leaves a stale lock behind.
+//! The lock is keyed by the resolved target ([`super::identity`]: canonical
+//! URL and account) and the group written, not by the pipeline file or the
+//! URL as typed: `127.0.0.1` and `localhost` are one target, and two
+//! pipelines writing one group are kept apart. A run takes one lock per
+//! group its steps write.
+//!
+//! Each lock is an advisory file lock (`flock`) on a file in the system's
+//! temporary folder, named by a hash of the key. The operating system
+//! releases it when the process ends, so a crashed or killed run never
+//! leaves a stale lock behind.
 
 use sha2::{Digest, Sha256};
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, Write};
 use std::path::{Path, PathBuf};
 
-/// Held for the length of a run; dropping it releases the lock.
+/// Held for the length of a run; dropping it releases the locks.
 #[derive(Debug)]
 pub struct RunLock {
-    _file: File,
+    _files: Vec<File>,
+}
+
+/// Why a run could not take its lock.
+#[derive(Debug, thiserror::Error)]
+pub enum LockError {
+    /// Another live run writes the same group of the same target.
+    #[error(
+        "another run is in progress: {other}; it writes {what}. Wait for it to finish, or stop it first (lock file {})",
+        path.display()
+    )]
+    Held {
+        other: String,
+        what: String,
+        path: PathBuf,
+    },
+    #[error("cannot take the run lock {}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
 }
 
 /// The folder of the lock files.
@@ -24,61 +51,71 @@ fn dir() -> PathBuf {
     std::env::temp_dir().join("listpipe-locks")
 }
 
-/// The lock file of `pipeline` against `target`.
-pub fn path(pipeline: &Path, target: &str) -> PathBuf {
-    let full = std::fs::canonicalize(pipeline).unwrap_or_else(|_| pipeline.to_path_buf());
-    let digest = Sha256::digest(format!("{}\n{target}", full.display()).as_bytes());
-    let name = full
-        .file_stem()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    dir().join(format!("{name}-{}.lock", &hex::encode(digest)[..16]))
+/// The lock file of `group` of the resolved `target`.
+pub fn path(target: &str, group: &str) -> PathBuf {
+    let digest = Sha256::digest(format!("{target}\n{group}").as_bytes());
+    dir().join(format!("{}.lock", &hex::encode(digest)[..24]))
 }
 
-/// Takes the lock, or answers why not: the other run, as it described itself.
-pub fn acquire(pipeline: &Path, target: &str) -> Result<RunLock, String> {
+/// Takes the lock of every group in `groups` of `target`, or answers why
+/// not: the other run, as it described itself ("pid N since T ...").
+pub fn acquire(pipeline: &Path, target: &str, groups: &[String]) -> Result<RunLock, LockError> {
     let dir = dir();
-    std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-    let path = path(pipeline, target);
-    let mut file = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(&path)
-        .map_err(|e| format!("cannot open the run lock {}: {e}", path.display()))?;
-    match file.try_lock() {
-        Ok(()) => {}
-        Err(std::fs::TryLockError::WouldBlock) => {
-            let mut other = String::new();
-            let _ = file.read_to_string(&mut other);
-            let other = other.trim();
-            return Err(format!(
-                "another run of {} against {target} is in progress ({}); wait for it to finish, or stop it first (lock file {})",
-                pipeline.display(),
-                if other.is_empty() { "starting" } else { other },
-                path.display()
-            ));
-        }
-        Err(std::fs::TryLockError::Error(e)) => {
-            return Err(format!("cannot lock {}: {e}", path.display()));
-        }
-    }
+    let io = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| LockError::Io { path, source }
+    };
+    std::fs::create_dir_all(&dir).map_err(io(&dir))?;
+    let full = std::fs::canonicalize(pipeline).unwrap_or_else(|_| pipeline.to_path_buf());
     let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
         .map(|h| h.trim().to_string())
         .unwrap_or_else(|_| "this host".into());
     let me = format!(
-        "process {} on {host}, started {}",
+        "pid {} since {} ({} on {host})",
         std::process::id(),
-        chrono::Utc::now().format("%Y-%m-%d %H:%M:%S UTC")
+        chrono::Utc::now().format("%Y-%m-%d %H:%M:%S UTC"),
+        full.display()
     );
-    // Only the holder writes; a failure to describe itself is not a failure to lock.
-    let _ = file
-        .set_len(0)
-        .and_then(|_| file.rewind())
-        .and_then(|_| file.write_all(me.as_bytes()))
-        .and_then(|_| file.flush());
-    Ok(RunLock { _file: file })
+    let mut sorted: Vec<&String> = groups.iter().collect();
+    sorted.sort();
+    sorted.dedup();
+    let mut files = Vec::with_capacity(sorted.len());
+    for group in sorted {
+        let path = path(target, group);
+        let mut file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&path)
+            .map_err(io(&path))?;
+        match file.try_lock() {
+            Ok(()) => {}
+            Err(std::fs::TryLockError::WouldBlock) => {
+                let mut other = String::new();
+                let _ = file.read_to_string(&mut other);
+                let other = other.trim();
+                return Err(LockError::Held {
+                    other: if other.is_empty() {
+                        "a run that is starting".into()
+                    } else {
+                        other.to_string()
+                    },
+                    what: format!("{group} of {target}"),
+                    path,
+                });
+            }
+            Err(std::fs::TryLockError::Error(e)) => return Err(io(&path)(e)),
+        }
+        // Only the holder writes; a failure to describe itself is not a failure to lock.
+        let _ = file
+            .set_len(0)
+            .and_then(|_| file.rewind())
+            .and_then(|_| file.write_all(me.as_bytes()))
+            .and_then(|_| file.flush());
+        files.push(file);
+    }
+    Ok(RunLock { _files: files })
 }
 
 #[cfg(test)]
@@ -86,20 +123,31 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_second_lock_on_the_same_pipeline_and_target_is_refused_until_the_first_ends() {
+    fn a_second_lock_on_a_group_of_the_same_target_is_refused_until_the_first_ends() {
         let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("nightly.toml");
-        std::fs::write(&p, "").unwrap();
-        let first = acquire(&p, "https://api.example").unwrap();
-        let err = acquire(&p, "https://api.example").unwrap_err();
-        assert!(err.contains("another run of"), "{err}");
+        let (a, b) = (dir.path().join("a.toml"), dir.path().join("b.toml"));
+        let target = format!("https://api.example:443 (account {})", std::process::id());
+        let groups = |g: &[&str]| g.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let first = acquire(&a, &target, &groups(&["group \"News\""])).unwrap();
+        // Another pipeline writing the same group is kept apart.
+        let err = acquire(&b, &target, &groups(&["group \"Other\"", "group \"News\""]))
+            .unwrap_err()
+            .to_string();
         assert!(
-            err.contains(&format!("process {}", std::process::id())),
+            err.starts_with(&format!(
+                "another run is in progress: pid {} since ",
+                std::process::id()
+            )),
             "{err}"
         );
-        // Another target is another lock.
-        let other = acquire(&p, "builtin").unwrap();
-        drop((first, other));
-        acquire(&p, "https://api.example").unwrap();
+        assert!(
+            err.contains(&format!("it writes group \"News\" of {target}")),
+            "{err}"
+        );
+        // Another group, or another target, is another lock.
+        let other = acquire(&b, &target, &groups(&["group \"Other\""])).unwrap();
+        let elsewhere = acquire(&a, "builtin", &groups(&["group \"News\""])).unwrap();
+        drop((first, other, elsewhere));
+        acquire(&a, &target, &groups(&["group \"News\""])).unwrap();
     }
 }

@@ -69,6 +69,10 @@ impl Default for MirrorSpec {
     }
 }
 
+/// The first line of every ledger: a file without it is not one.
+const LEDGER_HEADER: &str =
+    "# Receivers listpipe imported into this group (mirror mode removes only these).\n";
+
 /// The addresses listpipe imported into one group of one target.
 pub struct Ledger {
     path: PathBuf,
@@ -77,43 +81,70 @@ pub struct Ledger {
 
 impl Ledger {
     /// The ledger of `step` of `pipeline` for group `group` of `target`.
-    pub fn open(pipeline: &str, step: &str, target: &str, group: Id) -> Ledger {
+    /// None yet is an empty ledger; one that cannot be read or is not a
+    /// ledger is refused, and left as it is: emptied, it would make mirror
+    /// mode forget what it imported.
+    pub fn open(pipeline: &str, step: &str, target: &str, group: Id) -> Result<Ledger, LoadError> {
         let digest = Sha256::digest(format!("{target}\n{group}").as_bytes());
         let path = Path::new(STATE_DIR)
             .join("ledger")
             .join(pipeline)
             .join(format!("{step}-{}.txt", &hex::encode(digest)[..16]));
-        let emails = std::fs::read_to_string(&path)
-            .map(|s| {
-                s.lines()
-                    .filter(|l| !l.is_empty() && !l.starts_with('#'))
-                    .map(str::to_string)
-                    .collect()
-            })
-            .unwrap_or_default();
-        Ledger { path, emails }
+        let refuse = |why: String| LoadError::State {
+            path: path.clone(),
+            message: format!(
+                "the mirror ledger cannot be used: {why}. It was left as it is; \
+                 restore it from a backup, or move it away to start a new ledger \
+                 (mirror mode then removes nothing until receivers are imported again)"
+            ),
+        };
+        let bytes = match std::fs::read(&path) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Ok(Ledger {
+                    path,
+                    emails: BTreeSet::new(),
+                });
+            }
+            Err(e) => return Err(refuse(format!("cannot read it: {e}"))),
+        };
+        let text = String::from_utf8(bytes).map_err(|_| refuse("it is not text".into()))?;
+        if !text.starts_with(LEDGER_HEADER) {
+            return Err(refuse(format!(
+                "it does not start with the ledger's first line \"{}\"",
+                LEDGER_HEADER.trim_end()
+            )));
+        }
+        let mut emails = BTreeSet::new();
+        for (i, line) in text.lines().enumerate() {
+            if line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            if !line.contains('@') || line.chars().any(|c| c.is_whitespace() || c.is_control()) {
+                return Err(refuse(format!("line {} is not an address", i + 1)));
+            }
+            emails.insert(line.to_string());
+        }
+        Ok(Ledger { path, emails })
     }
 
     /// Writes the ledger (whole, through a temporary file, so a crash
     /// leaves the old one or the new one).
     pub fn save(&self) -> Result<(), LoadError> {
-        let err = |e: std::io::Error| LoadError::Output {
-            path: self.path.clone(),
-            message: e.to_string(),
-        };
-        if let Some(dir) = self.path.parent() {
-            std::fs::create_dir_all(dir).map_err(err)?;
-        }
-        let mut text = String::from(
-            "# Receivers listpipe imported into this group (mirror mode removes only these).\n",
-        );
+        let mut text = String::from(LEDGER_HEADER);
         for e in &self.emails {
             text.push_str(e);
             text.push('\n');
         }
-        let tmp = self.path.with_extension("txt.tmp");
-        std::fs::write(&tmp, text).map_err(err)?;
-        std::fs::rename(&tmp, &self.path).map_err(err)
+        crate::state_file::write(
+            &self.path,
+            text.as_bytes(),
+            crate::state_file::Access::Shared,
+        )
+        .map_err(|e| LoadError::Output {
+            path: self.path.clone(),
+            message: e.source.to_string(),
+        })
     }
 }
 

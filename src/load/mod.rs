@@ -6,6 +6,7 @@
 pub mod blacklist;
 pub mod breaker;
 mod diff;
+pub mod identity;
 pub mod import;
 pub mod journal;
 pub mod lock;
@@ -51,8 +52,13 @@ pub enum LoadError {
         #[source]
         cause: Option<Cause>,
     },
+    /// The run's own state or output could not be written (exit code 74).
     #[error("cannot write {path}: {message}")]
     Output { path: PathBuf, message: String },
+    /// The run's own state cannot be used as it is (a damaged mirror
+    /// ledger): the step is refused and the file left alone (exit code 74).
+    #[error("{path}: {message}")]
+    State { path: PathBuf, message: String },
     /// Mirror mode's guard: more removals planned than allowed.
     #[error("{0}")]
     Guard(String),
@@ -171,17 +177,17 @@ pub struct PlanRow {
     pub detail: String,
 }
 
-/// Writes a dry run's plan as CSV: `row_number,email,action,detail`.
+/// Writes a dry run's plan as CSV: `row_number,email,action,detail`,
+/// atomically ([`crate::state_file`]).
 pub fn write_plan(path: &std::path::Path, rows: &mut [PlanRow]) -> Result<(), LoadError> {
     let err = |e: &dyn std::fmt::Display| LoadError::Output {
         path: path.to_path_buf(),
         message: e.to_string(),
     };
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).map_err(|e| err(&e))?;
-    }
     rows.sort_by_key(|r| r.row_number);
-    let mut w = csv::Writer::from_path(path).map_err(|e| err(&e))?;
+    let mut file = crate::state_file::Pending::new(path, crate::state_file::Access::Shared)
+        .map_err(|e| err(&e.source))?;
+    let mut w = csv::Writer::from_writer(std::io::BufWriter::new(file.file()));
     w.write_record(["row_number", "email", "action", "detail"])
         .map_err(|e| err(&e))?;
     for r in rows.iter() {
@@ -193,7 +199,9 @@ pub fn write_plan(path: &std::path::Path, rows: &mut [PlanRow]) -> Result<(), Lo
         ])
         .map_err(|e| err(&e))?;
     }
-    w.flush().map_err(|e| err(&e))
+    w.flush().map_err(|e| err(&e))?;
+    drop(w);
+    file.commit().map_err(|e| err(&e.source))
 }
 
 /// A progress bar for a stage, hidden when progress is off.

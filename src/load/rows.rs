@@ -85,7 +85,17 @@ impl Rows<'_> {
             self.create_only.iter().for_each(|f| clear(&mut stable, *f));
             let h = journal::hash(&stable);
             match j.prior(&key, &h) {
-                Prior::Confirmed => return finished(RowResult::Resumed),
+                // Confirmed earlier and still held by the target as sent:
+                // not sent again. A target restored from a backup (or
+                // emptied) no longer holds it, so it is sent again: the
+                // journal is never trusted over what the target holds.
+                Prior::Confirmed => {
+                    if let Some(have) = self.existing.get(email)
+                        && changes(stable.clone(), have).is_none()
+                    {
+                        return finished(RowResult::Resumed);
+                    }
+                }
                 Prior::InFlight => {
                     self.checked.fetch_add(1, Ordering::Relaxed);
                     match write::fetch(self.conn, g, email, self.opts.retries, &self.retried).await

@@ -28,6 +28,9 @@ pub struct Connected {
     /// Shared by every request of the run: opens when the target stops
     /// answering (see [`super::breaker`]).
     pub breaker: Breaker,
+    /// The target as journals, locks and ledgers name it: the canonical URL
+    /// and the account (`whoami`), the built-in target by its database.
+    pub resolved: String,
     refresher: Option<Mutex<Refresher>>,
     server: Option<RunningServer>,
 }
@@ -143,9 +146,11 @@ pub async fn connect(target: &Target, overrides: &TargetOverrides) -> Result<Con
             };
             let client = ApiClient::with_timeout(&running.base_url, &token, timeout)
                 .map_err(|e| LoadError::target("cannot connect", Some(e.into())))?;
+            let db = std::fs::canonicalize(&database).unwrap_or(database);
             Connected {
                 client,
                 breaker: Breaker::new(&running.base_url),
+                resolved: format!("the built-in target on {}", db.display()),
                 base_url: running.base_url.clone(),
                 refresher: None,
                 server: Some(running),
@@ -180,6 +185,7 @@ pub async fn connect(target: &Target, overrides: &TargetOverrides) -> Result<Con
             Connected {
                 client,
                 breaker: Breaker::new(&base),
+                resolved: super::identity::canonical_url(&base),
                 base_url: base,
                 refresher,
                 server: None,
@@ -198,12 +204,18 @@ pub async fn connect(target: &Target, overrides: &TargetOverrides) -> Result<Con
             _ => break,
         }
     }
+    let named = |mut c: Connected, who: crate::api::client_info::ClientInfo| {
+        c.resolved = super::identity::resolved(&c.resolved, &who.id.to_string());
+        c
+    };
     match answer {
-        Ok(_) => Ok(connected),
+        Ok(who) => Ok(named(connected, who)),
         Err(e) if e.status() == Some(401) => {
             let stale = connected.client.token();
-            if connected.refresh(&stale).await && connected.client.whoami().await.is_ok() {
-                return Ok(connected);
+            if connected.refresh(&stale).await
+                && let Ok(who) = connected.client.whoami().await
+            {
+                return Ok(named(connected, who));
             }
             let server = connected.server.take();
             if let Some(s) = server {

@@ -13,10 +13,7 @@ use toml::de::DeValue;
 impl Parser<'_> {
     pub(super) fn export(&mut self, t: &Table, n: usize) -> Option<ExportStep> {
         t.check_keys(&mut self.ctx, EXPORT_KEYS);
-        let name = t
-            .str(&mut self.ctx, "name")
-            .map(Spanned::into_inner)
-            .unwrap_or_else(|| format!("export-{n}"));
+        let name = self.step_name(t, "export", n);
         let groups = self.export_groups(t);
         let what = self.export_what(t, groups)?;
 

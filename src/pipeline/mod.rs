@@ -21,6 +21,7 @@ pub mod presets;
 pub mod reader;
 mod source_key;
 mod step_columns;
+mod step_name;
 
 pub use export::{ExportFormat, ExportStep, ExportWhat};
 

@@ -318,10 +318,17 @@ impl Parser<'_> {
             .collect()
     }
 
-    fn step_name(&mut self, t: &Table, kind: &str, n: usize) -> String {
-        t.str(&mut self.ctx, "name")
-            .map(Spanned::into_inner)
-            .unwrap_or_else(|| format!("{kind}-{n}"))
+    /// The step's name, checked as a file name ([`super::step_name`]).
+    pub(super) fn step_name(&mut self, t: &Table, kind: &str, n: usize) -> String {
+        match t.str(&mut self.ctx, "name") {
+            Some(name) => {
+                if let Some(why) = super::step_name::problem(name.get_ref()) {
+                    self.ctx.error(name.span(), why);
+                }
+                name.into_inner()
+            }
+            None => format!("{kind}-{n}"),
+        }
     }
 
     /// An `[[import]]` table: one import step, or with `preset` the preset's expansion

@@ -300,32 +300,16 @@ pub fn credentials_of(
     }
 }
 
-/// Writes credentials as JSON readable by the owner only (mode 0600).
+/// Writes credentials as JSON readable by the owner only (mode 0600),
+/// atomically ([`crate::state_file`]): a kill during a token refresh leaves
+/// the old tokens or the new ones, never a cut file without its refresh token.
 pub fn write_credentials(path: &Path, creds: &Credentials) -> Result<(), ServeError> {
-    use std::io::Write;
     let err = |source| ServeError::Credentials {
         path: path.to_path_buf(),
         source,
     };
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).map_err(err)?;
-    }
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create(true).truncate(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        options.mode(0o600);
-    }
-    let mut file = options.open(path).map_err(err)?;
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        file.set_permissions(std::fs::Permissions::from_mode(0o600))
-            .map_err(err)?;
-    }
-    let json = serde_json::to_string_pretty(creds).map_err(|e| err(std::io::Error::other(e)))?;
-    file.write_all(json.as_bytes())
-        .and_then(|_| file.write_all(b"\n"))
-        .map_err(err)
+    let mut json = serde_json::to_vec_pretty(creds).map_err(|e| err(std::io::Error::other(e)))?;
+    json.push(b'\n');
+    crate::state_file::write(path, &json, crate::state_file::Access::Private)
+        .map_err(|e| err(e.source))
 }

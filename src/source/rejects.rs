@@ -8,7 +8,6 @@
 //! reads BOM-less UTF-8 as the local code page) follows the input unless the step says
 //! (`rejects_bom`): see [`Dialect::has_bom`].
 
-use std::fs;
 use std::path::Path;
 
 use ::csv::{Terminator, WriterBuilder};
@@ -44,9 +43,9 @@ pub struct RejectRow {
 /// Writes rejected rows back in the input's dialect: same delimiter, line ending and column
 /// order, with `row_number`, `field`, `reason` appended (and `file` before them when the
 /// table came from more than one file), as UTF-8 with a BOM when `bom`. The dialect of a
-/// spreadsheet input is a comma-separated CSV. The file is written to `path` + ".tmp" and
-/// renamed when complete, so a crash never leaves half a file under the real name. Creates
-/// parent directories.
+/// spreadsheet input is a comma-separated CSV. The file is written through
+/// [`crate::state_file`] (a temporary file renamed when complete), so a crash never leaves
+/// half a file under the real name. Creates parent directories.
 pub fn write_rejects(
     path: &Path,
     table_columns: &[String],
@@ -62,13 +61,8 @@ pub fn write_rejects(
     let text = render(table_columns, dialect, multi_file, rows).map_err(write_error)?;
     let bom: &[u8] = if bom { encoding::UTF8_BOM } else { b"" };
     let bytes = [bom, text.as_bytes()].concat();
-    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-        fs::create_dir_all(parent).map_err(write_error)?;
-    }
-    let mut tmp = path.as_os_str().to_owned();
-    tmp.push(".tmp");
-    fs::write(&tmp, bytes).map_err(write_error)?;
-    fs::rename(&tmp, path).map_err(write_error)
+    crate::state_file::write(path, &bytes, crate::state_file::Access::Shared)
+        .map_err(|e| write_error(e.source))
 }
 
 /// The rejects file as text, before encoding.
@@ -117,6 +111,7 @@ mod tests {
     use super::*;
     use crate::source::csv::tests::{cells, row_numbers, spec};
     use crate::source::{SourceFormat, TextEncoding, read};
+    use std::fs;
 
     fn dialect(delimiter: u8, encoding: TextEncoding, line_ending: LineEnding) -> Dialect {
         Dialect {

@@ -9,7 +9,7 @@ use listpipe::api::{Receiver, ReceiverInput};
 use listpipe::server::{self, ServeOptions};
 use polars::prelude::*;
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Output;
 
 /// Runs `listpipe export` against the test server (without blocking it).
@@ -429,7 +429,13 @@ async fn an_interrupted_export_leaves_no_file_and_says_why() {
     client.upsert_receivers(g.id, &items).await.unwrap();
 
     let out: PathBuf = dir.path().join("big.csv");
-    let tmp = dir.path().join("big.csv.tmp");
+    // The temporary file beside the output: `.big.csv.<random>.tmp`.
+    let tmp = || {
+        std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .find(|n| n.starts_with(".big.csv.") && n.ends_with(".tmp"))
+    };
     let args: Vec<String> = [
         "export",
         "--target-url",
@@ -454,7 +460,16 @@ async fn an_interrupted_export_leaves_no_file_and_says_why() {
     let child = tokio::task::spawn_blocking(move || {
         listpipe(&cwd, &args.iter().map(String::as_str).collect::<Vec<_>>())
     });
-    wait_for(&tmp).await;
+    for _ in 0..1000 {
+        if tmp().is_some() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    assert!(
+        tmp().is_some(),
+        "the export never started its temporary file"
+    );
     tokio::time::sleep(std::time::Duration::from_millis(200)).await;
     s.stop().await;
     let done = child.await.unwrap();
@@ -465,17 +480,7 @@ async fn an_interrupted_export_leaves_no_file_and_says_why() {
         "{stderr}"
     );
     assert!(!out.exists(), "no output file after a failed export");
-    assert!(!tmp.exists(), "the temporary file is removed");
-}
-
-async fn wait_for(path: &Path) {
-    for _ in 0..1000 {
-        if path.exists() {
-            return;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
-    }
-    panic!("{} never appeared", path.display());
+    assert_eq!(tmp(), None, "the temporary file is removed");
 }
 
 #[test]

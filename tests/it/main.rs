@@ -33,6 +33,7 @@ mod reliability;
 mod safety;
 mod scheduled;
 mod sources;
+mod state;
 mod tags;
 mod target_errors;
 mod third_party;

@@ -121,6 +121,13 @@ fn errors_name_file_line_column_and_the_valid_choices() {
             ],
         ),
         (
+            "[[import]]\nname = \"../../escape\"\nsource = \"in.csv\"\ngroup = \"News\"\n[import.receiver]\nemail = \"email\"\n[[export]]\nname = \".hidden\"\ngroup = \"News\"\nout = \"x.csv\"\n",
+            &[
+                "p.toml:2:8: step name \"../../escape\" cannot name the step's files: it contains '/', a folder separator; use letters, digits, spaces, `-`, `_` and `.` (not first), up to 100 characters",
+                "p.toml:8:8: step name \".hidden\" cannot name the step's files: it starts with a dot; use letters, digits, spaces, `-`, `_` and `.` (not first), up to 100 characters",
+            ],
+        ),
+        (
             "# nothing yet\n",
             &[
                 "p.toml:1:1: the pipeline has no steps: add an [[import]], a [[blacklist]] or an [[export]] table",

@@ -128,11 +128,14 @@ async fn compare(client: &ApiClient, n: usize) -> Vec<String> {
     problems
 }
 
+/// Restarts the server on its database and its port: the same target, as
+/// the journal names it (a resume against another address is refused).
 async fn restart_with_faults(t: &mut TestServer, spec: Option<&str>, seed: u64) {
+    let port = t.server.as_ref().map_or(0, |s| s.addr.port());
     if let Some(s) = t.server.take() {
         s.stop().await;
     }
-    let mut opts = ServeOptions::new(t.db(), "127.0.0.1:0");
+    let mut opts = ServeOptions::new(t.db(), format!("127.0.0.1:{port}"));
     opts.faults = spec.map(|s| s.parse().expect("a valid spec"));
     opts.fault_seed = seed;
     let s = server::start(opts).await.expect("server restarts");

@@ -21,12 +21,14 @@ async fn a_second_run_of_the_same_pipeline_against_the_same_target_is_refused() 
         "[[import]]\nsource = \"people.csv\"\ngroup = \"News\"\ncreate_group = true\n[import.receiver]\nemail = \"email\"\n",
     )
     .unwrap();
-    let run = |quiet: bool| {
+    // The second run spells the target another way: the same server.
+    let localhost = t.base_url().replace("127.0.0.1", "localhost");
+    let run = |url: &str, quiet: bool| {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_listpipe"));
         cmd.current_dir(dir)
             .args(["run", pipeline.to_str().unwrap(), "--writes", "single"])
             .args(["--concurrency", "1"])
-            .args(["--target-url", &t.base_url(), "--token", &t.client.token()])
+            .args(["--target-url", url, "--token", &t.client.token()])
             .env_remove("LISTPIPE_URL")
             .env_remove("LISTPIPE_TOKEN")
             .stdout(Stdio::null())
@@ -36,24 +38,30 @@ async fn a_second_run_of_the_same_pipeline_against_the_same_target_is_refused() 
         }
         cmd
     };
-    let mut first = run(true).spawn().unwrap();
+    let mut first = run(&t.base_url(), true).spawn().unwrap();
     let pid = first.id();
-    // Wait until the first run holds the lock (it writes its description).
-    let lock = listpipe::load::lock::path(&pipeline, &t.base_url());
+    // The first run holds the lock once its journal has a confirmed row.
+    let journal = dir.join(".listpipe/journal/nightly/import-1.jsonl");
     let deadline = Instant::now() + Duration::from_secs(30);
-    while !std::fs::read_to_string(&lock).is_ok_and(|s| s.contains(&format!("process {pid}"))) {
-        assert!(
-            Instant::now() < deadline,
-            "the first run never took the lock"
-        );
+    while !std::fs::read_to_string(&journal).is_ok_and(|s| s.contains("\"ev\":\"done\"")) {
+        assert!(Instant::now() < deadline, "the first run never wrote a row");
         std::thread::sleep(Duration::from_millis(20));
     }
-    let second = run(false).output().unwrap();
+    let second = run(&localhost, false).output().unwrap();
     let stderr = String::from_utf8_lossy(&second.stderr);
     assert_eq!(second.status.code(), Some(4), "{stderr}");
-    assert!(stderr.contains("another run of"), "{stderr}");
-    assert!(stderr.contains(&format!("process {pid} on ")), "{stderr}");
+    assert!(
+        stderr.starts_with(&format!(
+            "listpipe: another run is in progress: pid {pid} since "
+        )),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("it writes group \"News\" of http://localhost:"),
+        "{stderr}"
+    );
     // The second run wrote nothing and left the first one's journal alone.
+    assert!(!stderr.contains("did not finish"), "{stderr}");
     let _ = first.kill();
     let _ = first.wait();
 }
