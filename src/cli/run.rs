@@ -77,12 +77,12 @@ pub async fn run(args: RunArgs) -> super::Outcome {
         match load::lock::acquire(&args.pipeline, &conn.resolved, &groups) {
             Ok(l) => Some(l),
             Err(e) => {
+                crate::errln!("listpipe: {}", cause::Chain(&e));
                 conn.close().await;
-                let code = match e {
+                return Ok(match e {
                     LockError::Held { .. } => exit::LOCKED,
                     LockError::Io { .. } => exit::IO,
-                };
-                return Err((code, e.into()));
+                });
             }
         }
     };

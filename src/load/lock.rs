@@ -9,6 +9,11 @@
 //! pipelines writing one group are kept apart. A run takes one lock per
 //! group its steps write.
 //!
+//! A second run of the same pipeline is refused (it would race the first
+//! over the same rows and journal). A run of another pipeline writing the
+//! same group waits for the first to finish, saying so once: two nightly
+//! imports into one list are a normal schedule, not a failure.
+//!
 //! Each lock is an advisory file lock (`flock`) on a file in the system's
 //! temporary folder, named by a hash of the key. The operating system
 //! releases it when the process ends, so a crashed or killed run never
@@ -45,6 +50,9 @@ pub enum LockError {
         source: std::io::Error,
     },
 }
+
+/// How often a run waiting for another pipeline's lock tries again.
+const WAIT_POLL: std::time::Duration = std::time::Duration::from_millis(200);
 
 /// The folder of the lock files.
 fn dir() -> PathBuf {
@@ -89,23 +97,39 @@ pub fn acquire(pipeline: &Path, target: &str, groups: &[String]) -> Result<RunLo
             .truncate(false)
             .open(&path)
             .map_err(io(&path))?;
-        match file.try_lock() {
-            Ok(()) => {}
-            Err(std::fs::TryLockError::WouldBlock) => {
-                let mut other = String::new();
-                let _ = file.read_to_string(&mut other);
-                let other = other.trim();
-                return Err(LockError::Held {
-                    other: if other.is_empty() {
-                        "a run that is starting".into()
-                    } else {
-                        other.to_string()
-                    },
-                    what: format!("{group} of {target}"),
-                    path,
-                });
+        let mine = format!("({} on {host})", full.display());
+        let mut waiting = false;
+        loop {
+            match file.try_lock() {
+                Ok(()) => break,
+                Err(std::fs::TryLockError::WouldBlock) => {
+                    let mut other = String::new();
+                    let _ = file.rewind().and_then(|_| file.read_to_string(&mut other));
+                    let other = other.trim();
+                    let what = format!("{group} of {target}");
+                    // Another pipeline: wait for it. The same one (or one
+                    // still starting, which cannot be told apart): refuse.
+                    if other.is_empty() || other.contains(&mine) {
+                        return Err(LockError::Held {
+                            other: if other.is_empty() {
+                                "a run that is starting".into()
+                            } else {
+                                other.to_string()
+                            },
+                            what,
+                            path,
+                        });
+                    }
+                    if !waiting {
+                        crate::errln!(
+                            "listpipe: waiting for another run writing {what} to finish: {other}"
+                        );
+                        waiting = true;
+                    }
+                    std::thread::sleep(WAIT_POLL);
+                }
+                Err(std::fs::TryLockError::Error(e)) => return Err(io(&path)(e)),
             }
-            Err(std::fs::TryLockError::Error(e)) => return Err(io(&path)(e)),
         }
         // Only the holder writes; a failure to describe itself is not a failure to lock.
         let _ = file
@@ -123,14 +147,14 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_second_lock_on_a_group_of_the_same_target_is_refused_until_the_first_ends() {
+    fn the_same_pipeline_is_refused_and_another_waits_for_the_group() {
         let dir = tempfile::tempdir().unwrap();
         let (a, b) = (dir.path().join("a.toml"), dir.path().join("b.toml"));
         let target = format!("https://api.example:443 (account {})", std::process::id());
         let groups = |g: &[&str]| g.iter().map(|s| s.to_string()).collect::<Vec<_>>();
         let first = acquire(&a, &target, &groups(&["group \"News\""])).unwrap();
-        // Another pipeline writing the same group is kept apart.
-        let err = acquire(&b, &target, &groups(&["group \"Other\"", "group \"News\""]))
+        // The same pipeline again is refused, naming the first run.
+        let err = acquire(&a, &target, &groups(&["group \"News\""]))
             .unwrap_err()
             .to_string();
         assert!(
@@ -147,7 +171,19 @@ mod tests {
         // Another group, or another target, is another lock.
         let other = acquire(&b, &target, &groups(&["group \"Other\""])).unwrap();
         let elsewhere = acquire(&a, "builtin", &groups(&["group \"News\""])).unwrap();
-        drop((first, other, elsewhere));
-        acquire(&a, &target, &groups(&["group \"News\""])).unwrap();
+        drop((other, elsewhere));
+        // Another pipeline writing the same group waits until the first ends.
+        let (t, b2) = (target.clone(), b.clone());
+        let second = std::thread::spawn(move || {
+            acquire(&b2, &t, &["group \"News\"".to_string()]).map(|_| std::time::Instant::now())
+        });
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        let released = std::time::Instant::now();
+        drop(first);
+        let taken = second.join().unwrap().unwrap();
+        assert!(
+            taken >= released,
+            "the second took the lock before the first let go"
+        );
     }
 }
