@@ -132,7 +132,7 @@ pub fn run(args: CheckArgs) -> super::Outcome {
                         }
                         Ok(None) => {}
                         Err(e) => {
-                            code = exit::PARTIAL;
+                            code = exit::IO;
                             crate::cause::report_in(step.name(), &e);
                         }
                     }
