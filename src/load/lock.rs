@@ -107,20 +107,17 @@ pub fn acquire(pipeline: &Path, target: &str, groups: &[String]) -> Result<RunLo
                     let _ = file.rewind().and_then(|_| file.read_to_string(&mut other));
                     let other = other.trim();
                     let what = format!("{group} of {target}");
-                    // Another pipeline: wait for it. The same one (or one
-                    // still starting, which cannot be told apart): refuse.
-                    if other.is_empty() || other.contains(&mine) {
+                    // The same pipeline: refuse. Another one, or one that
+                    // has not described itself yet (it writes that right
+                    // after locking): wait, which is safe either way.
+                    if other.contains(&mine) {
                         return Err(LockError::Held {
-                            other: if other.is_empty() {
-                                "a run that is starting".into()
-                            } else {
-                                other.to_string()
-                            },
+                            other: other.to_string(),
                             what,
                             path,
                         });
                     }
-                    if !waiting {
+                    if !waiting && !other.is_empty() {
                         crate::errln!(
                             "listpipe: waiting for another run writing {what} to finish: {other}"
                         );

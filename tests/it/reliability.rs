@@ -3,7 +3,7 @@
 //! target is compared with the source row by row.
 
 use crate::import::{listpipe, run};
-use crate::support::TestServer;
+use crate::support::{TestServer, free_port, serve_child as serve};
 use listpipe::api::{ReceiverQuery, detail};
 use listpipe::client::ApiClient;
 use listpipe::server::{self, ServeOptions};
@@ -249,30 +249,6 @@ async fn after_kill_9_of_listpipe_resume_finishes_without_duplicates() {
         "{:?}",
         &problems[..problems.len().min(5)]
     );
-}
-
-/// `listpipe serve` as a child on a fixed free port.
-fn serve(dir: &Path, port: u16, faults: Option<&str>) -> Child {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_listpipe"));
-    cmd.args(["serve", "--listen", &format!("127.0.0.1:{port}")])
-        .arg("--db")
-        .arg(dir.join("child.db"))
-        .arg("--credentials")
-        .arg(dir.join("child-credentials.json"))
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
-    if let Some(f) = faults {
-        cmd.args(["--faults", f, "--fault-seed", "5"]);
-    }
-    cmd.spawn().unwrap()
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 async fn wait_up(url: &str, token: &str) -> ApiClient {

@@ -121,3 +121,29 @@ impl TestServer {
         )
     }
 }
+
+/// A free loopback port (the OS picks it; a child server binds it next).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// `listpipe serve` as a child process on `port`, its database and
+/// credentials in `dir`, with `--faults` when given (seed 5).
+pub fn serve_child(dir: &std::path::Path, port: u16, faults: Option<&str>) -> std::process::Child {
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_listpipe"));
+    cmd.args(["serve", "--listen", &format!("127.0.0.1:{port}")])
+        .arg("--db")
+        .arg(dir.join("child.db"))
+        .arg("--credentials")
+        .arg(dir.join("child-credentials.json"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    if let Some(f) = faults {
+        cmd.args(["--faults", f, "--fault-seed", "5"]);
+    }
+    cmd.spawn().unwrap()
+}

@@ -5,21 +5,13 @@
 //! attributes at the same time.
 
 use crate::import::{listpipe, run};
-use crate::support::TestServer;
+use crate::support::{TestServer, free_port, serve_child as serve};
 use listpipe::api::ReceiverQuery;
 use listpipe::client::ApiClient;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
 
 /// `n` rows `user{i}@example.com` in `people.csv`, and a pipeline
 /// importing them into `group` with a global attribute `city`.
@@ -158,22 +150,6 @@ email = "email"
         "{stderr}"
     );
     assert_eq!(t.receivers_of("Fine").await.len(), 1, "{stderr}");
-}
-
-/// `listpipe serve` as a child on `port`, its database in `dir`.
-fn serve(dir: &Path, port: u16, faults: Option<&str>) -> Child {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_listpipe"));
-    cmd.args(["serve", "--listen", &format!("127.0.0.1:{port}")])
-        .arg("--db")
-        .arg(dir.join("child.db"))
-        .arg("--credentials")
-        .arg(dir.join("child-credentials.json"))
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
-    if let Some(f) = faults {
-        cmd.args(["--faults", f, "--fault-seed", "5"]);
-    }
-    cmd.spawn().unwrap()
 }
 
 /// The token the child server wrote, once it is up.
