@@ -2,7 +2,9 @@
 //! why and what is valid: `trim = false` on an address (always trimmed and
 //! lower-cased before it is checked), `case` on an address, `format` on a
 //! value that is not a date or time, `decimal` on one that is not a number
-//! with decimals. Each mapping key then does something wherever it is taken.
+//! with decimals, `ambiguous` beside no date or time, `timezone` on anything
+//! but a time (a date is a calendar date). Each mapping key then does
+//! something wherever it is taken.
 
 use super::ValueKind;
 use super::parse::Parser;
@@ -53,6 +55,28 @@ impl Parser<'_> {
                 format.span(),
                 format!("`format` reads dates and times, and `{key}` is {what}; remove it (an attribute holding dates takes type = \"date\")"),
             );
+        }
+        if let Some(ambiguous) = t.get("ambiguous")
+            && !matches!(kind, ValueKind::Timestamp | ValueKind::Date)
+        {
+            self.ctx.error(
+                ambiguous.span(),
+                format!("`ambiguous` decides between the date and time formats of `format`, and `{key}` is {what}; remove it"),
+            );
+        }
+        if let Some(zone) = t.get("timezone") {
+            let why = match kind {
+                ValueKind::Timestamp => None,
+                ValueKind::Date => Some(format!(
+                    "`timezone` has no effect on `{key}`: a date is a calendar date, read as written; remove it"
+                )),
+                _ => Some(format!(
+                    "`timezone` reads times, and `{key}` is {what}; remove it"
+                )),
+            };
+            if let Some(why) = why {
+                self.ctx.error(zone.span(), why);
+            }
         }
         if let Some(decimal) = t.get("decimal")
             && kind != ValueKind::Number

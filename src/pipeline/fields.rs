@@ -193,6 +193,9 @@ impl Parser<'_> {
         match v.get_ref() {
             DeValue::String(col) => {
                 m.from = ValueFrom::Column(col.to_string());
+                if kind == ValueKind::Timestamp {
+                    m.timezone = self.timezone;
+                }
                 self.check_column(src, &Spanned::new(v.span(), col.to_string()));
                 return Some(m);
             }
@@ -270,12 +273,12 @@ impl Parser<'_> {
             }
         }
         m.default = t.str(ctx, "default").map(Spanned::into_inner);
-        m.format = t.str(ctx, "format").map(Spanned::into_inner);
         m.trim_chars = t
             .str(ctx, "trim_chars")
             .map(Spanned::into_inner)
             .filter(|c| !c.is_empty());
         m.missing_reason = t.str(ctx, "missing_reason").map(Spanned::into_inner);
+        self.mapping_dates(&t, key, kind, &mut m);
         m.null_values = self.null_values(&t);
         let ctx = &mut self.ctx;
         if known.contains(&"allow") {

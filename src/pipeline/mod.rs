@@ -11,6 +11,7 @@
 mod applies;
 pub use keys::ACCEPTED_KEYS;
 mod conditions;
+mod dates;
 pub mod export;
 mod export_parse;
 mod fields;
@@ -22,6 +23,7 @@ pub mod reader;
 mod source_key;
 mod step_columns;
 mod step_name;
+mod timezone;
 
 pub use export::{ExportFormat, ExportStep, ExportWhat};
 
@@ -266,8 +268,15 @@ pub struct Mapping {
     pub map: Vec<(String, String)>,
     /// Used when the value is empty.
     pub default: Option<String>,
-    /// chrono format for dates and timestamps (`%d.%m.%Y`), or `unix`.
-    pub format: Option<String>,
+    /// How dates and times are written, tried in order: chrono formats (`%d.%m.%Y`),
+    /// `unix` (seconds) or `excel` (spreadsheet serial days). Empty: the unambiguous
+    /// spellings only (ISO 8601, Unix seconds).
+    pub format: Vec<String>,
+    /// What a value two formats read differently becomes (None: the step's, else reject).
+    pub ambiguous: Option<Ambiguous>,
+    /// The zone times without an offset are read in (`timezone`); None: UTC.
+    /// Timestamps only: a date is a calendar date.
+    pub timezone: Option<chrono_tz::Tz>,
     /// The decimal mark of numbers (`,` for `49,90`).
     pub decimal: char,
     /// Keep the value only on rows where this holds; elsewhere it is empty.
@@ -284,6 +293,17 @@ pub struct Mapping {
     /// The address only: what it may be beyond a dot-atom at a host name
     /// (`allow = ["quoted_local", "ip_literal", "utf8_local"]`).
     pub email_rules: crate::email::Rules,
+}
+
+/// `ambiguous`: what a value becomes that two listed formats read differently
+/// (`03/04/2025` as `%m/%d/%Y` and as `%d/%m/%Y`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Ambiguous {
+    /// A reject naming every reading.
+    #[default]
+    Reject,
+    /// The first listed format that reads it wins.
+    First,
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -2,6 +2,7 @@
 //! steps, read with [`reader`](super::reader) so every problem is collected.
 //! The mapped parts of a step are in [`fields`](super::fields).
 
+use super::dates::default_date_format;
 use super::reader::{Ctx, Table, choices, type_name};
 use super::step_columns::Others;
 use super::*;
@@ -9,7 +10,7 @@ use std::ops::Range;
 use toml::Spanned;
 use toml::de::{DeTable, DeValue};
 
-pub(super) const TOP_KEYS: &[&str] = &["target", "import", "blacklist", "export"];
+pub(super) const TOP_KEYS: &[&str] = &["target", "timezone", "import", "blacklist", "export"];
 pub(super) const TARGET_KEYS: &[&str] = &[
     "url",
     "token_env",
@@ -39,6 +40,7 @@ pub(super) const IMPORT_KEYS: &[&str] = &[
     "other_columns",
     "ignore_columns",
     "date_format",
+    "ambiguous",
     "null_values",
     "rejects_bom",
 ];
@@ -62,6 +64,8 @@ pub(super) const MAPPING_KEYS: &[&str] = &[
     "map",
     "default",
     "format",
+    "ambiguous",
+    "timezone",
     "decimal",
     "only_if",
     "null_values",
@@ -94,6 +98,8 @@ pub(super) const ATTRIBUTE_KEYS: &[&str] = &[
     "map",
     "default",
     "format",
+    "ambiguous",
+    "timezone",
     "decimal",
     "only_if",
     "null_values",
@@ -116,6 +122,10 @@ pub(super) struct Parser<'t> {
     /// Every source read so far, with the span to blame if it cannot be opened.
     pub sources: Vec<(SourceSpec, Range<usize>)>,
     pub columns: Vec<ColumnRef>,
+    /// The file's `timezone`, for the times of every step.
+    pub timezone: Option<chrono_tz::Tz>,
+    /// How many formats the step being read lists in `date_format`.
+    pub step_formats: usize,
 }
 
 pub fn parse(path: &Path, text: &str) -> Result<Pipeline, PipelineError> {
@@ -134,6 +144,8 @@ pub fn parse(path: &Path, text: &str) -> Result<Pipeline, PipelineError> {
         base_dir: base_dir.clone(),
         sources: Vec::new(),
         columns: Vec::new(),
+        timezone: None,
+        step_formats: 0,
     };
 
     let top = Table {
@@ -142,6 +154,7 @@ pub fn parse(path: &Path, text: &str) -> Result<Pipeline, PipelineError> {
         name: "the pipeline file".into(),
     };
     top.check_keys(&mut p.ctx, TOP_KEYS);
+    p.file_timezone(&top);
     let target = p.target(&top);
     let mut steps: Vec<(usize, Step)> = Vec::new();
     let mut tables = 0;
@@ -379,6 +392,7 @@ impl Parser<'_> {
         };
         let rejects = self.rejects(t, pipeline, &name);
         let src = source.as_ref().map(|(_, i)| *i);
+        let dates = self.step_dates(t);
 
         let mut fields = Vec::new();
         match t.table(&mut self.ctx, "receiver") {
@@ -413,14 +427,13 @@ impl Parser<'_> {
         let tags = self.tags(t, src);
         let mirror = self.mirror(t);
         let mut orders = self.orders(t, src, pipeline, &name);
-        if let Some(format) = t.str(&mut self.ctx, "date_format") {
-            default_date_format(
-                format.get_ref(),
-                &mut fields,
-                [&mut global_attributes, &mut attributes],
-                orders.as_mut(),
-            );
-        }
+        self.step_formats = 0;
+        default_date_format(
+            &dates,
+            &mut fields,
+            [&mut global_attributes, &mut attributes],
+            orders.as_mut(),
+        );
         let fill_down = self.fill_down(t, src);
         if let (Some((to, ignore)), Some(src)) = (self.others(t), src) {
             let into = match to {
@@ -512,35 +525,5 @@ fn add_null_values<'m>(nulls: &[String], mappings: impl Iterator<Item = &'m mut 
     }
     for m in mappings {
         m.null_values.extend(nulls.iter().cloned());
-    }
-}
-
-/// `date_format`: the format of every date and time the step reads without its own (an
-/// export written in the account's regional format, such as `%d-%m-%Y`).
-fn default_date_format(
-    format: &str,
-    fields: &mut [(ReceiverField, Mapping)],
-    attributes: [&mut Vec<AttributeMapping>; 2],
-    orders: Option<&mut OrdersSpec>,
-) {
-    let set = |m: &mut Mapping| {
-        if m.format.is_none() {
-            m.format = Some(format.to_string());
-        }
-    };
-    fields
-        .iter_mut()
-        .filter(|(f, _)| f.kind() == ValueKind::Timestamp)
-        .for_each(|(_, m)| set(m));
-    attributes
-        .into_iter()
-        .flat_map(|a| a.iter_mut())
-        .filter(|a| a.kind == crate::api::AttributeType::Date)
-        .for_each(|a| set(&mut a.mapping));
-    if let Some(o) = orders {
-        o.fields
-            .iter_mut()
-            .filter(|(f, _)| f.kind() == ValueKind::Timestamp)
-            .for_each(|(_, m)| set(m));
     }
 }

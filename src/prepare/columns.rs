@@ -4,6 +4,7 @@
 
 use super::condition::RowTest;
 use super::reasons::{self, RejectExample};
+use super::time::Times;
 use super::value;
 use super::{PrepareError, PrepareStats};
 use crate::pipeline::{AttributeMapping, Mapping, ValueFrom, ValueKind};
@@ -94,6 +95,8 @@ pub(super) fn map_column(
     errors: &mut Errors,
 ) -> Result<StringChunked, PrepareError> {
     let condition = m.only_if.as_ref().map(|c| RowTest::new(table, c));
+    // The column's formats, compiled once for all its cells.
+    let times = Times::of(m);
     let mut out = StringChunkedBuilder::new(field.into(), table.frame.height());
     for (i, raw) in raw_values(table, m)?.enumerate() {
         let applies = condition.as_ref().is_none_or(|c| c.holds(i));
@@ -105,7 +108,7 @@ pub(super) fn map_column(
                 }
                 out.append_null();
             }
-            Some(v) => match value::convert(kind, m, v) {
+            Some(v) => match value::convert(kind, m, &times, v) {
                 Ok(v) => out.append_value(v),
                 Err(reason) => {
                     errors.add(i, field, raw.unwrap_or(""), reason);

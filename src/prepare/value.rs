@@ -2,7 +2,7 @@
 //! case, value map, default) and converted to its wire form, or an error
 //! that becomes the row's reject reason.
 
-use super::time::{parse_date, parse_timestamp};
+use super::time::Times;
 use crate::email;
 use crate::pipeline::{Case, Mapping, ValueKind};
 use std::borrow::Cow;
@@ -72,8 +72,14 @@ pub const GENDERS: &[&str] = &[
     "herr", "divers", "mr", "mr.", "mrs", "mrs.", "ms", "ms.", "miss", "mx", "mx.", "unknown",
 ];
 
-/// Converts a cleaned value to what the API takes for `kind`.
-pub fn convert<'a>(kind: ValueKind, m: &Mapping, v: Cow<'a, str>) -> Result<Cow<'a, str>, String> {
+/// Converts a cleaned value to what the API takes for `kind`; `times` is the
+/// column's date and time reading, compiled once (see [`Times::of`]).
+pub fn convert<'a>(
+    kind: ValueKind,
+    m: &Mapping,
+    times: &Times,
+    v: Cow<'a, str>,
+) -> Result<Cow<'a, str>, String> {
     let owned = |r: Result<String, String>| r.map(Cow::Owned);
     match kind {
         ValueKind::Text => Ok(v),
@@ -85,10 +91,8 @@ pub fn convert<'a>(kind: ValueKind, m: &Mapping, v: Cow<'a, str>) -> Result<Cow<
         ValueKind::Timestamp if v.eq_ignore_ascii_case("now") => {
             Ok(Cow::Owned(chrono::Utc::now().timestamp().to_string()))
         }
-        ValueKind::Timestamp => {
-            owned(parse_timestamp(&v, m.format.as_deref()).map(|t| t.to_string()))
-        }
-        ValueKind::Date => owned(parse_date(&v, m.format.as_deref())),
+        ValueKind::Timestamp => owned(times.timestamp(&v).map(|t| t.to_string())),
+        ValueKind::Date => owned(times.date(&v)),
         ValueKind::Integer => owned(
             v.trim()
                 .parse::<i64>()
@@ -163,15 +167,16 @@ mod tests {
                     decimal: ',',
                     ..m()
                 },
+                &Times::default(),
                 "1.049,90".into()
             ),
             Ok("1049.90".into())
         );
         assert_eq!(
-            convert(ValueKind::Number, &m(), "49.90".into()),
+            convert(ValueKind::Number, &m(), &Times::default(), "49.90".into()),
             Ok("49.90".into())
         );
-        assert!(convert(ValueKind::Number, &m(), "abc".into()).is_err());
+        assert!(convert(ValueKind::Number, &m(), &Times::default(), "abc".into()).is_err());
     }
 
     #[test]

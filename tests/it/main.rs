@@ -10,6 +10,7 @@ mod authorize;
 mod blacklist;
 mod clients;
 mod consent;
+mod dates;
 mod dry_run;
 mod export;
 mod export_columns;

@@ -67,7 +67,7 @@ fn errors_name_file_line_column_and_the_valid_choices() {
             "[[import]]\nsorce = \"in.csv\"\ngroup = \"News\"\n[import.receiver]\nemail = \"email\"\n",
             &[
                 "p.toml:1:1: [[import]] step 1 needs `source` (a file path, or a table with `path`)",
-                "p.toml:2:1: unknown key `sorce` in [[import]] step 1; valid keys: `name`, `source`, `group`, `create_group`, `preset`, `dedupe`, `rejects`, `receiver`, `global_attributes`, `attributes`, `tags`, `orders`, `mode`, `removal`, `max_removal`, `fill_down`, `other_columns`, `ignore_columns`, `date_format`, `null_values` or `rejects_bom`",
+                "p.toml:2:1: unknown key `sorce` in [[import]] step 1; valid keys: `name`, `source`, `group`, `create_group`, `preset`, `dedupe`, `rejects`, `receiver`, `global_attributes`, `attributes`, `tags`, `orders`, `mode`, `removal`, `max_removal`, `fill_down`, `other_columns`, `ignore_columns`, `date_format`, `ambiguous`, `null_values` or `rejects_bom`",
             ],
         ),
         (
@@ -107,7 +107,7 @@ fn errors_name_file_line_column_and_the_valid_choices() {
         (
             "title = \"x\"\n",
             &[
-                "p.toml:1:1: unknown key `title` in the pipeline file; valid keys: `target`, `import`, `blacklist` or `export`",
+                "p.toml:1:1: unknown key `title` in the pipeline file; valid keys: `target`, `timezone`, `import`, `blacklist` or `export`",
             ],
         ),
         (
@@ -125,6 +125,20 @@ fn errors_name_file_line_column_and_the_valid_choices() {
             &[
                 "p.toml:2:8: step name \"../../escape\" cannot name the step's files: it contains '/', a folder separator; use letters, digits, spaces, `-`, `_` and `.` (not first), up to 100 characters",
                 "p.toml:8:8: step name \".hidden\" cannot name the step's files: it starts with a dot; use letters, digits, spaces, `-`, `_` and `.` (not first), up to 100 characters",
+            ],
+        ),
+        (
+            "timezone = \"Europe/Berln\"\n[[import]]\nsource = \"in.csv\"\ngroup = \"News\"\ndate_format = [\"%d.%m.%Y\", \"%Q\"]\n[import.receiver]\nemail = \"email\"\nregistered = { column = \"joined\", format = [], timezone = \"berlin\" }\nactivated = { column = \"joined\", format = \"%d.%m.%Y\", ambiguous = \"first\" }\ndeactivated = { column = \"joined\", ambiguous = \"last\" }\n[import.global_attributes]\nbirthday = { column = \"joined\", type = \"date\", timezone = \"UTC\" }\nname = { column = \"name\", ambiguous = \"first\", timezone = \"UTC\" }\n",
+            &[
+                "p.toml:1:12: unknown timezone \"Europe/Berln\" (did you mean \"Europe/Berlin\"?); write an IANA zone name such as \"Europe/Berlin\"",
+                "p.toml:5:28: \"%Q\" is not a chrono format (such as \"%d.%m.%Y %H:%M\"), \"unix\" or \"excel\"",
+                "p.toml:8:44: `format` in `registered` of `receiver` of [[import]] step 1 lists no format; give one, or several to try in order",
+                "p.toml:8:59: unknown timezone \"berlin\" (did you mean \"Europe/Berlin\"?); write an IANA zone name such as \"Europe/Berlin\"",
+                "p.toml:9:67: `ambiguous` decides between the formats of a `format` list, and `activated` has fewer than two; list them (format = [\"%d/%m/%Y\", \"%m/%d/%Y\"]) or remove it",
+                "p.toml:10:48: unknown ambiguous \"last\"; valid values: `reject` or `first`",
+                "p.toml:12:59: `timezone` has no effect on `birthday`: a date is a calendar date, read as written; remove it",
+                "p.toml:13:39: `ambiguous` decides between the date and time formats of `format`, and `name` is text; remove it",
+                "p.toml:13:59: `timezone` reads times, and `name` is text; remove it",
             ],
         ),
         (

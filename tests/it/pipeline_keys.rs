@@ -33,6 +33,8 @@ const FILES: &[(&str, &[u8])] = &[
 
 /// `2024-02-01` in Unix seconds.
 const FEB_1: &str = "1706745600";
+/// `2024-02-01` 00:00 in Berlin (UTC+1) in Unix seconds.
+const FEB_1_BERLIN: &str = "1706742000";
 
 enum Effect {
     /// `check` prints this.
@@ -90,6 +92,7 @@ fn table() -> Vec<(&'static str, &'static str, String, Effect)> {
     let by = |f: &str| format!("\"{f}\":{FEB_1}");
     vec![
         ("pipeline", "target", format!("[target]\nretries = 2\n{}", import("", "")), Parsed("retries: 2")),
+        ("pipeline", "timezone", format!("timezone = \"Europe/Berlin\"\n{}", receiver("registered = { column = \"joined\", format = \"%d.%m.%Y\" }")), row(2, &format!("\"registered\":{FEB_1_BERLIN}"))),
         ("pipeline", "import", import("", ""), Shows("[import-1] import into group \"News\"")),
         ("pipeline", "blacklist", blacklist(""), Shows("[blacklist-1] blacklist\n")),
         ("pipeline", "export", export(""), Shows("export to o.csv (csv)")),
@@ -125,6 +128,8 @@ fn table() -> Vec<(&'static str, &'static str, String, Effect)> {
         ("import", "null_values", import("null_values = [\"anna\"]\n", "[import.global_attributes]\nn = \"name\"\n"), Lacks("  row 2: ", "global_attributes")),
         ("import", "rejects_bom", import("rejects_bom = true\n", ""), Rejects("\u{feff}")),
         ("import", "date_format", import("date_format = \"%d.%m.%Y\"\n", "registered = \"joined\"\n"), row(2, &by("registered"))),
+        ("import", "ambiguous", import("date_format = [\"%d.%m.%Y\", \"%m.%d.%Y\"]\nambiguous = \"first\"\n", "registered = \"joined\"\n"), row(2, &by("registered"))),
+        ("import", "ambiguous", import("date_format = \"%d.%m.%Y\"\nambiguous = \"first\"\n", "registered = \"joined\"\n"), Refused("p.toml:5:13: `ambiguous` decides between the formats of a `date_format` list, and the step lists fewer than two; list them (date_format = [\"%d/%m/%Y\", \"%m/%d/%Y\"]) or remove it")),
         // [import.receiver]
         ("import.receiver", "email", import("", ""), row(2, "\"email\":\"a@example.com\"")),
         ("import.receiver", "registered", receiver("registered = { column = \"joined\", format = \"%d.%m.%Y\" }"), row(2, &by("registered"))),
@@ -162,6 +167,10 @@ fn table() -> Vec<(&'static str, &'static str, String, Effect)> {
         ("receiver field", "default", receiver("source = { column = \"flag\", default = \"unknown\" }"), row(4, "\"source\":\"unknown\"")),
         ("receiver field", "format", receiver("registered = { column = \"joined\", format = \"%d.%m.%Y\" }"), row(2, &by("registered"))),
         ("receiver field", "format", receiver("source = { column = \"name\", format = \"%d.%m.%Y\" }"), Refused("p.toml:6:38: `format` reads dates and times, and `source` is text; remove it (an attribute holding dates takes type = \"date\")")),
+        ("receiver field", "ambiguous", receiver("registered = { column = \"joined\", format = [\"%d.%m.%Y\", \"%m.%d.%Y\"], ambiguous = \"first\" }"), row(2, &by("registered"))),
+        ("receiver field", "ambiguous", receiver("registered = { column = \"joined\", format = [\"%d.%m.%Y\", \"%m.%d.%Y\"] }"), Rejects("\"\"01.02.2024\"\" is ambiguous: 2024-02-01 with %d.%m.%Y, 2024-01-02 with %m.%d.%Y; list the format that wins first and set ambiguous = \"\"first\"\"")),
+        ("receiver field", "timezone", receiver("registered = { column = \"joined\", format = \"%d.%m.%Y\", timezone = \"Europe/Berlin\" }"), row(2, &format!("\"registered\":{FEB_1_BERLIN}"))),
+        ("receiver field", "timezone", receiver("source = { column = \"name\", timezone = \"Europe/Berlin\" }"), Refused("p.toml:6:40: `timezone` reads times, and `source` is text; remove it")),
         ("receiver field", "decimal", receiver("points = { column = \"score\", decimal = \",\" }"), Refused("p.toml:6:40: `decimal` reads numbers with decimals (type = \"number\", an order's price), and `points` is a whole number; remove it")),
         ("receiver field", "null_values", receiver("source = { column = \"name\", null_values = [\"ANNA\"] }"), Lacks("  row 2: ", "\"source\"")),
         ("receiver field", "only_if", receiver("source = { value = \"x\", only_if = { column = \"flag\", equals = \"yes\" } }"), Lacks("  row 4: ", "\"source\"")),
@@ -175,6 +184,8 @@ fn table() -> Vec<(&'static str, &'static str, String, Effect)> {
         ("attribute", "map", globals("n = { column = \"name\", map = { anna = \"Ann\" } }"), row(2, "\"n\":\"Ann\"")),
         ("attribute", "default", globals("n = { column = \"flag\", default = \"none\" }"), row(4, "\"n\":\"none\"")),
         ("attribute", "format", globals("d = { column = \"joined\", type = \"date\", format = \"%d.%m.%Y\" }"), row(2, "\"d\":\"2024-02-01\"")),
+        ("attribute", "ambiguous", globals("d = { column = \"joined\", type = \"date\", format = [\"%m.%d.%Y\", \"%d.%m.%Y\"], ambiguous = \"first\" }"), row(2, "\"d\":\"2024-01-02\"")),
+        ("attribute", "timezone", globals("d = { column = \"joined\", type = \"date\", timezone = \"Europe/Berlin\" }"), Refused("p.toml:7:52: `timezone` has no effect on `d`: a date is a calendar date, read as written; remove it")),
         ("attribute", "decimal", globals("p = { column = \"price\", type = \"number\", decimal = \",\" }"), row(2, "\"p\":\"1.50\"")),
         ("attribute", "only_if", globals("n = { column = \"name\", only_if = { column = \"flag\", equals = \"yes\" } }"), Lacks("  row 4: ", "global_attributes")),
         ("attribute", "null_values", globals("n = { column = \"name\", null_values = [\"anna\"] }"), Lacks("  row 2: ", "global_attributes")),
