@@ -118,12 +118,21 @@ pub enum Invalid {
 
 /// Reads `raw` (surrounding white space is dropped) into its normalised
 /// form, or says why it is not an address a careful sender mails.
+///
+/// Every row of an import goes through here, so the common case (plain
+/// ASCII) is checked byte by byte and written into one buffer.
 pub fn parse(raw: &str, rules: Rules) -> Result<String, Invalid> {
     let s = raw.trim();
     if s.is_empty() {
         return Err(Invalid::Empty);
     }
-    if let Some(c) = s.chars().find(|c| is_invisible(*c)) {
+    let ascii = s.is_ascii();
+    let invisible = if ascii {
+        s.bytes().find(|b| b.is_ascii_control()).map(char::from)
+    } else {
+        s.chars().find(|c| is_invisible(*c))
+    };
+    if let Some(c) = invisible {
         return Err(Invalid::Invisible(u32::from(c)));
     }
     let Some(at) = s.rfind('@') else {
@@ -136,13 +145,14 @@ pub fn parse(raw: &str, rules: Rules) -> Result<String, Invalid> {
     if domain.is_empty() {
         return Err(Invalid::EmptyDomain);
     }
-    let local = check_local(local, rules)?;
-    let domain = check_domain(domain, rules)?;
-    let address = format!("{local}@{domain}");
-    if address.len() > MAX_ADDRESS_OCTETS {
+    let mut out = String::with_capacity(s.len());
+    check_local(local, rules, &mut out)?;
+    out.push('@');
+    check_domain(domain, rules, &mut out)?;
+    if out.len() > MAX_ADDRESS_OCTETS {
         return Err(Invalid::TooLong);
     }
-    Ok(address)
+    Ok(out)
 }
 
 /// Control characters, line and paragraph separators, and the format
@@ -157,10 +167,32 @@ fn is_invisible(c: char) -> bool {
 
 /// `atext` of RFC 5322 §3.2.3.
 fn is_atext(c: char) -> bool {
-    c.is_ascii_alphanumeric() || "!#$%&'*+-/=?^_`{|}~".contains(c)
+    c.is_ascii_alphanumeric()
+        || matches!(
+            c,
+            '!' | '#'
+                | '$'
+                | '%'
+                | '&'
+                | '\''
+                | '*'
+                | '+'
+                | '-'
+                | '/'
+                | '='
+                | '?'
+                | '^'
+                | '_'
+                | '`'
+                | '{'
+                | '|'
+                | '}'
+                | '~'
+        )
 }
 
-fn check_local(local: &str, rules: Rules) -> Result<String, Invalid> {
+/// Checks the local part and appends it, lower-cased, to `out`.
+fn check_local(local: &str, rules: Rules, out: &mut String) -> Result<(), Invalid> {
     if local.len() > MAX_LOCAL_OCTETS {
         return Err(Invalid::LocalTooLong);
     }
@@ -168,7 +200,8 @@ fn check_local(local: &str, rules: Rules) -> Result<String, Invalid> {
         if !rules.quoted_local {
             return Err(Invalid::Quoted);
         }
-        return check_quoted(local).map(str::to_lowercase);
+        out.push_str(&check_quoted(local)?.to_lowercase());
+        return Ok(());
     }
     if local.starts_with('.') {
         return Err(Invalid::LeadingDot);
@@ -189,7 +222,12 @@ fn check_local(local: &str, rules: Rules) -> Result<String, Invalid> {
             _ => {}
         }
     }
-    Ok(local.to_lowercase())
+    if local.is_ascii() {
+        out.extend(local.chars().map(|c| c.to_ascii_lowercase()));
+    } else {
+        out.push_str(&local.to_lowercase());
+    }
+    Ok(())
 }
 
 /// A quoted string (RFC 5322 §3.2.4): printable ASCII and spaces, with `\`
@@ -216,7 +254,8 @@ fn check_quoted(local: &str) -> Result<&str, Invalid> {
     Ok(local)
 }
 
-fn check_domain(domain: &str, rules: Rules) -> Result<String, Invalid> {
+/// Checks the domain and appends its normalised (ASCII) form to `out`.
+fn check_domain(domain: &str, rules: Rules, out: &mut String) -> Result<(), Invalid> {
     if let Some(literal) = domain.strip_prefix('[') {
         if !rules.ip_literal {
             return Err(Invalid::IpLiteral);
@@ -226,11 +265,11 @@ fn check_domain(domain: &str, rules: Rules) -> Result<String, Invalid> {
             Some(p) if p.eq_ignore_ascii_case("ipv6:") => inner[5..].parse::<Ipv6Addr>().is_ok(),
             _ => inner.parse::<Ipv4Addr>().is_ok(),
         };
-        return if valid {
-            Ok(domain.to_ascii_lowercase())
-        } else {
-            Err(Invalid::BadIpLiteral)
-        };
+        if !valid {
+            return Err(Invalid::BadIpLiteral);
+        }
+        out.push_str(&domain.to_ascii_lowercase());
+        return Ok(());
     }
     if let Some(c) = domain.chars().find(|c| c.is_whitespace()) {
         return Err(if c == ' ' {
@@ -239,22 +278,29 @@ fn check_domain(domain: &str, rules: Rules) -> Result<String, Invalid> {
             Invalid::Invisible(u32::from(c))
         });
     }
-    let ascii = if domain.is_ascii() {
-        domain.to_ascii_lowercase()
+    let start = out.len();
+    if domain.is_ascii() {
+        out.extend(domain.chars().map(|c| c.to_ascii_lowercase()));
     } else {
         // Labels are checked on the ASCII form below, for precise reasons.
-        idna::domain_to_ascii(domain).map_err(|_| Invalid::Idna)?
-    };
-    let labels: Vec<&str> = ascii.split('.').collect();
-    if labels.iter().any(|l| l.is_empty()) {
-        return Err(Invalid::EmptyLabel);
+        out.push_str(&idna::domain_to_ascii(domain).map_err(|_| Invalid::Idna)?);
     }
-    if labels.len() < 2 {
+    let ascii = &out[start..];
+    let mut labels = 0;
+    let mut last = "";
+    for label in ascii.split('.') {
+        if label.is_empty() {
+            return Err(Invalid::EmptyLabel);
+        }
+        labels += 1;
+        last = label;
+    }
+    if labels < 2 {
         return Err(Invalid::NoTld);
     }
-    for label in &labels {
+    for label in ascii.split('.') {
         if label.len() > MAX_LABEL_OCTETS {
-            return Err(Invalid::LabelTooLong((*label).to_string()));
+            return Err(Invalid::LabelTooLong(label.to_string()));
         }
         if let Some(c) = label
             .chars()
@@ -263,17 +309,16 @@ fn check_domain(domain: &str, rules: Rules) -> Result<String, Invalid> {
             return Err(Invalid::DomainChar(c));
         }
         if label.starts_with('-') || label.ends_with('-') {
-            return Err(Invalid::Hyphen((*label).to_string()));
+            return Err(Invalid::Hyphen(label.to_string()));
         }
         if label.starts_with("xn--") && idna::domain_to_unicode(label).1.is_err() {
             return Err(Invalid::Idna);
         }
     }
-    let tld = labels[labels.len() - 1];
-    if !(tld.starts_with("xn--") || tld.chars().all(|c| c.is_ascii_alphabetic())) {
-        return Err(Invalid::BadTld(tld.to_string()));
+    if !(last.starts_with("xn--") || last.chars().all(|c| c.is_ascii_alphabetic())) {
+        return Err(Invalid::BadTld(last.to_string()));
     }
-    Ok(ascii)
+    Ok(())
 }
 
 #[cfg(test)]

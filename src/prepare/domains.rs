@@ -2,6 +2,7 @@
 //! almost always a typo, but possibly a real domain, so a warning with the
 //! rows to look at rather than a reject (see [`crate::email::suggest_domain`]).
 
+use crate::hash::FastMap;
 use crate::source::ROW_COL;
 use polars::prelude::{DataFrame, PolarsResult, StringChunked};
 use serde::Serialize;
@@ -47,11 +48,16 @@ impl DomainTypo {
 pub fn find(frame: &DataFrame, emails: &StringChunked) -> PolarsResult<Vec<DomainTypo>> {
     let rows = frame.column(ROW_COL)?.u32()?;
     let mut found: BTreeMap<&str, DomainTypo> = BTreeMap::new();
+    // A file has few distinct domains: each is looked at once.
+    let mut seen: FastMap<&str, Option<&'static str>> = FastMap::default();
     for (i, email) in emails.iter().enumerate() {
         let Some(domain) = email.and_then(|e| e.rsplit_once('@')).map(|(_, d)| d) else {
             continue;
         };
-        let Some(suggestion) = crate::email::suggest_domain(domain) else {
+        let suggested = *seen
+            .entry(domain)
+            .or_insert_with(|| crate::email::suggest_domain(domain));
+        let Some(suggestion) = suggested else {
             continue;
         };
         let typo = found.entry(domain).or_insert_with(|| DomainTypo {
