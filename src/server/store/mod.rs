@@ -14,6 +14,7 @@ pub mod events;
 pub mod filters;
 pub mod forms;
 pub mod groups;
+mod plans;
 pub mod receivers;
 pub mod redirect_uris;
 pub mod tags;

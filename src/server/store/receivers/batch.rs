@@ -5,7 +5,8 @@
 //! the order of a single create or update (address, size limits, attribute
 //! names and values, orders): an item that breaks one is answered with its
 //! message and writes nothing. The items that pass are then written
-//! together by the set-based statements of [`super::bulk`]: one lookup of
+//! together by the set-based operations of [`super::backend`] (SQLite's
+//! statements in [`super::bulk`]): one lookup of
 //! the addresses already in the group, one insert of the contacts, one of
 //! the receivers, one update, and one statement each for attribute values,
 //! defaults, tags and orders; about ten statements per batch instead of
@@ -21,7 +22,8 @@
 //! when full answers are asked for (`upsertplus`, a single object).
 
 use super::super::{AccountId, StoreError, StoreResult, attributes, groups, invalid, now};
-use super::bulk::{self, ChangeRow, NewRow, email_key};
+use super::backend::ReceiverBulk;
+use super::bulk::{ChangeRow, NewRow, email_key};
 use super::{check_email, check_sizes, initial_state, load};
 use crate::api::ReceiverInput;
 use crate::api::attribute::AttributeType;
@@ -144,7 +146,7 @@ fn write_round(
     out: &mut [Option<ItemOutcome>],
 ) -> StoreResult<()> {
     let emails: Vec<&str> = round.iter().map(|p| p.email.as_str()).collect();
-    let existing = bulk::existing_in_group(conn, account, group_id, &emails)?;
+    let existing = conn.existing_in_group(account, group_id, &emails)?;
     let mut ready = Vec::with_capacity(round.len());
     for p in round {
         let found = existing.get(&email_key(&p.email)).copied();
@@ -166,7 +168,7 @@ fn write_round(
     let contacts = if new_emails.is_empty() {
         HashMap::new()
     } else {
-        bulk::contacts_for(conn, account, &new_emails)?
+        conn.contacts_for(account, &new_emails)?
     };
     let mut new_rows = Vec::new();
     let mut contact_of = Vec::with_capacity(ready.len());
@@ -200,7 +202,7 @@ fn write_round(
         };
         contact_of.push(contact);
     }
-    let new_ids = bulk::insert_receivers(conn, account, group_id, &new_rows, t)?;
+    let new_ids = conn.insert_receivers(account, group_id, &new_rows, t)?;
     let pick = |v: Option<i64>| v.map(|v| v.max(0));
     let changes: Vec<ChangeRow> = ready
         .iter()
@@ -222,7 +224,7 @@ fn write_round(
             ))
         })
         .collect();
-    bulk::update_receivers(conn, &changes, t)?;
+    conn.update_receivers(&changes, t)?;
 
     // What the contacts carry: values, then defaults (new receivers only,
     // after the values, so a value given wins), tags, orders.
@@ -248,18 +250,18 @@ fn write_round(
         }
         orders.extend(c.orders.iter().map(|(o, stamp)| (contact, o, *stamp)));
     }
-    bulk::set_values(conn, &sets)?;
-    bulk::clear_values(conn, &clears)?;
+    conn.set_values(&sets)?;
+    conn.clear_values(&clears)?;
     let fresh: Vec<i64> = ready
         .iter()
         .zip(&contact_of)
         .filter(|(c, _)| c.existing.is_none())
         .map(|(_, contact)| *contact)
         .collect();
-    bulk::apply_defaults(conn, account, group_id, &fresh)?;
-    bulk::add_tags(conn, &adds)?;
-    bulk::remove_tags(conn, &removes)?;
-    bulk::upsert_orders(conn, &orders)?;
+    conn.apply_defaults(account, group_id, &fresh)?;
+    conn.add_tags(&adds)?;
+    conn.remove_tags(&removes)?;
+    conn.upsert_orders(&orders)?;
 
     for (c, contact) in ready.iter().zip(contact_of) {
         let id = match c.existing {

@@ -36,11 +36,7 @@ pub fn existing_in_group(
     group_id: i64,
     emails: &[&str],
 ) -> StoreResult<HashMap<String, (i64, i64)>> {
-    let mut stmt = conn.prepare_cached(
-        "SELECT c.email, r.id, r.contact_id FROM contacts c
-         JOIN receivers r ON r.contact_id = c.id AND r.group_id = ?2
-         WHERE c.account_id = ?1 AND c.email IN (SELECT value FROM json_each(?3))",
-    )?;
+    let mut stmt = conn.prepare_cached(EXISTING_IN_GROUP)?;
     let rows = stmt.query_map(
         rusqlite::params![account.0, group_id, json(&emails)?],
         |r| Ok((email_key(&r.get::<_, String>(0)?), (r.get(1)?, r.get(2)?))),
@@ -57,14 +53,9 @@ pub fn contacts_for(
 ) -> StoreResult<HashMap<String, i64>> {
     let list = json(&emails)?;
     // `WHERE true`: SQLite's parser needs it before ON CONFLICT after a SELECT.
-    conn.prepare_cached(
-        "INSERT INTO contacts (account_id, email) SELECT ?1, value FROM json_each(?2) WHERE true
-         ON CONFLICT (account_id, email) DO NOTHING",
-    )?
-    .execute(rusqlite::params![account.0, list])?;
-    let mut stmt = conn.prepare_cached(
-        "SELECT email, id FROM contacts WHERE account_id = ?1 AND email IN (SELECT value FROM json_each(?2))",
-    )?;
+    conn.prepare_cached(INSERT_CONTACTS)?
+        .execute(rusqlite::params![account.0, list])?;
+    let mut stmt = conn.prepare_cached(CONTACT_IDS)?;
     let rows = stmt.query_map(rusqlite::params![account.0, list], |r| {
         Ok((email_key(&r.get::<_, String>(0)?), r.get(1)?))
     })?;
@@ -99,14 +90,7 @@ pub fn insert_receivers(
     if rows.is_empty() {
         return Ok(HashMap::new());
     }
-    let mut stmt = conn.prepare_cached(
-        "INSERT INTO receivers (account_id, group_id, contact_id, registered, activated, deactivated, imported,
-            bounced, source, points, last_ip, last_location, last_client, created, changed)
-         SELECT ?1, ?2, value->>0, value->>1, value->>2, value->>3, value->>4, value->>5, value->>6,
-            value->>7, value->>8, value->>9, value->>10, ?3, ?3
-         FROM json_each(?4) WHERE true
-         RETURNING contact_id, id",
-    )?;
+    let mut stmt = conn.prepare_cached(INSERT_RECEIVERS)?;
     let ids = stmt.query_map(
         rusqlite::params![account.0, group_id, t, json(&rows)?],
         |r| Ok((r.get(0)?, r.get(1)?)),
@@ -136,16 +120,8 @@ pub fn update_receivers(conn: &Connection, rows: &[ChangeRow], t: i64) -> StoreR
     if rows.is_empty() {
         return Ok(());
     }
-    conn.prepare_cached(
-        "UPDATE receivers SET registered = COALESCE(j.value->>1, registered),
-            activated = COALESCE(j.value->>2, activated), deactivated = COALESCE(j.value->>3, deactivated),
-            imported = COALESCE(j.value->>4, imported), bounced = COALESCE(j.value->>5, bounced),
-            source = COALESCE(j.value->>6, source), points = COALESCE(j.value->>7, points),
-            last_ip = COALESCE(j.value->>8, last_ip), last_location = COALESCE(j.value->>9, last_location),
-            last_client = COALESCE(j.value->>10, last_client), changed = ?1
-         FROM json_each(?2) AS j WHERE receivers.id = j.value->>0",
-    )?
-    .execute(rusqlite::params![t, json(&rows)?])?;
+    conn.prepare_cached(UPDATE_RECEIVERS)?
+        .execute(rusqlite::params![t, json(&rows)?])?;
     Ok(())
 }
 
@@ -154,12 +130,7 @@ pub fn set_values(conn: &Connection, rows: &[(i64, i64, &str)]) -> StoreResult<(
     if rows.is_empty() {
         return Ok(());
     }
-    conn.prepare_cached(
-        "INSERT INTO attribute_values (contact_id, attribute_id, value)
-         SELECT value->>0, value->>1, value->>2 FROM json_each(?1) WHERE true
-         ON CONFLICT (contact_id, attribute_id) DO UPDATE SET value = excluded.value",
-    )?
-    .execute([json(&rows)?])?;
+    conn.prepare_cached(SET_VALUES)?.execute([json(&rows)?])?;
     Ok(())
 }
 
@@ -168,11 +139,7 @@ pub fn clear_values(conn: &Connection, rows: &[(i64, i64)]) -> StoreResult<()> {
     if rows.is_empty() {
         return Ok(());
     }
-    conn.prepare_cached(
-        "DELETE FROM attribute_values WHERE (contact_id, attribute_id) IN
-           (SELECT value->>0, value->>1 FROM json_each(?1))",
-    )?
-    .execute([json(&rows)?])?;
+    conn.prepare_cached(CLEAR_VALUES)?.execute([json(&rows)?])?;
     Ok(())
 }
 
@@ -187,12 +154,8 @@ pub fn apply_defaults(
     if contacts.is_empty() {
         return Ok(());
     }
-    conn.prepare_cached(
-        "INSERT OR IGNORE INTO attribute_values (contact_id, attribute_id, value)
-         SELECT j.value, a.id, a.default_value FROM attributes a, json_each(?3) AS j
-         WHERE a.account_id = ?1 AND (a.group_id = 0 OR a.group_id = ?2) AND a.default_value <> ''",
-    )?
-    .execute(rusqlite::params![account.0, group_id, json(&contacts)?])?;
+    conn.prepare_cached(APPLY_DEFAULTS)?
+        .execute(rusqlite::params![account.0, group_id, json(&contacts)?])?;
     Ok(())
 }
 
@@ -201,11 +164,7 @@ pub fn add_tags(conn: &Connection, rows: &[(i64, &str, &str)]) -> StoreResult<()
     if rows.is_empty() {
         return Ok(());
     }
-    conn.prepare_cached(
-        "INSERT OR IGNORE INTO tags (contact_id, tag, origin)
-         SELECT value->>0, value->>1, value->>2 FROM json_each(?1)",
-    )?
-    .execute([json(&rows)?])?;
+    conn.prepare_cached(ADD_TAGS)?.execute([json(&rows)?])?;
     Ok(())
 }
 
@@ -214,10 +173,7 @@ pub fn remove_tags(conn: &Connection, rows: &[(i64, &str)]) -> StoreResult<()> {
     if rows.is_empty() {
         return Ok(());
     }
-    conn.prepare_cached(
-        "DELETE FROM tags WHERE (contact_id, tag) IN (SELECT value->>0, value->>1 FROM json_each(?1))",
-    )?
-    .execute([json(&rows)?])?;
+    conn.prepare_cached(REMOVE_TAGS)?.execute([json(&rows)?])?;
     Ok(())
 }
 
@@ -245,14 +201,59 @@ pub fn upsert_orders(conn: &Connection, rows: &[(i64, &Order, i64)]) -> StoreRes
             )
         })
         .collect();
-    conn.prepare_cached(
-        "INSERT INTO orders (contact_id, order_id, product_id, product, price, currency, quantity, mailing_id, stamp)
+    conn.prepare_cached(UPSERT_ORDERS)?
+        .execute([json(&rows)?])?;
+    Ok(())
+}
+
+// The statements, named so that their query plans are checked (store::plans).
+pub(crate) const EXISTING_IN_GROUP: &str = "SELECT c.email, r.id, r.contact_id FROM contacts c
+         JOIN receivers r ON r.contact_id = c.id AND r.group_id = ?2
+         WHERE c.account_id = ?1 AND c.email IN (SELECT value FROM json_each(?3))";
+
+pub(crate) const INSERT_CONTACTS: &str =
+    "INSERT INTO contacts (account_id, email) SELECT ?1, value FROM json_each(?2) WHERE true
+         ON CONFLICT (account_id, email) DO NOTHING";
+
+pub(crate) const CONTACT_IDS: &str = "SELECT email, id FROM contacts WHERE account_id = ?1 AND email IN (SELECT value FROM json_each(?2))";
+
+pub(crate) const INSERT_RECEIVERS: &str = "INSERT INTO receivers (account_id, group_id, contact_id, registered, activated, deactivated, imported,
+            bounced, source, points, last_ip, last_location, last_client, created, changed)
+         SELECT ?1, ?2, value->>0, value->>1, value->>2, value->>3, value->>4, value->>5, value->>6,
+            value->>7, value->>8, value->>9, value->>10, ?3, ?3
+         FROM json_each(?4) WHERE true
+         RETURNING contact_id, id";
+
+pub(crate) const UPDATE_RECEIVERS: &str = "UPDATE receivers SET registered = COALESCE(j.value->>1, registered),
+            activated = COALESCE(j.value->>2, activated), deactivated = COALESCE(j.value->>3, deactivated),
+            imported = COALESCE(j.value->>4, imported), bounced = COALESCE(j.value->>5, bounced),
+            source = COALESCE(j.value->>6, source), points = COALESCE(j.value->>7, points),
+            last_ip = COALESCE(j.value->>8, last_ip), last_location = COALESCE(j.value->>9, last_location),
+            last_client = COALESCE(j.value->>10, last_client), changed = ?1
+         FROM json_each(?2) AS j WHERE receivers.id = j.value->>0";
+
+pub(crate) const SET_VALUES: &str = "INSERT INTO attribute_values (contact_id, attribute_id, value)
+         SELECT value->>0, value->>1, value->>2 FROM json_each(?1) WHERE true
+         ON CONFLICT (contact_id, attribute_id) DO UPDATE SET value = excluded.value";
+
+pub(crate) const CLEAR_VALUES: &str =
+    "DELETE FROM attribute_values WHERE (contact_id, attribute_id) IN
+           (SELECT value->>0, value->>1 FROM json_each(?1))";
+
+pub(crate) const APPLY_DEFAULTS: &str =
+    "INSERT OR IGNORE INTO attribute_values (contact_id, attribute_id, value)
+         SELECT j.value, a.id, a.default_value FROM attributes a, json_each(?3) AS j
+         WHERE a.account_id = ?1 AND (a.group_id = 0 OR a.group_id = ?2) AND a.default_value <> ''";
+
+pub(crate) const ADD_TAGS: &str = "INSERT OR IGNORE INTO tags (contact_id, tag, origin)
+         SELECT value->>0, value->>1, value->>2 FROM json_each(?1)";
+
+pub(crate) const REMOVE_TAGS: &str =
+    "DELETE FROM tags WHERE (contact_id, tag) IN (SELECT value->>0, value->>1 FROM json_each(?1))";
+
+pub(crate) const UPSERT_ORDERS: &str = "INSERT INTO orders (contact_id, order_id, product_id, product, price, currency, quantity, mailing_id, stamp)
          SELECT value->>0, value->>1, value->>2, value->>3, value->>4, value->>5, value->>6, value->>7, value->>8
          FROM json_each(?1) WHERE true
          ON CONFLICT (contact_id, order_id, product_id) DO UPDATE SET product = excluded.product,
             price = excluded.price, currency = excluded.currency, quantity = excluded.quantity,
-            mailing_id = excluded.mailing_id, stamp = excluded.stamp",
-    )?
-    .execute([json(&rows)?])?;
-    Ok(())
-}
+            mailing_id = excluded.mailing_id, stamp = excluded.stamp";

@@ -8,10 +8,11 @@
 
 mod activation;
 mod address;
+pub mod backend;
 mod batch;
-mod bulk;
+pub(crate) mod bulk;
 mod cursor;
-mod read;
+pub(crate) mod read;
 
 pub use activation::{Activation, set_activation};
 pub use address::{change_email, groups_of};
@@ -347,13 +348,12 @@ pub fn delete(
 /// mirror run's thousands of deletions cost what one costs each, not a
 /// pass over every contact of the account (review of issue 15).
 fn delete_orphan_contact(conn: &Connection, contact_id: i64) -> StoreResult<()> {
-    conn.exec(
-        "DELETE FROM contacts WHERE id = ?1
-         AND NOT EXISTS (SELECT 1 FROM receivers r WHERE r.contact_id = ?1)",
-        [contact_id],
-    )?;
+    conn.exec(DELETE_ORPHAN_CONTACT, [contact_id])?;
     Ok(())
 }
+
+pub(crate) const DELETE_ORPHAN_CONTACT: &str = "DELETE FROM contacts WHERE id = ?1
+         AND NOT EXISTS (SELECT 1 FROM receivers r WHERE r.contact_id = ?1)";
 
 /// Every contact of the account in no group any more is deleted (see
 /// [`delete_orphan_contact`]): one pass over the account, for bulk removals
