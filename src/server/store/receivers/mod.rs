@@ -24,7 +24,7 @@ use crate::api::receiver::detail;
 use crate::api::{Order, Receiver, ReceiverInput};
 use crate::server::store::Cached;
 use read::{load, locate, row};
-use rusqlite::{Connection, params};
+use rusqlite::{Connection, OptionalExtension, params};
 
 pub const DEFAULT_PAGESIZE: i64 = 50;
 pub const MAX_PAGESIZE: i64 = 5000;
@@ -63,10 +63,18 @@ pub fn check_email(email: &str) -> StoreResult<String> {
 }
 
 fn contact_for(conn: &Connection, account: AccountId, email: &str) -> StoreResult<i64> {
-    conn.exec(
-        "INSERT INTO contacts (account_id, email) VALUES (?1, ?2) ON CONFLICT (account_id, email) DO NOTHING",
-        params![account.0, email],
-    )?;
+    // A new address answers its id at once; a known one is looked up.
+    let created: Option<i64> = conn
+        .row(
+            "INSERT INTO contacts (account_id, email) VALUES (?1, ?2)
+             ON CONFLICT (account_id, email) DO NOTHING RETURNING id",
+            params![account.0, email],
+            |r| r.get(0),
+        )
+        .optional()?;
+    if let Some(id) = created {
+        return Ok(id);
+    }
     Ok(conn.row(
         "SELECT id FROM contacts WHERE account_id = ?1 AND email = ?2",
         params![account.0, email],
@@ -195,22 +203,14 @@ fn insert(
     let email = check_email(email)?;
     check_sizes(input)?;
     let contact_id = contact_for(conn, account, &email)?;
-    let exists: bool = conn.row(
-        "SELECT EXISTS (SELECT 1 FROM receivers WHERE group_id = ?1 AND contact_id = ?2)",
-        params![group_id, contact_id],
-        |r| r.get(0),
-    )?;
-    if exists {
-        return conflict(format!(
-            "Conflict: duplicate address \"{email}\" in group {group_id}"
-        ));
-    }
     let t = now();
     let (registered, activated, deactivated) = initial_state(input, t);
-    conn.exec(
+    // The unique key (group, contact) answers "already there": no lookup first.
+    let inserted = conn.exec(
         "INSERT INTO receivers (account_id, group_id, contact_id, registered, activated, deactivated, imported,
             bounced, source, points, last_ip, last_location, last_client, created, changed)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?14)",
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?14)
+         ON CONFLICT (group_id, contact_id) DO NOTHING",
         params![
             account.0,
             group_id,
@@ -228,6 +228,11 @@ fn insert(
             t
         ],
     )?;
+    if inserted == 0 {
+        return conflict(format!(
+            "Conflict: duplicate address \"{email}\" in group {group_id}"
+        ));
+    }
     let id = conn.last_insert_rowid();
     write_parts(conn, account, group_id, contact_id, input)?;
     attributes::apply_defaults(conn, account, group_id, contact_id)?;
