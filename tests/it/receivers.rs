@@ -631,4 +631,13 @@ async fn a_deep_page_asked_first_holds_the_receivers_that_paging_from_the_start_
     assert_eq!(last, all[90..]);
     assert_eq!(last.last().map(String::as_str), Some("late@example.com"));
     assert!(beyond.is_empty());
+    // Ordered by id spelt out, as exports ask: the same pages.
+    let spelt = ReceiverQuery {
+        order_by: Some("id asc".into()),
+        ..page(8)
+    };
+    assert_eq!(
+        emails(t.client.receivers(g.id, &spelt).await.unwrap()),
+        deep
+    );
 }

@@ -260,7 +260,6 @@ pub fn get(
 }
 
 /// The fields `order_by` accepts, with their columns.
-/// The fields `order_by` accepts, with their columns.
 const ORDER_FIELDS: &[(&str, &str)] = &[
     ("id", "r.id"),
     ("email", "c.email"),
@@ -297,6 +296,11 @@ fn order_clause(order_by: Option<&str>) -> StoreResult<String> {
             names.join(", ")
         ));
     };
+    // `order_by=id asc` (what listpipe's exports send) is the default order
+    // spelt out: the same clause, so it gets the same keyset paging.
+    if *column == "r.id" {
+        return Ok(format!("r.id {dir}"));
+    }
     Ok(format!("{column} {dir}, r.id {dir}"))
 }
 
