@@ -44,6 +44,13 @@ pub struct ServeArgs {
     /// upsert, insert, activate...) answer 404, as a target without them would.
     #[arg(long)]
     pub spec_only: bool,
+    /// Requests handled at once; more are answered at once with 503 and
+    /// Retry-After (nothing of them is written).
+    #[arg(long, value_name = "N", default_value_t = crate::server::overload::DEFAULT_MAX_IN_FLIGHT)]
+    pub max_in_flight: usize,
+    /// Seconds a request may take; a slower one is answered 503 with Retry-After.
+    #[arg(long, value_name = "SECS", default_value_t = crate::server::overload::DEFAULT_REQUEST_TIMEOUT_SECS)]
+    pub request_timeout: u64,
 }
 
 /// Serves until stopped; a server that cannot start is exit code 3.
@@ -65,6 +72,8 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     opts.faults = args.faults.clone();
     opts.fault_seed = args.fault_seed;
     opts.spec_only = args.spec_only;
+    opts.max_in_flight = args.max_in_flight.max(1);
+    opts.request_timeout = std::time::Duration::from_secs(args.request_timeout.max(1));
     let running = server::start(opts).await?;
     crate::errln!(
         "listpipe: serving the v3 API at {} (database {})",

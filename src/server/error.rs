@@ -55,6 +55,7 @@ impl From<StoreError> for ApiError {
             StoreError::Invalid(_) => StatusCode::BAD_REQUEST,
             StoreError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             StoreError::Forbidden(_) => StatusCode::FORBIDDEN,
+            StoreError::Busy(_) => StatusCode::SERVICE_UNAVAILABLE,
             StoreError::Sqlite(_)
             | StoreError::Io { .. }
             | StoreError::Task(_)
@@ -74,6 +75,13 @@ impl IntoResponse for ApiError {
             res.headers_mut().insert(
                 header::WWW_AUTHENTICATE,
                 header::HeaderValue::from_static("Bearer"),
+            );
+        }
+        // Every 503 is "busy, come back": it says when (server::overload).
+        if self.status == StatusCode::SERVICE_UNAVAILABLE {
+            res.headers_mut().insert(
+                header::RETRY_AFTER,
+                header::HeaderValue::from(super::overload::RETRY_AFTER_SECS),
             );
         }
         res

@@ -12,6 +12,7 @@ pub mod error;
 pub mod faults;
 pub mod html;
 pub mod openapi;
+pub mod overload;
 pub mod ratelimit;
 pub mod routes;
 pub mod store;
@@ -129,6 +130,10 @@ pub struct ServeOptions {
     /// Serve the spec's endpoints only: the live service's extensions
     /// (batch upsert, activate...) answer 404, as on a target without them.
     pub spec_only: bool,
+    /// Requests handled at once; more are answered 503 with `Retry-After` (see [`overload`]).
+    pub max_in_flight: usize,
+    /// How long a request may take before it is answered 503.
+    pub request_timeout: std::time::Duration,
 }
 
 impl ServeOptions {
@@ -145,6 +150,8 @@ impl ServeOptions {
             faults: None,
             fault_seed: 0,
             spec_only: false,
+            max_in_flight: overload::DEFAULT_MAX_IN_FLIGHT,
+            request_timeout: std::time::Duration::from_secs(overload::DEFAULT_REQUEST_TIMEOUT_SECS),
         }
     }
 }
@@ -260,7 +267,10 @@ pub async fn start(opts: ServeOptions) -> Result<RunningServer, ServeError> {
         tokens: auth::TokenCache::default(),
         spec_only: opts.spec_only,
     };
-    let service = from_fn(wire::normalize).layer(app(state));
+    // Outermost: the bounds, so a refused request costs no decoding at all.
+    let bounds = overload::Bounds::new(opts.max_in_flight, opts.request_timeout);
+    let service = from_fn_with_state(bounds, overload::bound)
+        .layer(from_fn(wire::normalize).layer(app(state)));
     let (tx, rx) = oneshot::channel::<()>();
     let task = tokio::spawn(async move {
         axum::serve(

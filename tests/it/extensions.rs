@@ -422,3 +422,93 @@ async fn old_api_versions_answer_410_naming_the_v3_path() {
         .unwrap();
     assert_eq!(res.status(), 410);
 }
+
+/// Sets up one account for the batch comparison: a group with a number
+/// attribute that has a default, and a global text attribute.
+async fn account_for_batches(client: &listpipe::client::ApiClient) -> Id {
+    let g = client
+        .create_group(&listpipe::api::GroupInput {
+            name: Some("News".into()),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    for (group, name, kind, default) in [
+        (Some(g.id), "score", "number", Some("5")),
+        (Some(g.id), "city", "text", None),
+        (None, "first", "text", None),
+    ] {
+        let input = listpipe::api::AttributeInput {
+            name: Some(name.into()),
+            kind: Some(kind.into()),
+            default_value: default.map(String::from),
+            ..Default::default()
+        };
+        match group {
+            Some(g) => client.create_group_attribute(g, &input).await.unwrap(),
+            None => client.create_attribute(&input).await.unwrap(),
+        };
+    }
+    g.id
+}
+
+#[tokio::test]
+async fn a_batch_stores_and_answers_exactly_what_its_items_sent_one_by_one_do() {
+    let t = TestServer::start().await;
+    let one_by_one = t.other_tenant("one by one").await;
+    let (g_batch, g_single) = (
+        account_for_batches(&t.client).await,
+        account_for_batches(&one_by_one).await,
+    );
+    let order = |id: &str, price: f64| json!({"order_id": id, "product_id": "p1", "price": price, "stamp": 1_600_000_000});
+    let items = [
+        json!({"email": "a@example.com", "registered": 1_500_000_000, "activated": 1_500_000_000,
+               "attributes": {"city": "Berlin", "score": "7"}, "global_attributes": {"first": "Ann"},
+               "tags": ["Shop.Buyer", "vip"], "orders": [order("o1", 1.0), order("o2", 2.0), order("o1", 3.0)]}),
+        json!({"email": "b@example.com", "registered": 1_500_000_001, "activated": 0,
+               "attributes": {"city": "Köln"}}),
+        // The first address again, spelt otherwise: an update of what item 0 wrote.
+        json!({"email": " A@EXAMPLE.com ", "points": 3, "tags": ["-vip", "new"],
+               "attributes": {"city": ""}, "orders": [order("o1", 9.0)]}),
+        json!({"email": "c@example.com", "global_attributes": {"nosuch": "1"}}),
+        json!({"email": "d@example.com", "registered": 1_500_000_002, "attributes": {"score": "many"}}),
+        json!({"email": "b@example.com", "deactivated": 1_500_000_009, "source": "form"}),
+    ];
+    let batch = t.client.upsert_receivers(g_batch, &items).await.unwrap();
+    let mut single = Vec::new();
+    for item in &items {
+        single.extend(
+            one_by_one
+                .upsert_receivers(g_single, std::slice::from_ref(item))
+                .await
+                .unwrap(),
+        );
+    }
+    assert_eq!(batch, single);
+    assert_eq!(
+        statuses(&batch)[..3],
+        ["insert success", "insert success", "update success"]
+    );
+
+    let q = ReceiverQuery {
+        detail: Some(detail::ALL),
+        ..Default::default()
+    };
+    let stored = |receivers: Vec<listpipe::api::Receiver>| -> Vec<Value> {
+        receivers
+            .into_iter()
+            .map(|r| {
+                let mut v = serde_json::to_value(r).unwrap();
+                v["id"] = Value::Null;
+                v["group_id"] = Value::Null;
+                v
+            })
+            .collect()
+    };
+    let from_batch = stored(t.client.receivers(g_batch, &q).await.unwrap());
+    assert_eq!(from_batch.len(), 2);
+    assert_eq!(
+        from_batch,
+        stored(one_by_one.receivers(g_single, &q).await.unwrap())
+    );
+}

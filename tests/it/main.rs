@@ -25,6 +25,7 @@ mod import;
 mod oauth;
 mod openapi;
 mod output;
+mod overload;
 mod pipeline_errors;
 mod pipeline_keys;
 mod presets;

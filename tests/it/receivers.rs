@@ -580,3 +580,64 @@ async fn a_receiver_can_be_deleted_from_a_group_or_everywhere() {
         Some(404)
     );
 }
+
+#[tokio::test]
+async fn a_deep_page_asked_first_holds_the_receivers_that_paging_from_the_start_finds() {
+    let t = TestServer::start().await;
+    let g = t.group("News").await;
+    let other = t.group("Other").await;
+    let batch: Vec<ReceiverInput> = (0..95)
+        .map(|n| at(&format!("r{n:03}@example.com")))
+        .collect();
+    t.client.upsert_receivers(g.id, &batch).await.unwrap();
+    // Receivers of another group between them, and gaps in the ids.
+    t.client
+        .upsert_receivers(other.id, &batch[..5])
+        .await
+        .unwrap();
+    t.client
+        .upsert_receivers(g.id, &[at("late@example.com")])
+        .await
+        .unwrap();
+    for gone in ["r010@example.com", "r050@example.com"] {
+        t.client.delete_group_receiver(g.id, gone).await.unwrap();
+    }
+    let page = |page: i64| ReceiverQuery {
+        pagesize: Some(10),
+        page: Some(page),
+        ..query()
+    };
+    let emails = |rs: Vec<listpipe::api::Receiver>| -> Vec<String> {
+        rs.into_iter().map(|r| r.email).collect()
+    };
+    // Asked cold, before any earlier page of the same query.
+    let deep = emails(t.client.receivers(g.id, &page(8)).await.unwrap());
+    let last = emails(t.client.receivers(g.id, &page(9)).await.unwrap());
+    let beyond = emails(t.client.receivers(g.id, &page(10)).await.unwrap());
+    let all = emails(
+        t.client
+            .receivers(
+                g.id,
+                &ReceiverQuery {
+                    pagesize: Some(5000),
+                    ..query()
+                },
+            )
+            .await
+            .unwrap(),
+    );
+    assert_eq!(all.len(), 94);
+    assert_eq!(deep, all[80..90]);
+    assert_eq!(last, all[90..]);
+    assert_eq!(last.last().map(String::as_str), Some("late@example.com"));
+    assert!(beyond.is_empty());
+    // Ordered by id spelt out, as exports ask: the same pages.
+    let spelt = ReceiverQuery {
+        order_by: Some("id asc".into()),
+        ..page(8)
+    };
+    assert_eq!(
+        emails(t.client.receivers(g.id, &spelt).await.unwrap()),
+        deep
+    );
+}

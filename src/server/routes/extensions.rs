@@ -301,6 +301,7 @@ async fn bounced(
     let everyone = Selection {
         sql: "1".into(),
         params: Vec::new(),
+        whole_group: None,
     };
     Ok(Json(
         s.store

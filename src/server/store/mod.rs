@@ -14,6 +14,7 @@ pub mod events;
 pub mod filters;
 pub mod forms;
 pub mod groups;
+mod plans;
 pub mod receivers;
 pub mod redirect_uris;
 pub mod tags;
@@ -32,6 +33,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/003_clients_forms.sql"),
     include_str!("migrations/004_users.sql"),
     include_str!("migrations/005_list_order.sql"),
+    include_str!("migrations/006_order_key.sql"),
 ];
 
 /// What a store operation can fail with; routes map each to a status.
@@ -47,6 +49,9 @@ pub enum StoreError {
     TooLarge(String),
     #[error("{0}")]
     Forbidden(String),
+    /// The writer's queue is full: a 503 with `Retry-After`; nothing was written.
+    #[error("{0}")]
+    Busy(String),
     #[error("database error")]
     Sqlite(#[from] rusqlite::Error),
     /// The database's folder or file cannot be made.
@@ -143,8 +148,8 @@ pub struct AccountId(pub i64);
 pub struct Store {
     conn: Arc<Mutex<Connection>>,
     readers: Arc<Readers>,
-    /// The writer thread's queue (see [`writer`]).
-    writes: std::sync::mpsc::Sender<writer::Job>,
+    /// The writer thread's queue (see [`writer`]), bounded.
+    writes: std::sync::mpsc::SyncSender<writer::Job>,
 }
 
 /// Read-only connections, handed out round robin.
@@ -266,8 +271,17 @@ impl Store {
     {
         let (tx, rx) = tokio::sync::oneshot::channel();
         self.writes
-            .send(writer::Job::new(f, tx))
-            .map_err(|_| StoreError::Internal("the store's writer has stopped".into()))?;
+            .try_send(writer::Job::new(f, tx))
+            .map_err(|e| match e {
+                std::sync::mpsc::TrySendError::Full(_) => StoreError::Busy(format!(
+                    "Service Unavailable: {} writes are waiting; retry after {} s",
+                    writer::QUEUE,
+                    crate::server::overload::RETRY_AFTER_SECS
+                )),
+                std::sync::mpsc::TrySendError::Disconnected(_) => {
+                    StoreError::Internal("the store's writer has stopped".into())
+                }
+            })?;
         rx.await
             .map_err(|_| StoreError::Internal("the store's writer dropped a write".into()))?
     }

@@ -13,11 +13,17 @@ use super::{StoreError, StoreResult, WRITES};
 use rusqlite::Connection;
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::Ordering;
-use std::sync::mpsc::{Receiver, Sender};
+use std::sync::mpsc::{Receiver, SyncSender};
 use std::sync::{Arc, Mutex};
 
 /// Writes committed together at most.
 const GROUP_MAX: usize = 64;
+/// Writes waiting for the writer at most: one more is refused at once
+/// (`StoreError::Busy`, a 503 with `Retry-After`) rather than queued
+/// without bound. With the in-flight bound of the HTTP layer
+/// (`server::overload`) it is rarely reached; it guards callers that write
+/// without a request (and a flood that slips past).
+pub(super) const QUEUE: usize = 1024;
 
 /// Answers a write once its group's commit is known.
 type Finish = Box<dyn FnOnce(Result<(), String>) + Send>;
@@ -74,8 +80,8 @@ impl Job {
 }
 
 /// Starts the writer thread on `conn`; it ends when every sender is dropped.
-pub(super) fn start(conn: Arc<Mutex<Connection>>) -> std::io::Result<Sender<Job>> {
-    let (tx, rx) = std::sync::mpsc::channel::<Job>();
+pub(super) fn start(conn: Arc<Mutex<Connection>>) -> std::io::Result<SyncSender<Job>> {
+    let (tx, rx) = std::sync::mpsc::sync_channel::<Job>(QUEUE);
     std::thread::Builder::new()
         .name("listpipe-store-writer".into())
         .spawn(move || run(&conn, &rx))?;
@@ -181,5 +187,59 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(kept, (0..60).filter(|n| n % 3 == 0).collect::<Vec<_>>());
+    }
+
+    // Holding the writer's lock across awaits is the point: it stalls the writer.
+    #[allow(clippy::await_holding_lock)]
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn writes_over_the_queue_bound_are_refused_busy_and_write_nothing() {
+        use super::super::StoreError;
+        use super::{GROUP_MAX, QUEUE};
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("q.db")).unwrap();
+        store
+            .write(|c| Ok(c.execute_batch("CREATE TABLE t (n INTEGER)")?))
+            .await
+            .unwrap();
+        // Hold the connection: the writer takes one group of jobs and waits
+        // for it, so everything after fills the queue.
+        let held = store.conn.lock().unwrap();
+        let total = QUEUE + GROUP_MAX + 10;
+        let writes: Vec<_> = (0..total as i64)
+            .map(|n| {
+                let store = store.clone();
+                tokio::spawn(async move {
+                    store
+                        .write(move |c| Ok(c.exec("INSERT INTO t (n) VALUES (?1)", [n])?))
+                        .await
+                })
+            })
+            .collect();
+        // Every write has been offered to the queue before the writer goes on.
+        while writes.iter().filter(|w| w.is_finished()).count() < total - QUEUE - GROUP_MAX {
+            tokio::task::yield_now().await;
+        }
+        drop(held);
+        let mut kept = 0;
+        let mut busy = 0;
+        for w in writes {
+            match w.await.unwrap() {
+                Ok(_) => kept += 1,
+                Err(StoreError::Busy(m)) => {
+                    assert_eq!(
+                        m,
+                        format!("Service Unavailable: {QUEUE} writes are waiting; retry after 1 s")
+                    );
+                    busy += 1
+                }
+                Err(e) => panic!("{e}"),
+            }
+        }
+        assert!(busy >= 10, "{busy} refused");
+        let rows: i64 = store
+            .read(|c| Ok(c.row("SELECT COUNT(*) FROM t", [], |r| r.get(0))?))
+            .await
+            .unwrap();
+        assert_eq!(rows, kept);
     }
 }

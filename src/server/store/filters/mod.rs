@@ -219,6 +219,7 @@ pub fn runtime(
         params: vec![Value::Text(
             serde_json::to_string(&group_ids).unwrap_or_else(|_| "[]".into()),
         )],
+        whole_group: None,
     };
     let q = ReceiverQuery {
         pagesize: f.pagesize,

@@ -125,6 +125,7 @@ pub fn compile(
     Ok(Selection {
         sql: parts.join(joiner),
         params,
+        whole_group: None,
     })
 }
 

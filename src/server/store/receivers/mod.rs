@@ -8,9 +8,11 @@
 
 mod activation;
 mod address;
+pub mod backend;
 mod batch;
+pub(crate) mod bulk;
 mod cursor;
-mod read;
+pub(crate) mod read;
 
 pub use activation::{Activation, set_activation};
 pub use address::{change_email, groups_of};
@@ -61,10 +63,18 @@ pub fn check_email(email: &str) -> StoreResult<String> {
 }
 
 fn contact_for(conn: &Connection, account: AccountId, email: &str) -> StoreResult<i64> {
-    conn.exec(
-        "INSERT INTO contacts (account_id, email) VALUES (?1, ?2) ON CONFLICT (account_id, email) DO NOTHING",
-        params![account.0, email],
-    )?;
+    // A new address answers its id at once; a known one is looked up.
+    let created: Option<i64> = conn
+        .row(
+            "INSERT INTO contacts (account_id, email) VALUES (?1, ?2)
+             ON CONFLICT (account_id, email) DO NOTHING RETURNING id",
+            params![account.0, email],
+            |r| r.get(0),
+        )
+        .optional()?;
+    if let Some(id) = created {
+        return Ok(id);
+    }
     Ok(conn.row(
         "SELECT id FROM contacts WHERE account_id = ?1 AND email = ?2",
         params![account.0, email],
@@ -155,32 +165,14 @@ fn write_parts(
 }
 
 /// Stores an order; the same order_id and product_id again updates it, so a
-/// repeated write leaves one order.
+/// repeated write leaves one order (one upsert on the unique key of
+/// migration 006).
 fn save_order(conn: &Connection, contact_id: i64, o: &Order) -> StoreResult<()> {
     if o.order_id.trim().is_empty() {
         return invalid("Bad Request: every order needs an order_id");
     }
     let stamp = if o.stamp > 0 { o.stamp } else { now() };
-    let existing: Option<i64> = conn
-        .row(
-            "SELECT id FROM orders WHERE contact_id = ?1 AND order_id = ?2 AND product_id = ?3",
-            params![contact_id, o.order_id, o.product_id],
-            |r| r.get(0),
-        )
-        .optional()?;
-    match existing {
-        Some(id) => conn.exec(
-            "UPDATE orders SET product = ?1, price = ?2, currency = ?3, quantity = ?4, mailing_id = ?5, stamp = ?6
-             WHERE id = ?7",
-            params![o.product, o.price, o.currency, o.quantity, o.mailing_id, stamp, id],
-        )?,
-        None => conn.exec(
-            "INSERT INTO orders (contact_id, order_id, product_id, product, price, currency, quantity, mailing_id, stamp)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-            params![contact_id, o.order_id, o.product_id, o.product, o.price, o.currency, o.quantity, o.mailing_id, stamp],
-        )?,
-    };
-    Ok(())
+    bulk::upsert_orders(conn, &[(contact_id, o, stamp)])
 }
 
 /// `POST /v3/groups/{g}/receivers`: a new receiver of the group.
@@ -211,22 +203,14 @@ fn insert(
     let email = check_email(email)?;
     check_sizes(input)?;
     let contact_id = contact_for(conn, account, &email)?;
-    let exists: bool = conn.row(
-        "SELECT EXISTS (SELECT 1 FROM receivers WHERE group_id = ?1 AND contact_id = ?2)",
-        params![group_id, contact_id],
-        |r| r.get(0),
-    )?;
-    if exists {
-        return conflict(format!(
-            "Conflict: duplicate address \"{email}\" in group {group_id}"
-        ));
-    }
     let t = now();
     let (registered, activated, deactivated) = initial_state(input, t);
-    conn.exec(
+    // The unique key (group, contact) answers "already there": no lookup first.
+    let inserted = conn.exec(
         "INSERT INTO receivers (account_id, group_id, contact_id, registered, activated, deactivated, imported,
             bounced, source, points, last_ip, last_location, last_client, created, changed)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?14)",
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?14)
+         ON CONFLICT (group_id, contact_id) DO NOTHING",
         params![
             account.0,
             group_id,
@@ -244,6 +228,11 @@ fn insert(
             t
         ],
     )?;
+    if inserted == 0 {
+        return conflict(format!(
+            "Conflict: duplicate address \"{email}\" in group {group_id}"
+        ));
+    }
     let id = conn.last_insert_rowid();
     write_parts(conn, account, group_id, contact_id, input)?;
     attributes::apply_defaults(conn, account, group_id, contact_id)?;
@@ -335,20 +324,45 @@ pub fn delete(
     if targets.is_empty() {
         return not_found("Not Found: invalid receiver");
     }
+    let mut contacts = Vec::with_capacity(targets.len());
     for (id, g) in targets {
+        // The contact first: the receiver row is the way to it.
+        let contact: i64 = conn.row(
+            "SELECT contact_id FROM receivers WHERE id = ?1",
+            [id],
+            |r| r.get(0),
+        )?;
         conn.exec(
-            "DELETE FROM attribute_values WHERE contact_id = (SELECT contact_id FROM receivers WHERE id = ?1)
+            "DELETE FROM attribute_values WHERE contact_id = ?1
              AND attribute_id IN (SELECT id FROM attributes WHERE group_id = ?2)",
-            params![id, g],
+            params![contact, g],
         )?;
         conn.exec("DELETE FROM receivers WHERE id = ?1", [id])?;
         groups::touch(conn, g)?;
+        contacts.push(contact);
     }
-    delete_orphan_contacts(conn, account)
+    for contact in contacts {
+        delete_orphan_contact(conn, contact)?;
+    }
+    Ok(())
 }
 
-/// A contact in no group any more is deleted with all it carried: an
-/// address removed everywhere leaves nothing of the person behind.
+/// Deletes the contact if it is in no group any more, with all it carried:
+/// an address removed everywhere leaves nothing of the person behind. One
+/// contact by its key (and its receivers by `receivers_contact`), so a
+/// mirror run's thousands of deletions cost what one costs each, not a
+/// pass over every contact of the account (review of issue 15).
+fn delete_orphan_contact(conn: &Connection, contact_id: i64) -> StoreResult<()> {
+    conn.exec(DELETE_ORPHAN_CONTACT, [contact_id])?;
+    Ok(())
+}
+
+pub(crate) const DELETE_ORPHAN_CONTACT: &str = "DELETE FROM contacts WHERE id = ?1
+         AND NOT EXISTS (SELECT 1 FROM receivers r WHERE r.contact_id = ?1)";
+
+/// Every contact of the account in no group any more is deleted (see
+/// [`delete_orphan_contact`]): one pass over the account, for bulk removals
+/// (clearing a group), never per receiver.
 pub fn delete_orphan_contacts(conn: &Connection, account: AccountId) -> StoreResult<()> {
     conn.exec(
         "DELETE FROM contacts WHERE account_id = ?1

@@ -1,0 +1,106 @@
+//! The query plans of the store's main queries, checked (issue 15): each
+//! list, filter, export, batch and delete query must reach receivers and
+//! contacts through an index, never by a pass over the whole table, since
+//! a pass costs as much as the database is large. Planned on an empty
+//! database without `ANALYZE`, as a fresh server plans them.
+
+#![cfg(test)]
+
+use super::Store;
+use super::groups::ACTIVE_SQL;
+use super::receivers::read::{PAGE_START_SQL, page_sql};
+use super::receivers::{DELETE_ORPHAN_CONTACT, bulk};
+
+/// The plan's lines of `sql` (EXPLAIN QUERY PLAN's detail column).
+fn plan(store_conn: &rusqlite::Connection, sql: &str) -> Vec<String> {
+    let mut stmt = store_conn
+        .prepare(&format!("EXPLAIN QUERY PLAN {sql}"))
+        .unwrap_or_else(|e| panic!("{e}: {sql}"));
+    // Unbound parameters are NULL: the plan does not depend on them.
+    let mut rows = stmt.raw_query();
+    let mut lines = Vec::new();
+    while let Some(row) = rows.next().unwrap() {
+        lines.push(row.get::<_, String>(3).unwrap());
+    }
+    lines
+}
+
+/// Asserts that `sql` uses each of `indexes` and scans no table whole.
+fn assert_indexed(conn: &rusqlite::Connection, name: &str, sql: &str, indexes: &[&str]) {
+    let lines = plan(conn, sql);
+    let text = lines.join("\n");
+    for line in &lines {
+        let whole_scan = line.starts_with("SCAN ")
+            && !line.contains("VIRTUAL TABLE")
+            && !line.contains("USING COVERING INDEX")
+            && !line.contains("USING INDEX");
+        assert!(!whole_scan, "{name} scans a whole table:\n{text}");
+    }
+    for index in indexes {
+        assert!(text.contains(index), "{name} does not use {index}:\n{text}");
+    }
+}
+
+#[test]
+fn the_main_queries_use_their_indexes() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&dir.path().join("plans.db")).unwrap();
+    let conn = store.conn.lock().unwrap();
+    let group_page = page_sql("r.group_id = ?", "1", "r.id ASC");
+    let active_page = page_sql("r.group_id = ?", ACTIVE_SQL, "r.id ASC");
+    let pk = "INTEGER PRIMARY KEY";
+    let checks: &[(&str, &str, &[&str])] = &[
+        (
+            "a page of a group",
+            &group_page,
+            &["receivers_group_order", pk],
+        ),
+        (
+            "a page of a group's active receivers",
+            &active_page,
+            &["receivers_group_order", pk],
+        ),
+        (
+            "the start of a deep page",
+            PAGE_START_SQL,
+            &["COVERING INDEX receivers_group_order"],
+        ),
+        (
+            "the batch's lookup",
+            bulk::EXISTING_IN_GROUP,
+            &[
+                "sqlite_autoindex_contacts_1",
+                "sqlite_autoindex_receivers_1",
+            ],
+        ),
+        (
+            "the batch's contacts",
+            bulk::CONTACT_IDS,
+            &["sqlite_autoindex_contacts_1"],
+        ),
+        ("the batch's update", bulk::UPDATE_RECEIVERS, &[pk]),
+        (
+            "the batch's cleared values",
+            bulk::CLEAR_VALUES,
+            &["PRIMARY KEY"],
+        ),
+        (
+            "the batch's defaults",
+            bulk::APPLY_DEFAULTS,
+            &["sqlite_autoindex_attributes_1"],
+        ),
+        (
+            "the batch's removed tags",
+            bulk::REMOVE_TAGS,
+            &["PRIMARY KEY"],
+        ),
+        (
+            "a receiver's delete",
+            DELETE_ORPHAN_CONTACT,
+            &[pk, "receivers_contact"],
+        ),
+    ];
+    for (name, sql, indexes) in checks {
+        assert_indexed(&conn, name, sql, indexes);
+    }
+}

@@ -1,0 +1,259 @@
+//! The set-based statements of a receiver batch ([`super::batch`]): each
+//! takes the rows of a whole batch as ONE JSON array bound to one
+//! parameter and expands it with `json_each`, so a batch of 1,000 receivers
+//! is a handful of statements (not ~25 per receiver), and every statement's
+//! text is fixed, so it is parsed and planned once per connection
+//! (`prepare_cached`), whatever the batch size.
+//!
+//! Decision: a JSON parameter rather than multi-row `VALUES (?,?),(?,?)...`
+//! lists, because the latter is a new statement text per batch size (no
+//! reuse of the prepared statement) and runs into SQLite's limit on bound
+//! parameters at 1,000 receivers × 15 columns.
+//!
+//! Rows are written in the order given, so ids are assigned in the batch's
+//! item order, as one-by-one writes assigned them.
+
+use super::super::{AccountId, StoreError, StoreResult};
+use crate::api::Order;
+use rusqlite::Connection;
+use std::collections::HashMap;
+
+fn json<T: serde::Serialize>(rows: &T) -> StoreResult<String> {
+    serde_json::to_string(rows).map_err(|e| StoreError::Internal(e.to_string()))
+}
+
+/// The key of an address as the database compares it: `contacts.email` is
+/// `COLLATE NOCASE`, which folds ASCII letters only.
+pub fn email_key(email: &str) -> String {
+    email.to_ascii_lowercase()
+}
+
+/// The receivers of `group_id` among `emails`: by address key, their id and
+/// contact id.
+pub fn existing_in_group(
+    conn: &Connection,
+    account: AccountId,
+    group_id: i64,
+    emails: &[&str],
+) -> StoreResult<HashMap<String, (i64, i64)>> {
+    let mut stmt = conn.prepare_cached(EXISTING_IN_GROUP)?;
+    let rows = stmt.query_map(
+        rusqlite::params![account.0, group_id, json(&emails)?],
+        |r| Ok((email_key(&r.get::<_, String>(0)?), (r.get(1)?, r.get(2)?))),
+    )?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
+/// The contact of each address, created where there is none (an existing
+/// contact keeps its spelling of the address). By address key.
+pub fn contacts_for(
+    conn: &Connection,
+    account: AccountId,
+    emails: &[&str],
+) -> StoreResult<HashMap<String, i64>> {
+    let list = json(&emails)?;
+    // `WHERE true`: SQLite's parser needs it before ON CONFLICT after a SELECT.
+    conn.prepare_cached(INSERT_CONTACTS)?
+        .execute(rusqlite::params![account.0, list])?;
+    let mut stmt = conn.prepare_cached(CONTACT_IDS)?;
+    let rows = stmt.query_map(rusqlite::params![account.0, list], |r| {
+        Ok((email_key(&r.get::<_, String>(0)?), r.get(1)?))
+    })?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
+/// A new receiver's own columns, in the order of the INSERT below.
+#[derive(serde::Serialize)]
+pub struct NewRow<'a>(
+    pub i64, // contact_id
+    pub i64, // registered
+    pub i64, // activated
+    pub i64, // deactivated
+    pub i64, // imported
+    pub i64, // bounced
+    pub &'a str,
+    pub i64, // points
+    pub &'a str,
+    pub &'a str,
+    pub &'a str,
+);
+
+/// Inserts new receivers of `group_id` (stamped `t`); answers the new id of
+/// each contact.
+pub fn insert_receivers(
+    conn: &Connection,
+    account: AccountId,
+    group_id: i64,
+    rows: &[NewRow],
+    t: i64,
+) -> StoreResult<HashMap<i64, i64>> {
+    if rows.is_empty() {
+        return Ok(HashMap::new());
+    }
+    let mut stmt = conn.prepare_cached(INSERT_RECEIVERS)?;
+    let ids = stmt.query_map(
+        rusqlite::params![account.0, group_id, t, json(&rows)?],
+        |r| Ok((r.get(0)?, r.get(1)?)),
+    )?;
+    Ok(ids.collect::<Result<_, _>>()?)
+}
+
+/// A change of an existing receiver: its id, then each column or `None`
+/// to keep what it holds.
+#[derive(serde::Serialize)]
+pub struct ChangeRow<'a>(
+    pub i64, // id
+    pub Option<i64>,
+    pub Option<i64>,
+    pub Option<i64>,
+    pub Option<i64>,
+    pub Option<i64>,
+    pub Option<&'a str>,
+    pub Option<i64>,
+    pub Option<&'a str>,
+    pub Option<&'a str>,
+    pub Option<&'a str>,
+);
+
+/// Updates existing receivers in one statement; `changed` becomes `t`.
+pub fn update_receivers(conn: &Connection, rows: &[ChangeRow], t: i64) -> StoreResult<()> {
+    if rows.is_empty() {
+        return Ok(());
+    }
+    conn.prepare_cached(UPDATE_RECEIVERS)?
+        .execute(rusqlite::params![t, json(&rows)?])?;
+    Ok(())
+}
+
+/// Sets attribute values `(contact, attribute, value)`; each pair once.
+pub fn set_values(conn: &Connection, rows: &[(i64, i64, &str)]) -> StoreResult<()> {
+    if rows.is_empty() {
+        return Ok(());
+    }
+    conn.prepare_cached(SET_VALUES)?.execute([json(&rows)?])?;
+    Ok(())
+}
+
+/// Clears attribute values `(contact, attribute)`.
+pub fn clear_values(conn: &Connection, rows: &[(i64, i64)]) -> StoreResult<()> {
+    if rows.is_empty() {
+        return Ok(());
+    }
+    conn.prepare_cached(CLEAR_VALUES)?.execute([json(&rows)?])?;
+    Ok(())
+}
+
+/// Fills, for new receivers' contacts, the default values of the global
+/// attributes and the group's that they hold no value for.
+pub fn apply_defaults(
+    conn: &Connection,
+    account: AccountId,
+    group_id: i64,
+    contacts: &[i64],
+) -> StoreResult<()> {
+    if contacts.is_empty() {
+        return Ok(());
+    }
+    conn.prepare_cached(APPLY_DEFAULTS)?
+        .execute(rusqlite::params![account.0, group_id, json(&contacts)?])?;
+    Ok(())
+}
+
+/// Adds tags `(contact, tag, origin)` (a tag there already stays).
+pub fn add_tags(conn: &Connection, rows: &[(i64, &str, &str)]) -> StoreResult<()> {
+    if rows.is_empty() {
+        return Ok(());
+    }
+    conn.prepare_cached(ADD_TAGS)?.execute([json(&rows)?])?;
+    Ok(())
+}
+
+/// Removes tags `(contact, tag)`.
+pub fn remove_tags(conn: &Connection, rows: &[(i64, &str)]) -> StoreResult<()> {
+    if rows.is_empty() {
+        return Ok(());
+    }
+    conn.prepare_cached(REMOVE_TAGS)?.execute([json(&rows)?])?;
+    Ok(())
+}
+
+/// Stores orders `(contact, order, stamp)`: an order with the same
+/// contact, `order_id` and `product_id` is updated in place (its id, and so
+/// its place in the receiver's list, stays). Migration 006 made that key
+/// unique.
+pub fn upsert_orders(conn: &Connection, rows: &[(i64, &Order, i64)]) -> StoreResult<()> {
+    if rows.is_empty() {
+        return Ok(());
+    }
+    let rows: Vec<_> = rows
+        .iter()
+        .map(|(c, o, stamp)| {
+            (
+                c,
+                &o.order_id,
+                &o.product_id,
+                &o.product,
+                o.price,
+                &o.currency,
+                o.quantity,
+                &o.mailing_id,
+                stamp,
+            )
+        })
+        .collect();
+    conn.prepare_cached(UPSERT_ORDERS)?
+        .execute([json(&rows)?])?;
+    Ok(())
+}
+
+// The statements, named so that their query plans are checked (store::plans).
+pub(crate) const EXISTING_IN_GROUP: &str = "SELECT c.email, r.id, r.contact_id FROM contacts c
+         JOIN receivers r ON r.contact_id = c.id AND r.group_id = ?2
+         WHERE c.account_id = ?1 AND c.email IN (SELECT value FROM json_each(?3))";
+
+pub(crate) const INSERT_CONTACTS: &str =
+    "INSERT INTO contacts (account_id, email) SELECT ?1, value FROM json_each(?2) WHERE true
+         ON CONFLICT (account_id, email) DO NOTHING";
+
+pub(crate) const CONTACT_IDS: &str = "SELECT email, id FROM contacts WHERE account_id = ?1 AND email IN (SELECT value FROM json_each(?2))";
+
+pub(crate) const INSERT_RECEIVERS: &str = "INSERT INTO receivers (account_id, group_id, contact_id, registered, activated, deactivated, imported,
+            bounced, source, points, last_ip, last_location, last_client, created, changed)
+         SELECT ?1, ?2, value->>0, value->>1, value->>2, value->>3, value->>4, value->>5, value->>6,
+            value->>7, value->>8, value->>9, value->>10, ?3, ?3
+         FROM json_each(?4) WHERE true
+         RETURNING contact_id, id";
+
+pub(crate) const UPDATE_RECEIVERS: &str = "UPDATE receivers SET registered = COALESCE(j.value->>1, registered),
+            activated = COALESCE(j.value->>2, activated), deactivated = COALESCE(j.value->>3, deactivated),
+            imported = COALESCE(j.value->>4, imported), bounced = COALESCE(j.value->>5, bounced),
+            source = COALESCE(j.value->>6, source), points = COALESCE(j.value->>7, points),
+            last_ip = COALESCE(j.value->>8, last_ip), last_location = COALESCE(j.value->>9, last_location),
+            last_client = COALESCE(j.value->>10, last_client), changed = ?1
+         FROM json_each(?2) AS j WHERE receivers.id = j.value->>0";
+
+pub(crate) const SET_VALUES: &str = "INSERT INTO attribute_values (contact_id, attribute_id, value)
+         SELECT value->>0, value->>1, value->>2 FROM json_each(?1) WHERE true
+         ON CONFLICT (contact_id, attribute_id) DO UPDATE SET value = excluded.value";
+
+pub(crate) const CLEAR_VALUES: &str =
+    "DELETE FROM attribute_values WHERE (contact_id, attribute_id) IN
+           (SELECT value->>0, value->>1 FROM json_each(?1))";
+
+pub(crate) const APPLY_DEFAULTS: &str =
+    "INSERT OR IGNORE INTO attribute_values (contact_id, attribute_id, value)
+         SELECT j.value, a.id, a.default_value FROM attributes a, json_each(?3) AS j
+         WHERE a.account_id = ?1 AND (a.group_id = 0 OR a.group_id = ?2) AND a.default_value <> ''";
+
+pub(crate) const ADD_TAGS: &str = "INSERT OR IGNORE INTO tags (contact_id, tag, origin)
+         SELECT value->>0, value->>1, value->>2 FROM json_each(?1)";
+
+pub(crate) const REMOVE_TAGS: &str =
+    "DELETE FROM tags WHERE (contact_id, tag) IN (SELECT value->>0, value->>1 FROM json_each(?1))";
+
+pub(crate) const UPSERT_ORDERS: &str = "INSERT INTO orders (contact_id, order_id, product_id, product, price, currency, quantity, mailing_id, stamp)
+         SELECT value->>0, value->>1, value->>2, value->>3, value->>4, value->>5, value->>6, value->>7, value->>8
+         FROM json_each(?1) WHERE true
+         ON CONFLICT (contact_id, order_id, product_id) DO UPDATE SET product = excluded.product,
+            price = excluded.price, currency = excluded.currency, quantity = excluded.quantity,
+            mailing_id = excluded.mailing_id, stamp = excluded.stamp";
