@@ -30,6 +30,21 @@ const AUTO_DATETIME: &[&str] = &[
     "%Y-%m-%dT%H:%M",
 ];
 
+/// The unambiguous spellings' formats, compiled once for the process (they
+/// are constants, not settings).
+struct Auto {
+    shopify: Format,
+    datetimes: Vec<Format>,
+}
+
+static AUTO: std::sync::LazyLock<Auto> = std::sync::LazyLock::new(|| {
+    let compiled = |f: &str| format::compile(f).unwrap_or(Format::Unix);
+    Auto {
+        shopify: compiled("%Y-%m-%d %H:%M:%S %z"),
+        datetimes: AUTO_DATETIME.iter().map(|f| compiled(f)).collect(),
+    }
+});
+
 fn strip_utc(s: &str) -> Option<&str> {
     s.strip_suffix(" UTC")
         .or_else(|| s.strip_suffix(" GMT"))
@@ -207,30 +222,26 @@ fn auto_read(s: &str) -> Result<Option<Read>, String> {
     if let Ok(d) = DateTime::parse_from_rfc3339(s) {
         return Ok(Some(Read::Offset(d)));
     }
+    let auto = &*AUTO;
     // Shopify's exports: `2024-03-05 14:22:10 +0100`.
-    if let Ok(d) = DateTime::parse_from_str(s, "%Y-%m-%d %H:%M:%S %z") {
-        return Ok(Some(Read::Offset(d)));
+    if let Some(read @ Read::Offset(_)) = auto.shopify.read(s) {
+        return Ok(Some(read));
     }
     let (plain, utc) = match strip_utc(s) {
         Some(plain) => (plain, true),
         None => (s, false),
     };
-    let local = AUTO_DATETIME
-        .iter()
-        .find_map(|f| {
-            chrono::NaiveDateTime::parse_from_str(plain, f)
-                .ok()
-                .map(|at| Read::Local { at, has_time: true })
+    // A date alone is the common case (birthdays): tried first, it reads
+    // the same as after the date-and-time spellings, which need a time.
+    let local = plain
+        .parse::<NaiveDate>()
+        .ok()
+        .and_then(|d| d.and_hms_opt(0, 0, 0))
+        .map(|at| Read::Local {
+            at,
+            has_time: false,
         })
-        .or_else(|| {
-            NaiveDate::parse_from_str(plain, "%Y-%m-%d")
-                .ok()
-                .and_then(|d| d.and_hms_opt(0, 0, 0))
-                .map(|at| Read::Local {
-                    at,
-                    has_time: false,
-                })
-        });
+        .or_else(|| auto.datetimes.iter().find_map(|f| f.read(plain)));
     // ` UTC` written after the time is its offset, whatever the zone.
     Ok(match local {
         Some(Read::Local { at, .. }) if utc => Some(Read::Offset(at.and_utc().fixed_offset())),
