@@ -16,6 +16,7 @@ pub(super) const TARGET_KEYS: &[&str] = &[
     "credentials",
     "database",
     "concurrency",
+    "max_requests_per_second",
     "timeout_secs",
     "retries",
 ];
@@ -213,7 +214,8 @@ impl Parser<'_> {
             },
             token_env: None,
             credentials: None,
-            concurrency: DEFAULT_CONCURRENCY,
+            concurrency: Concurrency::Adaptive,
+            max_requests_per_second: None,
             timeout_secs: DEFAULT_TIMEOUT_SECS,
             retries: DEFAULT_RETRIES,
         };
@@ -257,9 +259,8 @@ impl Parser<'_> {
             target.url = TargetUrl::FromCredentials;
         }
         let ctx = &mut self.ctx;
-        target.concurrency = t
-            .int(ctx, "concurrency", 1..1025)
-            .map_or(DEFAULT_CONCURRENCY, |n| n as usize);
+        target.concurrency = super::concurrency::parse(&t, ctx);
+        target.max_requests_per_second = super::concurrency::max_rate(&t, ctx);
         target.timeout_secs = t
             .int(ctx, "timeout_secs", 1..3601)
             .map_or(DEFAULT_TIMEOUT_SECS, |n| n as u64);
