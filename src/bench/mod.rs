@@ -253,9 +253,7 @@ impl Bench<'_> {
         if let Some(n) = self.concurrency {
             cmd.arg("--concurrency").arg(n.to_string());
         }
-        cmd.arg("--report")
-            .arg(&report)
-            .arg(pipeline);
+        cmd.arg("--report").arg(&report).arg(pipeline);
         let mut result = self.measure(stage, rows, &mut cmd)?;
         result.write_requests = write_requests(&report);
         Ok(result)

@@ -9,10 +9,16 @@
 //!   RTT long: a change needs a round trip before its effect shows.
 //! - Additive increase (+1) when the interval's mean RTT is not above the
 //!   long-run mean and the limit was actually reached (otherwise more room
-//!   would not have been used, and proves nothing).
+//!   would not have been used, and proves nothing). Until the first
+//!   decrease the same condition doubles the limit instead (TCP's slow
+//!   start): against a far target at 50 ms a request, +1 per round trip
+//!   from 4 would take seconds to reach the hundred requests in flight the
+//!   target takes, while the first rise of the RTT or the first 429 ends
+//!   the doubling within a round trip of the overshoot.
 //! - Multiplicative decrease (x [`DECREASE`]) on back pressure (429, 503,
 //!   timeouts, dropped connections) or when the interval's RTT rises above
-//!   the long-run mean by more than [`DEVIATION_SCALE`] deviations.
+//!   the long-run mean by more than [`DEVIATION_SCALE`] deviations (and by
+//!   at least [`RISE_FLOOR`] of it).
 //! - The long-run mean and deviation are moving averages (weight
 //!   [`EWMA_ALPHA`]) of interval means, not of single requests: one slow
 //!   request must not count as a rising RTT.
@@ -24,6 +30,10 @@ pub const EWMA_ALPHA: f64 = 0.4;
 /// How many deviations above the long-run mean an interval's RTT must be
 /// to count as rising.
 pub const DEVIATION_SCALE: f64 = 2.5;
+/// A rise smaller than this share of the mean is never "rising", however
+/// flat the RTT was before: the jitter of a loopback or a busy machine
+/// would otherwise end the slow start at once.
+pub const RISE_FLOOR: f64 = 0.05;
 /// The factor a decrease applies.
 pub const DECREASE: f64 = 0.9;
 /// No interval is shorter than this, however fast the target answers
@@ -52,6 +62,8 @@ pub struct Window {
     reached: bool,
     pressure: bool,
     next: Option<Instant>,
+    /// Doubling until the first decrease.
+    slow_start: bool,
 }
 
 impl Window {
@@ -69,6 +81,7 @@ impl Window {
             reached: false,
             pressure: false,
             next: None,
+            slow_start: true,
         }
     }
 
@@ -107,7 +120,9 @@ impl Window {
         let current = (self.samples > 0).then(|| self.sum / f64::from(self.samples));
         let change = match (self.mean, current) {
             _ if self.pressure => self.decrease(),
-            (Some(mean), Some(current)) if current > mean + DEVIATION_SCALE * self.deviation => {
+            (Some(mean), Some(current))
+                if current > mean + (DEVIATION_SCALE * self.deviation).max(RISE_FLOOR * mean) =>
+            {
                 self.decrease()
             }
             // (A relative 1e-9: the moving mean of a flat RTT is not
@@ -138,12 +153,14 @@ impl Window {
 
     fn increase(&mut self) -> Option<Change> {
         (self.limit < self.max).then(|| {
-            self.limit += 1;
+            let step = if self.slow_start { self.limit } else { 1 };
+            self.limit = (self.limit + step).min(self.max);
             Change::Increased
         })
     }
 
     fn decrease(&mut self) -> Option<Change> {
+        self.slow_start = false;
         let lower = ((self.limit as f64 * DECREASE).floor() as usize).max(self.min);
         (lower < self.limit).then(|| {
             self.limit = lower;
@@ -177,11 +194,22 @@ mod tests {
     }
 
     #[test]
-    fn the_window_grows_one_at_a_time_while_the_rtt_stays_flat() {
-        let mut w = Window::new(4, 1, 64);
+    fn the_window_doubles_on_a_flat_rtt_until_the_first_decrease() {
+        let mut w = Window::new(4, 1, 256);
+        let limits = drive(&mut w, 5, |_| 50 * MS);
+        assert_eq!(limits, [4, 8, 16, 32, 64]);
+    }
+
+    #[test]
+    fn after_a_decrease_the_window_grows_one_at_a_time_while_the_rtt_stays_flat() {
+        let mut w = Window::new(40, 1, 256);
+        let now = Instant::now();
+        w.observe(now, Some(50 * MS), false);
+        w.observe(now + 60 * MS, Some(50 * MS), true);
+        assert_eq!(w.limit(), 36);
         let limits = drive(&mut w, 30, |_| 50 * MS);
         assert!(limits.windows(2).all(|p| p[1] == p[0] || p[1] == p[0] + 1));
-        assert!(w.limit() >= 25, "{limits:?}");
+        assert!(w.limit() >= 36 + 25, "{limits:?}");
     }
 
     #[test]
