@@ -15,10 +15,17 @@
 //! - A permit is held from before the pause and the bucket until the
 //!   answer, and given back before a retry's backoff: a waiting retry takes
 //!   no room from requests that can go now. The RTT is timed from the send.
-//! - A rate is learned from a 429 as 85% of the answers accepted over the
-//!   last [`LEARN_OVER`] (at least one second counted), and only ever
-//!   lowered by later 429s; after [`RAISE_AFTER`] without one it is raised
-//!   by a tenth, so a stray 429 does not slow a long run for good.
+//! - A rate is learned from a 429 as [`LEARN_SHARE`] of the answers
+//!   accepted per second over the last [`LEARN_OVER`], pauses included: a
+//!   limited target refills its quota during a pause, so over a cycle of
+//!   burst, 429 and pause it accepts its rate. 429s of requests sent
+//!   before the pause are the same event and teach nothing. Later 429s
+//!   only ever lower the rate; after [`RAISE_AFTER`] without one it is
+//!   raised by a tenth (probing), so a stray 429 does not slow a long run
+//!   for good. Measured against `serve --rate-limit 5`: a window of five
+//!   seconds counted the run's own slow start-up as the target's rate
+//!   (3.1/s learned), and a window that left pauses out counted only the
+//!   burst after each pause and learned nothing for five pauses.
 
 use super::requests::{self, ConcurrencyReport, Latencies, RequestsReport};
 use super::window::{Change, Window};
@@ -37,9 +44,12 @@ use tokio::time::Instant;
 /// enough for a limited target, and doubled within a few round trips.
 pub const ADAPTIVE_START: usize = 4;
 /// How far back accepted answers are counted to learn a rate from a 429.
-pub const LEARN_OVER: Duration = Duration::from_secs(5);
+pub const LEARN_OVER: Duration = Duration::from_secs(1);
+/// Less than this since the first request: the 429 pauses the run but
+/// teaches no rate yet.
+pub const LEARN_AT_LEAST: Duration = Duration::from_millis(250);
 /// The share of the accepted rate the bucket is set to.
-const LEARN_SHARE: f64 = 0.85;
+pub const LEARN_SHARE: f64 = 0.8;
 /// A learned rate is raised by a tenth after this long without a 429.
 pub const RAISE_AFTER: Duration = Duration::from_secs(10);
 /// The longest pause a server may ask for.
@@ -306,12 +316,18 @@ impl Controller {
     }
 
     fn rate_limited(&self, now: Instant, retry_after: Option<u64>) {
+        // Still paused: a request sent before the pause, the same event.
+        let before = lock(&self.pause).until;
+        let same_event = before.is_some_and(|t| t > now);
         self.pause_until(
             now,
             now + Duration::from_secs(retry_after.unwrap_or(1).max(1)),
         );
         let mut b = lock(&self.bucket);
         b.last_429 = Some(now);
+        if same_event {
+            return;
+        }
         if let Some(rate) = b.learn(now) {
             tracing::info!(rate, "requests per second lowered after a 429");
         }
@@ -408,23 +424,26 @@ impl Bucket {
         }
     }
 
-    /// Lowers the rate to what the target accepted; the new rate, if lowered.
+    /// Lowers the rate to what the target accepted over the last
+    /// [`LEARN_OVER`] (since the first request, if later); the new rate,
+    /// if lowered.
     fn learn(&mut self, now: Instant) -> Option<f64> {
-        let age = self
-            .first
-            .map_or(Duration::ZERO, |f| now.saturating_duration_since(f));
-        let span = age.min(LEARN_OVER).as_secs_f64().max(1.0);
-        let n = self
-            .accepted
-            .iter()
-            .filter(|t| now.saturating_duration_since(**t) <= LEARN_OVER)
-            .count();
+        let from = [self.first, now.checked_sub(LEARN_OVER)]
+            .into_iter()
+            .flatten()
+            .max()
+            .unwrap_or(now);
+        let span = now.saturating_duration_since(from);
+        if span < LEARN_AT_LEAST {
+            return None;
+        }
+        let n = self.accepted.iter().filter(|t| **t >= from).count();
         // Nothing accepted: the pause alone speaks (the quota was spent
         // before this run, or by another client).
         if n == 0 {
             return None;
         }
-        let guess = (n as f64 / span * LEARN_SHARE).max(0.2);
+        let guess = (n as f64 / span.as_secs_f64() * LEARN_SHARE).max(0.2);
         if self.rate.is_some_and(|r| r <= guess) {
             return None;
         }

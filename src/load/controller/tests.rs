@@ -158,10 +158,43 @@ async fn a_429_teaches_a_rate_just_under_what_the_target_accepted() {
     }
     let t = c.acquire().await;
     c.finish_at(clock.0, t, Some(&too_many(Some(1))), None);
+    // Five of them in the last second: 80% of 5 per second.
     let rate = c.report().rate_limit_per_second.expect("a learned rate");
-    assert!((4.2..=4.3).contains(&rate), "{rate}");
+    assert!((3.9..=4.1).contains(&rate), "{rate}");
     // Another 429 at once, with the same answers behind it: not lowered again.
     assert_eq!(lock(&c.bucket).learn(clock.0), None);
+}
+
+#[tokio::test]
+async fn a_429_of_a_request_sent_before_the_pause_or_at_the_very_start_teaches_no_rate() {
+    let c = Controller::new(Concurrency::Fixed(4), None);
+    let mut clock = Clock(Instant::now());
+    round(&c, &mut clock, 4, Duration::from_millis(100), None).await;
+    // 100 ms after the first request: too little to count over.
+    c.rate_limited(clock.0, Some(1));
+    assert_eq!(c.report().rate_limit_per_second, None);
+    for _ in 0..10 {
+        round(&c, &mut clock, 1, Duration::from_millis(199), None).await;
+    }
+    // In flight when a pause began: the same event.
+    lock(&c.pause).until = Some(clock.0 + Duration::from_secs(1));
+    c.rate_limited(clock.0, Some(1));
+    assert_eq!(c.report().rate_limit_per_second, None);
+}
+
+#[tokio::test]
+async fn a_pause_counts_in_the_rate_learned_a_limited_target_refills_during_it() {
+    let c = Controller::new(Concurrency::Fixed(8), None);
+    let mut clock = Clock(Instant::now());
+    round(&c, &mut clock, 1, Duration::from_millis(10), None).await;
+    // A second of pause (nothing accepted), then a burst of five and a 429.
+    clock.0 += Duration::from_millis(900);
+    round(&c, &mut clock, 5, Duration::from_millis(50), None).await;
+    let t = c.acquire().await;
+    c.finish_at(clock.0, t, Some(&too_many(Some(1))), None);
+    // Six accepted within the 0.96 s since the first request: 80% of 6.2/s.
+    let rate = c.report().rate_limit_per_second.expect("a learned rate");
+    assert!((4.9..=5.1).contains(&rate), "{rate}");
 }
 
 #[tokio::test]
