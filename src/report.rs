@@ -19,6 +19,10 @@ pub struct RunReport {
     pub started: String,
     pub finished: String,
     pub steps: Vec<StepReport>,
+    /// What the run's requests did: concurrency over time, retries by
+    /// cause, latency percentiles, rate-limit pauses (`load::controller`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub requests: Option<crate::load::requests::RequestsReport>,
     /// 0 everything written, 1 some rows rejected or failed.
     pub exit_code: u8,
 }

@@ -382,7 +382,6 @@ pub fn import_pipeline(name: &str, source: &Path, group: &str, orders: Option<&P
         r#"# Written by `listpipe bench`.
 [target]
 url = "builtin"
-concurrency = 16
 
 [[import]]
 name = "{name}"

@@ -64,9 +64,9 @@ pub struct Server {
 }
 
 impl Server {
-    /// Starts `exe serve` on `db` at a free loopback port and reads its
-    /// URL and token.
-    pub fn start(exe: &Path, dir: &Path) -> anyhow::Result<Server> {
+    /// Starts `exe serve` on `db` at a free loopback port, with `extra`
+    /// flags (faults, a rate limit), and reads its URL and token.
+    pub fn start(exe: &Path, dir: &Path, extra: &[String]) -> anyhow::Result<Server> {
         std::fs::create_dir_all(dir)?;
         let db = dir.join("server.db");
         let creds = dir.join("credentials.json");
@@ -81,6 +81,7 @@ impl Server {
             .arg(&db)
             .arg("--credentials")
             .arg(&creds)
+            .args(extra)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())

@@ -27,7 +27,10 @@ pub struct BenchOptions {
     /// Leave out the first import through the single-receiver endpoints.
     pub no_single: bool,
     /// Requests in flight for the import stages.
-    pub concurrency: usize,
+    /// Pinned requests in flight (`None`: the pipeline's adaptive default).
+    pub concurrency: Option<usize>,
+    /// Extra flags for every server the benchmark starts (`serve --faults ...`).
+    pub serve_args: Vec<String>,
     /// A naive importer (`benches/naive_import.py`) to run side by side on
     /// the same data and server, into a group of its own.
     pub naive: Option<PathBuf>,
@@ -100,7 +103,7 @@ pub fn run(opts: &BenchOptions) -> anyhow::Result<BenchReport> {
         &data::blacklist_pipeline(&files.blacklist),
     )?;
 
-    let server = Server::start(&exe, &dir)?;
+    let server = Server::start(&exe, &dir, &opts.serve_args)?;
     crate::errln!("bench: server at {}", server.url);
     let bench = Bench {
         exe: &exe,
@@ -117,7 +120,7 @@ pub fn run(opts: &BenchOptions) -> anyhow::Result<BenchReport> {
     // Each first import starts from an empty database of its own: one run
     // before it must not have created its contacts and attribute values.
     if !opts.no_single {
-        let fresh = Server::start(&exe, &dir.join("server-single"))?;
+        let fresh = Server::start(&exe, &dir.join("server-single"), &opts.serve_args)?;
         let b = Bench {
             server: &fresh,
             ..bench
@@ -126,7 +129,7 @@ pub fn run(opts: &BenchOptions) -> anyhow::Result<BenchReport> {
     }
     stages.push(bench.run_stage("first import, batch upsert", n, &first, "auto")?);
     if let Some(script) = &opts.naive {
-        let server = Server::start(&exe, &dir.join("server-naive"))?;
+        let server = Server::start(&exe, &dir.join("server-naive"), &opts.serve_args)?;
         let mut py = Command::new("python3");
         py.current_dir(&dir)
             .stdout(std::process::Stdio::null())
@@ -134,7 +137,7 @@ pub fn run(opts: &BenchOptions) -> anyhow::Result<BenchReport> {
             .arg(script)
             .args(["--url", &server.url, "--token", &server.token])
             .args(["--group", "Bench naive", "--workers"])
-            .arg(opts.concurrency.to_string())
+            .arg(opts.concurrency.unwrap_or(16).to_string())
             .arg("--receivers")
             .arg(&files.receivers)
             .arg("--orders")
@@ -181,7 +184,7 @@ struct Bench<'a> {
     exe: &'a Path,
     dir: &'a Path,
     server: &'a Server,
-    concurrency: usize,
+    concurrency: Option<usize>,
 }
 
 impl Bench<'_> {
@@ -246,12 +249,11 @@ impl Bench<'_> {
             stage.replace(|c: char| !c.is_ascii_alphanumeric(), "-")
         ));
         let mut cmd = self.command();
-        cmd.args(["run", "--quiet", "--discard-journal", "--writes", writes])
-            .arg("--concurrency")
-            .arg(self.concurrency.to_string())
-            .arg("--report")
-            .arg(&report)
-            .arg(pipeline);
+        cmd.args(["run", "--quiet", "--discard-journal", "--writes", writes]);
+        if let Some(n) = self.concurrency {
+            cmd.arg("--concurrency").arg(n.to_string());
+        }
+        cmd.arg("--report").arg(&report).arg(pipeline);
         let mut result = self.measure(stage, rows, &mut cmd)?;
         result.write_requests = write_requests(&report);
         Ok(result)

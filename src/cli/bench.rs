@@ -24,9 +24,14 @@ pub struct BenchArgs {
     /// Leave out the first import through the single-receiver endpoints.
     #[arg(long)]
     pub no_single: bool,
-    /// Requests in flight during the imports.
-    #[arg(long, default_value_t = 16)]
-    pub concurrency: usize,
+    /// Requests in flight during the imports, pinned (without it: adaptive,
+    /// and the naive importer runs 16 threads).
+    #[arg(long)]
+    pub concurrency: Option<usize>,
+    /// Extra flags for the benchmark's servers, one string split at spaces:
+    /// a slow or limited target, e.g. `--faults delay=50ms@1.0` or `--rate-limit 5`.
+    #[arg(long, value_name = "FLAGS", allow_hyphen_values = true)]
+    pub serve_args: Option<String>,
     /// Also run this naive importer (benches/naive_import.py, with python3)
     /// on the same data and server, for comparison.
     #[arg(long, value_name = "SCRIPT")]
@@ -49,6 +54,11 @@ fn bench(args: BenchArgs) -> anyhow::Result<()> {
         no_xlsx: args.no_xlsx,
         no_single: args.no_single,
         concurrency: args.concurrency,
+        serve_args: args
+            .serve_args
+            .as_deref()
+            .map(|a| a.split_whitespace().map(String::from).collect())
+            .unwrap_or_default(),
         naive: args.naive.map(|p| std::fs::canonicalize(&p).unwrap_or(p)),
     })?;
     crate::outln!(

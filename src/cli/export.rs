@@ -270,13 +270,17 @@ pub async fn run(args: ExportArgs) -> super::Outcome {
         },
         token_env: None,
         credentials: None,
-        concurrency: args.concurrency.max(1),
+        // The pages in flight are bounded by `--concurrency` (memory: a
+        // page is up to 5,000 receivers); the controller may hold fewer.
+        concurrency: crate::pipeline::Concurrency::Adaptive,
+        max_requests_per_second: None,
         timeout_secs: crate::pipeline::DEFAULT_TIMEOUT_SECS,
         retries: args.retries,
     };
     let overrides = TargetOverrides {
         url: Some(args.target_url.clone()),
         token: args.token.clone(),
+        concurrency: None,
     };
     let conn = target::connect(&target, &overrides)
         .await

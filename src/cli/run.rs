@@ -52,7 +52,8 @@ pub struct RunArgs {
     /// 10% of the group).
     #[arg(long)]
     pub allow_mass_removal: bool,
-    /// Requests in flight, instead of the file's `[target] concurrency`.
+    /// Requests in flight, pinned, instead of the file's `[target]
+    /// concurrency` (adaptive unless the file pins it).
     #[arg(long, value_parser = clap::value_parser!(u16).range(1..=1024))]
     pub concurrency: Option<u16>,
 }
@@ -63,6 +64,7 @@ pub async fn run(args: RunArgs) -> super::Outcome {
     let overrides = TargetOverrides {
         url: args.target_url.clone(),
         token: args.token.clone(),
+        concurrency: args.concurrency.map(usize::from),
     };
     let conn = target::connect(&pipeline.target, &overrides)
         .await
@@ -95,9 +97,7 @@ pub async fn run(args: RunArgs) -> super::Outcome {
     }
     let stop = Stop::default();
     let opts = WriteOptions {
-        concurrency: args
-            .concurrency
-            .map_or(pipeline.target.concurrency, usize::from),
+        concurrency: conn.controller.max(),
         writes: args.writes,
         pipeline: pipeline.name.clone(),
         target: conn.resolved.clone(),
@@ -191,6 +191,7 @@ pub async fn run(args: RunArgs) -> super::Outcome {
         }
     }
     signals.abort();
+    report.requests = Some(conn.controller.report());
     conn.close().await;
     // A failed journal write also stops the rows; it keeps its own code.
     if opts.stop.is_set() && code != exit::IO {

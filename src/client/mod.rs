@@ -13,15 +13,17 @@ mod filters;
 mod forms;
 mod groups;
 pub mod oauth;
+mod rate;
 mod receivers;
 mod tags;
 
 pub use error::ClientError;
+pub use rate::RateHeaders;
 
 use crate::api::ErrorBody;
 use reqwest::Method;
 use serde::de::DeserializeOwned;
-use std::sync::{Arc, Once, RwLock};
+use std::sync::{Arc, Mutex, Once, RwLock};
 use std::time::Duration;
 
 /// Installs rustls' ring provider once per process; without it building
@@ -48,6 +50,9 @@ pub struct ApiClient {
     http: reqwest::Client,
     base: String,
     token: Arc<RwLock<String>>,
+    /// The `X-RateLimit-*` headers of the latest answer that had them,
+    /// until the run's controller takes them.
+    rate: Arc<Mutex<Option<RateHeaders>>>,
 }
 
 /// What every call answers.
@@ -68,6 +73,7 @@ impl ApiClient {
             http: http_client(timeout)?,
             base,
             token: Arc::new(RwLock::new(token.to_string())),
+            rate: Arc::default(),
         })
     }
 
@@ -78,6 +84,11 @@ impl ApiClient {
     /// Replaces the bearer token (after a refresh or an exchange).
     pub fn set_token(&self, token: &str) {
         *self.token.write().unwrap_or_else(|p| p.into_inner()) = token.to_string();
+    }
+
+    /// The `X-RateLimit-*` headers seen since the last call, if any.
+    pub fn take_rate_headers(&self) -> Option<RateHeaders> {
+        self.rate.lock().unwrap_or_else(|p| p.into_inner()).take()
     }
 
     pub fn token(&self) -> String {
@@ -112,11 +123,24 @@ impl ApiClient {
         };
         let res = req.send().await.map_err(transport)?;
         let status = res.status();
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        let rate = RateHeaders::read(res.headers(), now);
+        if let Some(r) = rate {
+            *self.rate.lock().unwrap_or_else(|p| p.into_inner()) = Some(r);
+        }
+        // Without `Retry-After`, a 429's `X-RateLimit-Reset` says how long.
         let retry_after = res
             .headers()
             .get(reqwest::header::RETRY_AFTER)
             .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.trim().parse::<u64>().ok());
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .or_else(|| {
+                (status.as_u16() == 429)
+                    .then(|| rate.and_then(|r| r.reset_secs))
+                    .flatten()
+            });
         let bytes = res.bytes().await.map_err(transport)?;
         if !status.is_success() {
             let message = serde_json::from_slice::<ErrorBody>(&bytes)

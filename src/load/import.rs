@@ -62,6 +62,9 @@ pub struct ImportOutcome {
 
 /// Rows per batch upsert (the extension takes up to 1,000).
 const BATCH_ROWS: usize = 500;
+/// Batches prepared and journalled ahead of their requests, at most: the
+/// controller decides how many of them are in flight.
+const BATCHES_QUEUED: usize = 16;
 
 /// Every address the source holds, valid or not, as an import row would
 /// normalise it: mirror mode must not remove a receiver whose row is still
@@ -209,7 +212,24 @@ pub async fn run(
     let stop = opts.stop.clone();
     let breaker = &conn.breaker;
     let (rows, bar) = (&rows, &bar);
+    // The streams are bounded by the controller's maximum; each request
+    // then waits for its room in the controller (retry.rs), so the rows in
+    // flight follow the limit it sets as it moves.
     let concurrency = opts.concurrency.max(1);
+    let ctl = &conn.controller;
+    let noted = std::sync::Mutex::new(std::time::Instant::now());
+    let note = || {
+        if !opts.progress {
+            return;
+        }
+        // The progress line's note, four times a second at most.
+        let mut last = noted.lock().unwrap_or_else(|p| p.into_inner());
+        if last.elapsed() >= std::time::Duration::from_millis(250) {
+            *last = std::time::Instant::now();
+            bar.set_message(ctl.progress());
+        }
+    };
+    let note = &note;
     let decided = futures::stream::iter(0..n)
         .take_while(|_| futures::future::ready(!stop.is_set() && !breaker.is_open()))
         .map(|i| async move { (i, rows.decide(i).await) })
@@ -223,6 +243,7 @@ pub async fn run(
                         Decision::Send(p) => rows.send_one(*p).await,
                     };
                     bar.inc(1);
+                    note();
                     (i, r)
                 })
                 .buffer_unordered(concurrency)
@@ -247,9 +268,10 @@ pub async fn run(
                         done.extend(rows.send_batch(pending).await);
                     }
                     bar.inc(done.len() as u64);
+                    note();
                     futures::stream::iter(done)
                 })
-                .buffer_unordered(concurrency.div_ceil(4))
+                .buffer_unordered(concurrency.div_ceil(4).min(BATCHES_QUEUED))
                 .flatten()
                 .collect()
                 .await

@@ -5,6 +5,7 @@
 
 pub mod blacklist;
 pub mod breaker;
+pub mod controller;
 mod diff;
 pub mod identity;
 pub mod import;
@@ -12,9 +13,11 @@ pub mod journal;
 pub mod lock;
 pub mod mirror;
 mod plan;
+pub mod requests;
 pub mod retry;
 mod rows;
 pub mod target;
+pub mod window;
 mod write;
 
 use crate::cause::Cause;
@@ -107,6 +110,8 @@ pub enum WriteMode {
 /// How a run writes, shared by every step.
 #[derive(Debug, Clone)]
 pub struct WriteOptions {
+    /// The most requests ever in flight (the controller's upper bound):
+    /// bounds the streams of rows; the controller sets the actual limit.
     pub concurrency: usize,
     pub writes: WriteMode,
     /// The pipeline's name (names the ledger of mirror mode).
@@ -211,7 +216,7 @@ pub fn progress_bar(opts: &WriteOptions, len: u64, label: &str) -> indicatif::Pr
     }
     let bar = indicatif::ProgressBar::new(len);
     let style = indicatif::ProgressStyle::with_template(
-        "{prefix:>12} [{bar:30}] {pos}/{len} {per_sec} eta {eta}",
+        "{prefix:>12} [{bar:30}] {pos}/{len} {per_sec} eta {eta} {msg}",
     )
     .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
     .progress_chars("=> ");

@@ -3,7 +3,9 @@
 //! retried once after a token refresh; any other error is final and goes to
 //! the rejects file with the server's message. Every attempt reports to the
 //! run's [circuit breaker](super::breaker): once it opens, no request is
-//! sent, and a request in flight or a retry wait ends at once.
+//! sent, and a request in flight or a retry wait ends at once. Every
+//! attempt also takes its room from the run's
+//! [controller](super::controller) and tells it how the answer went.
 
 use super::target::Connected;
 use crate::client::ClientError;
@@ -54,17 +56,32 @@ where
     let mut attempt = 0;
     let mut refreshed = false;
     let breaker = &conn.breaker;
+    let ctl = &conn.controller;
     loop {
         if let Some(stopped) = breaker.stopped() {
             return Err(stopped);
         }
+        // Room from the run's controller: a place among the requests in
+        // flight, the end of a rate-limit pause, a token of its bucket.
+        let ticket = tokio::select! {
+            ticket = ctl.acquire() => ticket,
+            _ = breaker.opened() => continue,
+        };
         let token = conn.client.token();
         // A request in flight when the breaker opens is dropped: the journal
         // holds its row as started, and `--resume` checks it.
         let answer = tokio::select! {
             answer = call() => answer,
-            _ = breaker.opened() => continue,
+            _ = breaker.opened() => {
+                ctl.abandon(ticket);
+                continue;
+            }
         };
+        ctl.finish(
+            ticket,
+            answer.as_ref().err(),
+            conn.client.take_rate_headers(),
+        );
         match answer {
             Ok(v) => {
                 breaker.answered();
@@ -72,9 +89,11 @@ where
             }
             Err(e) => match breaker.failed(e) {
                 e if e.status() == Some(401) && !refreshed && conn.refresh(&token).await => {
+                    ctl.retrying(&e);
                     refreshed = true
                 }
                 e if e.is_transient() && attempt < retries && !breaker.is_open() => {
+                    ctl.retrying(&e);
                     tokio::select! {
                         _ = tokio::time::sleep(delay(attempt, e.retry_after())) => {}
                         _ = breaker.opened() => continue,

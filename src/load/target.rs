@@ -5,9 +5,10 @@
 
 use super::LoadError;
 use super::breaker::Breaker;
+use super::controller::Controller;
 use crate::api::oauth::Credentials;
 use crate::client::{ApiClient, oauth};
-use crate::pipeline::{Target, TargetUrl};
+use crate::pipeline::{Concurrency, Target, TargetUrl};
 use crate::server::{self, RunningServer, ServeOptions, store::accounts};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -18,6 +19,8 @@ use tokio::sync::Mutex;
 pub struct TargetOverrides {
     pub url: Option<String>,
     pub token: Option<String>,
+    /// `--concurrency N`: pins the requests in flight.
+    pub concurrency: Option<usize>,
 }
 
 /// A live connection: the client, what can renew its token, and the
@@ -28,6 +31,9 @@ pub struct Connected {
     /// Shared by every request of the run: opens when the target stops
     /// answering (see [`super::breaker`]).
     pub breaker: Breaker,
+    /// Shared by every request of the run: the concurrency limit and the
+    /// target's rate limit (see [`super::controller`]).
+    pub controller: Controller,
     /// The target as journals, locks and ledgers name it: the canonical URL
     /// and the account (`whoami`), the built-in target by its database.
     pub resolved: String,
@@ -150,6 +156,7 @@ pub async fn connect(target: &Target, overrides: &TargetOverrides) -> Result<Con
             Connected {
                 client,
                 breaker: Breaker::new(&running.base_url),
+                controller: controller(target, overrides),
                 resolved: format!("the built-in target on {}", db.display()),
                 base_url: running.base_url.clone(),
                 refresher: None,
@@ -185,6 +192,7 @@ pub async fn connect(target: &Target, overrides: &TargetOverrides) -> Result<Con
             Connected {
                 client,
                 breaker: Breaker::new(&base),
+                controller: controller(target, overrides),
                 resolved: super::identity::canonical_url(&base),
                 base_url: base,
                 refresher,
@@ -231,6 +239,14 @@ pub async fn connect(target: &Target, overrides: &TargetOverrides) -> Result<Con
             Some(e.into()),
         )),
     }
+}
+
+/// The run's controller: `--concurrency N` pins the file's setting.
+fn controller(target: &Target, overrides: &TargetOverrides) -> Controller {
+    let concurrency = overrides
+        .concurrency
+        .map_or(target.concurrency, Concurrency::Fixed);
+    Controller::new(concurrency, target.max_requests_per_second)
 }
 
 /// Where a run connects, once the overrides and the file are read.

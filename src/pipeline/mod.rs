@@ -10,6 +10,8 @@
 
 mod applies;
 pub use keys::ACCEPTED_KEYS;
+mod concurrency;
+pub use concurrency::{ADAPTIVE_MAX, Concurrency, FIXED_MAX};
 mod conditions;
 mod dates;
 pub mod export;
@@ -33,7 +35,6 @@ use std::path::{Path, PathBuf};
 
 /// Where the embedded target keeps its database unless `database` says otherwise.
 pub const DEFAULT_BUILTIN_DB: &str = ".listpipe/server.db";
-pub const DEFAULT_CONCURRENCY: usize = 16;
 pub const DEFAULT_TIMEOUT_SECS: u64 = 30;
 pub const DEFAULT_RETRIES: u32 = 6;
 /// Where rejects, plans and reports go unless a step says otherwise.
@@ -70,7 +71,10 @@ pub struct Target {
     /// A credentials file (as written by `listpipe serve`): access token,
     /// refresh token and client; refreshed on expiry and saved back.
     pub credentials: Option<PathBuf>,
-    pub concurrency: usize,
+    /// Requests in flight: found by the run's controller, or pinned.
+    pub concurrency: Concurrency,
+    /// A client-side limit on requests per second (the target's quota).
+    pub max_requests_per_second: Option<u32>,
     pub timeout_secs: u64,
     pub retries: u32,
 }

@@ -17,6 +17,7 @@ pub(super) const TARGET_KEYS: &[&str] = &[
     "credentials",
     "database",
     "concurrency",
+    "max_requests_per_second",
     "timeout_secs",
     "retries",
 ];
@@ -226,7 +227,8 @@ impl Parser<'_> {
             },
             token_env: None,
             credentials: None,
-            concurrency: DEFAULT_CONCURRENCY,
+            concurrency: Concurrency::Adaptive,
+            max_requests_per_second: None,
             timeout_secs: DEFAULT_TIMEOUT_SECS,
             retries: DEFAULT_RETRIES,
         };
@@ -270,9 +272,8 @@ impl Parser<'_> {
             target.url = TargetUrl::FromCredentials;
         }
         let ctx = &mut self.ctx;
-        target.concurrency = t
-            .int(ctx, "concurrency", 1..1025)
-            .map_or(DEFAULT_CONCURRENCY, |n| n as usize);
+        target.concurrency = super::concurrency::parse(&t, ctx);
+        target.max_requests_per_second = super::concurrency::max_rate(&t, ctx);
         target.timeout_secs = t
             .int(ctx, "timeout_secs", 1..3601)
             .map_or(DEFAULT_TIMEOUT_SECS, |n| n as u64);

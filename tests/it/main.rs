@@ -4,6 +4,7 @@
 mod support;
 
 mod accounts;
+mod adaptive;
 mod addresses;
 mod attributes;
 mod authorize;

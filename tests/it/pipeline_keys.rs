@@ -103,6 +103,11 @@ fn table() -> Vec<(&'static str, &'static str, String, Effect)> {
         ("target", "database", format!("[target]\ndatabase = \"my.db\"\n{}", import("", "")), Parsed("database: \"my.db\"")),
         ("target", "database", format!("[target]\nurl = \"https://api.example.com\"\ndatabase = \"my.db\"\n{}", import("", "")), Refused("p.toml:3:12: `database` is the built-in target's file, and `url` names another target; remove it, or set url = \"builtin\"")),
         ("target", "concurrency", format!("[target]\nconcurrency = 3\n{}", import("", "")), Parsed("concurrency: 3")),
+        ("target", "concurrency", format!("[target]\nconcurrency = \"adaptive\"\n{}", import("", "")), Parsed("concurrency: \"adaptive\"")),
+        ("target", "concurrency", import("", ""), Parsed("concurrency: \"adaptive\"")),
+        ("target", "concurrency", format!("[target]\nconcurrency = \"fast\"\n{}", import("", "")), Refused("p.toml:2:15: `concurrency` in [target] must be \"adaptive\" or a whole number from 1 to 1024, not \"fast\"")),
+        ("target", "max_requests_per_second", format!("[target]\nmax_requests_per_second = 5\n{}", import("", "")), Parsed("max_requests_per_second: Some(5)")),
+        ("target", "max_requests_per_second", format!("[target]\nmax_requests_per_second = 0\n{}", import("", "")), Refused("p.toml:2:27: `max_requests_per_second` in [target] must be a whole number from 1 to 100000")),
         ("target", "timeout_secs", format!("[target]\ntimeout_secs = 9\n{}", import("", "")), Parsed("timeout_secs: 9")),
         ("target", "retries", format!("[target]\nretries = 2\n{}", import("", "")), Parsed("retries: 2")),
         // [[import]]

@@ -1,0 +1,456 @@
+//! The run's request controller: one per connection, consulted by every
+//! request of the run (imports, reads of the target, blacklist batches,
+//! export pages) through [`super::retry::retrying`]. It holds
+//!
+//! - the concurrency limit, a semaphore whose permits follow the adaptive
+//!   [`Window`] (permits are added on an increase and forgotten on a
+//!   decrease, as they come back) or stay pinned;
+//! - one view of the target's rate limit: a 429's `Retry-After`, or an
+//!   exhausted `X-RateLimit-Remaining`, pauses every request of the run
+//!   until the reset, and a client-side token bucket (`governor`) keeps the
+//!   rate under `max_requests_per_second` or under what the 429s taught;
+//! - the figures of the report's `requests` section ([`RequestsReport`]).
+//!
+//! Decisions:
+//! - A permit is held from before the pause and the bucket until the
+//!   answer, and given back before a retry's backoff: a waiting retry takes
+//!   no room from requests that can go now. The RTT is timed from the send.
+//! - A rate is learned from a 429 as [`LEARN_SHARE`] of the answers
+//!   accepted per second over the last [`LEARN_OVER`], pauses included: a
+//!   limited target refills its quota during a pause, so over a cycle of
+//!   burst, 429 and pause it accepts its rate. 429s of requests sent
+//!   before the pause are the same event and teach nothing. Later 429s
+//!   only ever lower the rate; after [`RAISE_AFTER`] without one it is
+//!   raised by a tenth (probing), so a stray 429 does not slow a long run
+//!   for good. Measured against `serve --rate-limit 5`: a window of five
+//!   seconds counted the run's own slow start-up as the target's rate
+//!   (3.1/s learned), and a window that left pauses out counted only the
+//!   burst after each pause and learned nothing for five pauses.
+
+use super::requests::{self, ConcurrencyReport, Latencies, RequestsReport};
+use super::window::{Change, Window};
+use crate::client::{ClientError, RateHeaders};
+use crate::pipeline::Concurrency;
+use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
+use std::collections::{BTreeMap, VecDeque};
+use std::num::NonZeroU32;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::time::Instant;
+
+/// Where the adaptive limit starts: the old fixed batch concurrency, low
+/// enough for a limited target, and doubled within a few round trips.
+pub const ADAPTIVE_START: usize = 4;
+/// How far back accepted answers are counted to learn a rate from a 429.
+pub const LEARN_OVER: Duration = Duration::from_secs(1);
+/// Less than this since the first request: the 429 pauses the run but
+/// teaches no rate yet.
+pub const LEARN_AT_LEAST: Duration = Duration::from_millis(250);
+/// The share of the accepted rate the bucket is set to.
+pub const LEARN_SHARE: f64 = 0.8;
+/// A learned rate is raised by a tenth after this long without a 429.
+pub const RAISE_AFTER: Duration = Duration::from_secs(10);
+/// The longest pause a server may ask for.
+const MAX_PAUSE: Duration = Duration::from_secs(300);
+
+/// Locks a mutex, taking over a poisoned one (a panic elsewhere is a bug
+/// reported by its own task; the figures here stay usable).
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+pub struct Controller {
+    mode: &'static str,
+    max: usize,
+    sem: Arc<Semaphore>,
+    limit: AtomicUsize,
+    sending: AtomicUsize,
+    state: Mutex<State>,
+    pause: Mutex<Pause>,
+    bucket: Mutex<Bucket>,
+    stats: Mutex<Stats>,
+}
+
+struct State {
+    window: Window,
+    /// Permits to forget as they come back (a decrease below what is in flight).
+    to_forget: usize,
+}
+
+#[derive(Default)]
+struct Pause {
+    until: Option<Instant>,
+    count: u64,
+    total: Duration,
+}
+
+#[derive(Default)]
+struct Bucket {
+    limiter: Option<Arc<DefaultDirectRateLimiter>>,
+    rate: Option<f64>,
+    /// `max_requests_per_second`: a learned rate never exceeds it.
+    configured: Option<f64>,
+    last_429: Option<Instant>,
+    /// Answers accepted (2xx) within [`LEARN_OVER`].
+    accepted: VecDeque<Instant>,
+    first: Option<Instant>,
+}
+
+#[derive(Default)]
+struct Stats {
+    sent: u64,
+    first: Option<Instant>,
+    last: Option<Instant>,
+    latencies: Latencies,
+    retries: BTreeMap<&'static str, u64>,
+    /// Milliseconds spent at each limit.
+    at_limit: BTreeMap<usize, u64>,
+    since: Option<Instant>,
+}
+
+/// A request's place: hold it while the request is in flight.
+pub struct Ticket {
+    permit: Option<OwnedSemaphorePermit>,
+    started: Instant,
+}
+
+impl Controller {
+    pub fn new(concurrency: Concurrency, max_requests_per_second: Option<u32>) -> Self {
+        let (mode, window) = match concurrency {
+            Concurrency::Adaptive => (
+                "adaptive",
+                Window::new(ADAPTIVE_START, 1, crate::pipeline::ADAPTIVE_MAX),
+            ),
+            Concurrency::Fixed(n) => ("fixed", Window::new(n, n, n)),
+        };
+        let limit = window.limit();
+        let configured = max_requests_per_second.map(f64::from);
+        let mut bucket = Bucket {
+            configured,
+            ..Default::default()
+        };
+        if let Some(rate) = configured {
+            bucket.set(rate);
+        }
+        Controller {
+            mode,
+            max: concurrency.max(),
+            sem: Arc::new(Semaphore::new(limit)),
+            limit: AtomicUsize::new(limit),
+            sending: AtomicUsize::new(0),
+            state: Mutex::new(State {
+                window,
+                to_forget: 0,
+            }),
+            pause: Mutex::new(Pause::default()),
+            bucket: Mutex::new(bucket),
+            stats: Mutex::new(Stats::default()),
+        }
+    }
+
+    /// The most requests ever in flight (the adaptive bound, or the pinned number).
+    pub fn max(&self) -> usize {
+        self.max
+    }
+
+    /// The requests in flight allowed now.
+    pub fn limit(&self) -> usize {
+        self.limit.load(Ordering::Relaxed)
+    }
+
+    /// Waits for room: a permit, the end of a pause, a token of the bucket.
+    pub async fn acquire(&self) -> Ticket {
+        // The semaphore is never closed; without a permit the request
+        // would go unlimited rather than never.
+        let permit = self.sem.clone().acquire_owned().await.ok();
+        self.paused().await;
+        let limiter = lock(&self.bucket).limiter();
+        if let Some(l) = limiter {
+            l.until_ready().await;
+            // A 429 may have paused the run while this waited for a token.
+            self.paused().await;
+        }
+        let sending = self.sending.fetch_add(1, Ordering::Relaxed) + 1;
+        if sending >= self.limit() {
+            lock(&self.state).window.reached();
+        }
+        let now = Instant::now();
+        let mut s = lock(&self.stats);
+        s.sent += 1;
+        s.first.get_or_insert(now);
+        drop(s);
+        lock(&self.bucket).first.get_or_insert(now);
+        Ticket {
+            permit,
+            started: now,
+        }
+    }
+
+    async fn paused(&self) {
+        loop {
+            let until = lock(&self.pause).until;
+            match until {
+                Some(t) if t > Instant::now() => tokio::time::sleep_until(t).await,
+                _ => return,
+            }
+        }
+    }
+
+    /// The request of `ticket` ended: `error` is `None` on success. Frees
+    /// its place and adjusts the limit, the pause and the bucket.
+    pub fn finish(
+        &self,
+        ticket: Ticket,
+        error: Option<&ClientError>,
+        headers: Option<RateHeaders>,
+    ) {
+        self.finish_at(Instant::now(), ticket, error, headers);
+    }
+
+    /// [`Controller::finish`] at `now` (tests pass synthetic times).
+    fn finish_at(
+        &self,
+        now: Instant,
+        ticket: Ticket,
+        error: Option<&ClientError>,
+        headers: Option<RateHeaders>,
+    ) {
+        let rtt = now.saturating_duration_since(ticket.started);
+        self.sending.fetch_sub(1, Ordering::Relaxed);
+        let answered = !error.is_some_and(ClientError::is_transport);
+        let back_pressure = match error {
+            None => false,
+            Some(e) => e.is_transport() || matches!(e.status(), Some(408 | 429 | 503 | 504)),
+        };
+        {
+            let mut s = lock(&self.stats);
+            if answered {
+                s.latencies.record(rtt);
+            }
+            s.last = Some(now);
+            let since = s.since.replace(now).unwrap_or(now);
+            let ms = now.saturating_duration_since(since).as_millis() as u64;
+            *s.at_limit.entry(self.limit()).or_default() += ms;
+        }
+        if error.is_none() {
+            lock(&self.bucket).accepted(now);
+        }
+        if let Some(e) = error.filter(|e| e.status() == Some(429)) {
+            self.rate_limited(now, e.retry_after());
+        }
+        if let Some(h) = headers
+            && h.remaining == Some(0)
+            && let Some(reset) = h.reset_secs
+        {
+            self.pause_until(now, now + Duration::from_secs(reset));
+        }
+        let mut st = lock(&self.state);
+        let old = st.window.limit();
+        if let Some(change) =
+            st.window
+                .observe(now.into_std(), answered.then_some(rtt), back_pressure)
+        {
+            let new = st.window.limit();
+            tracing::debug!(?change, old, new, "concurrency limit");
+            match change {
+                Change::Increased => {
+                    let back = (new - old).min(st.to_forget);
+                    st.to_forget -= back;
+                    self.sem.add_permits(new - old - back);
+                }
+                Change::Decreased => {
+                    let forgotten = self.sem.forget_permits(old - new);
+                    st.to_forget += old - new - forgotten;
+                }
+            }
+            self.limit.store(new, Ordering::Relaxed);
+        }
+        drop(st);
+        self.release(ticket.permit);
+    }
+
+    /// The request of `ticket` was dropped unanswered (the breaker opened).
+    pub fn abandon(&self, ticket: Ticket) {
+        self.sending.fetch_sub(1, Ordering::Relaxed);
+        self.release(ticket.permit);
+    }
+
+    /// Gives a place back, or forgets it when the limit went down.
+    fn release(&self, permit: Option<OwnedSemaphorePermit>) {
+        let mut st = lock(&self.state);
+        if let Some(p) = permit
+            && st.to_forget > 0
+        {
+            st.to_forget -= 1;
+            p.forget();
+        }
+    }
+
+    /// A retry is about to wait and go again, for `cause`.
+    pub fn retrying(&self, e: &ClientError) {
+        *lock(&self.stats)
+            .retries
+            .entry(requests::cause(e))
+            .or_default() += 1;
+    }
+
+    fn pause_until(&self, now: Instant, until: Instant) {
+        let until = until.min(now + MAX_PAUSE);
+        let mut p = lock(&self.pause);
+        let from = p.until.filter(|t| *t > now);
+        if from.is_some_and(|t| t >= until) {
+            return;
+        }
+        // A pause extended counts its added time only.
+        p.total += until.saturating_duration_since(from.unwrap_or(now));
+        if from.is_none() {
+            p.count += 1;
+            tracing::info!(
+                secs = (until - now).as_secs_f64(),
+                "the target asked to wait: every request pauses"
+            );
+        }
+        p.until = Some(until);
+    }
+
+    fn rate_limited(&self, now: Instant, retry_after: Option<u64>) {
+        // Still paused: a request sent before the pause, the same event.
+        let before = lock(&self.pause).until;
+        let same_event = before.is_some_and(|t| t > now);
+        self.pause_until(
+            now,
+            now + Duration::from_secs(retry_after.unwrap_or(1).max(1)),
+        );
+        let mut b = lock(&self.bucket);
+        b.last_429 = Some(now);
+        if same_event {
+            return;
+        }
+        if let Some(rate) = b.learn(now) {
+            tracing::info!(rate, "requests per second lowered after a 429");
+        }
+    }
+
+    /// The report's `requests` section.
+    pub fn report(&self) -> RequestsReport {
+        let s = lock(&self.stats);
+        let p = lock(&self.pause);
+        let rate = lock(&self.bucket).rate;
+        let span = match (s.first, s.last) {
+            (Some(a), Some(b)) => b.saturating_duration_since(a).as_secs_f64(),
+            _ => 0.0,
+        };
+        let total: u64 = s.at_limit.values().sum();
+        let median = s
+            .at_limit
+            .iter()
+            .scan(0, |acc, (l, ms)| {
+                *acc += ms;
+                Some((*l, *acc))
+            })
+            .find(|(_, acc)| *acc * 2 >= total)
+            .map_or(self.limit(), |(l, _)| l);
+        let spent = || {
+            s.at_limit
+                .iter()
+                .filter(|(_, ms)| **ms > 0)
+                .map(|(l, _)| *l)
+        };
+        RequestsReport {
+            sent: s.sent,
+            per_second: if span > 0.0 {
+                (s.sent as f64 / span * 10.0).round() / 10.0
+            } else {
+                0.0
+            },
+            concurrency: ConcurrencyReport {
+                mode: self.mode,
+                min: spent().min().unwrap_or(self.limit()),
+                median,
+                max: spent().max().unwrap_or(self.limit()),
+                last: self.limit(),
+            },
+            retries: s.retries.clone(),
+            latency_ms: s.latencies.percentiles(),
+            pauses: p.count,
+            paused_ms: p.total.as_millis() as u64,
+            rate_limit_per_second: rate.map(|r| (r * 100.0).round() / 100.0),
+        }
+    }
+
+    /// For the progress line: the limit and requests per second so far.
+    pub fn progress(&self) -> String {
+        let s = lock(&self.stats);
+        let rate = match s.first {
+            Some(first) => s.sent as f64 / first.elapsed().as_secs_f64().max(0.001),
+            None => 0.0,
+        };
+        format!("{} in flight max, {rate:.0} req/s", self.limit())
+    }
+}
+
+impl Bucket {
+    fn set(&mut self, rate: f64) {
+        let rate = rate.max(0.1);
+        let quota = Quota::with_period(Duration::from_secs_f64(1.0 / rate))
+            .map(|q| q.allow_burst(NonZeroU32::MIN));
+        self.limiter = quota.map(|q| Arc::new(RateLimiter::direct(q)));
+        self.rate = Some(rate);
+    }
+
+    /// The limiter, raised first when no 429 came for [`RAISE_AFTER`].
+    fn limiter(&mut self) -> Option<Arc<DefaultDirectRateLimiter>> {
+        if let (Some(rate), Some(last)) = (self.rate, self.last_429)
+            && last.elapsed() >= RAISE_AFTER
+            && self.configured.is_none_or(|c| rate < c)
+        {
+            let raised = self.configured.map_or(rate * 1.1, |c| (rate * 1.1).min(c));
+            self.set(raised);
+            self.last_429 = Some(Instant::now());
+        }
+        self.limiter.clone()
+    }
+
+    fn accepted(&mut self, now: Instant) {
+        self.accepted.push_back(now);
+        while self
+            .accepted
+            .front()
+            .is_some_and(|t| now.saturating_duration_since(*t) > LEARN_OVER)
+        {
+            self.accepted.pop_front();
+        }
+    }
+
+    /// Lowers the rate to what the target accepted over the last
+    /// [`LEARN_OVER`] (since the first request, if later); the new rate,
+    /// if lowered.
+    fn learn(&mut self, now: Instant) -> Option<f64> {
+        let from = [self.first, now.checked_sub(LEARN_OVER)]
+            .into_iter()
+            .flatten()
+            .max()
+            .unwrap_or(now);
+        let span = now.saturating_duration_since(from);
+        if span < LEARN_AT_LEAST {
+            return None;
+        }
+        let n = self.accepted.iter().filter(|t| **t >= from).count();
+        // Nothing accepted: the pause alone speaks (the quota was spent
+        // before this run, or by another client).
+        if n == 0 {
+            return None;
+        }
+        let guess = (n as f64 / span.as_secs_f64() * LEARN_SHARE).max(0.2);
+        if self.rate.is_some_and(|r| r <= guess) {
+            return None;
+        }
+        self.set(guess);
+        Some(guess)
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,281 @@
+//! The adaptive concurrency window, in the spirit of Vector's ARC
+//! ("adaptive request concurrency"): pure arithmetic on round-trip times
+//! and back-pressure signals, with the clock passed in, so that its
+//! behaviour is tested with synthetic RTTs. [`super::controller`] applies
+//! the limit it computes to the run's requests.
+//!
+//! Decisions:
+//! - The limit moves at most once per observation interval, one past mean
+//!   RTT long: a change needs a round trip before its effect shows.
+//! - Additive increase (+1) when the interval's mean RTT is not above the
+//!   long-run mean and the limit was actually reached (otherwise more room
+//!   would not have been used, and proves nothing). Until the first
+//!   decrease the same condition doubles the limit instead (TCP's slow
+//!   start): against a far target at 50 ms a request, +1 per round trip
+//!   from 4 would take seconds to reach the hundred requests in flight the
+//!   target takes, while the first rise of the RTT or the first 429 ends
+//!   the doubling within a round trip of the overshoot.
+//! - Multiplicative decrease (x [`DECREASE`]) on back pressure (429, 503,
+//!   timeouts, dropped connections) or when the interval's RTT rises above
+//!   the long-run mean by more than [`DEVIATION_SCALE`] deviations (and by
+//!   at least [`RISE_FLOOR`] of it).
+//! - The long-run mean and deviation are moving averages (weight
+//!   [`EWMA_ALPHA`]) of interval means, not of single requests: one slow
+//!   request must not count as a rising RTT.
+
+use std::time::{Duration, Instant};
+
+/// Weight of the newest interval in the long-run RTT.
+pub const EWMA_ALPHA: f64 = 0.4;
+/// How many deviations above the long-run mean an interval's RTT must be
+/// to count as rising.
+pub const DEVIATION_SCALE: f64 = 2.5;
+/// A rise smaller than this share of the mean is never "rising", however
+/// flat the RTT was before (Netflix's Gradient2 limiter tolerates 1.5x in
+/// the same way): measured against `serve --faults delay=50ms@1.0` on a
+/// busy 2-core machine, interval means swing by 10-20%, and a tighter
+/// floor ended the slow start at 30 requests in flight.
+pub const RISE_FLOOR: f64 = 0.5;
+/// The factor a decrease applies.
+pub const DECREASE: f64 = 0.9;
+/// No interval is shorter than this, however fast the target answers
+/// (keeps loopback runs from adjusting per microsecond noise).
+pub const MIN_INTERVAL: Duration = Duration::from_millis(5);
+
+/// What changed at the end of an interval.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Change {
+    Increased,
+    Decreased,
+}
+
+/// The window: its limit and what it learned about the RTT.
+#[derive(Debug, Clone)]
+pub struct Window {
+    limit: usize,
+    min: usize,
+    max: usize,
+    /// Long-run RTT (seconds): moving mean and mean absolute deviation.
+    mean: Option<f64>,
+    deviation: f64,
+    /// The current interval.
+    sum: f64,
+    samples: u32,
+    reached: bool,
+    pressure: bool,
+    next: Option<Instant>,
+    /// Doubling until the first decrease.
+    slow_start: bool,
+}
+
+impl Window {
+    pub fn new(initial: usize, min: usize, max: usize) -> Self {
+        let min = min.max(1);
+        let max = max.max(min);
+        Window {
+            limit: initial.clamp(min, max),
+            min,
+            max,
+            mean: None,
+            deviation: 0.0,
+            sum: 0.0,
+            samples: 0,
+            reached: false,
+            pressure: false,
+            next: None,
+            slow_start: true,
+        }
+    }
+
+    pub fn limit(&self) -> usize {
+        self.limit
+    }
+
+    /// The long-run mean RTT, once one interval has passed.
+    pub fn mean_rtt(&self) -> Option<Duration> {
+        self.mean.map(Duration::from_secs_f64)
+    }
+
+    /// The limit was reached when a request was sent: more room may help.
+    pub fn reached(&mut self) {
+        self.reached = true;
+    }
+
+    /// A request was answered after `rtt` (`None`: no answer, e.g. a
+    /// timeout), with or without back pressure. Returns the change made
+    /// when this answer closed an interval.
+    pub fn observe(
+        &mut self,
+        now: Instant,
+        rtt: Option<Duration>,
+        back_pressure: bool,
+    ) -> Option<Change> {
+        if let Some(rtt) = rtt {
+            self.sum += rtt.as_secs_f64();
+            self.samples += 1;
+        }
+        self.pressure |= back_pressure;
+        let next = *self.next.get_or_insert(now);
+        if now < next || (self.samples == 0 && !self.pressure) {
+            return None;
+        }
+        let current = (self.samples > 0).then(|| self.sum / f64::from(self.samples));
+        let change = match (self.mean, current) {
+            _ if self.pressure => self.decrease(),
+            (Some(mean), Some(current))
+                if current > mean + (DEVIATION_SCALE * self.deviation).max(RISE_FLOOR * mean) =>
+            {
+                self.decrease()
+            }
+            // (A relative 1e-9: the moving mean of a flat RTT is not
+            // always that RTT to the last bit.)
+            (Some(mean), Some(current)) if current <= mean * (1.0 + 1e-9) && self.reached => {
+                self.increase()
+            }
+            _ => None,
+        };
+        if let Some(current) = current {
+            match self.mean {
+                None => self.mean = Some(current),
+                Some(mean) => {
+                    let dev = (current - mean).abs();
+                    self.deviation = EWMA_ALPHA * dev + (1.0 - EWMA_ALPHA) * self.deviation;
+                    self.mean = Some(EWMA_ALPHA * current + (1.0 - EWMA_ALPHA) * mean);
+                }
+            }
+        }
+        let interval = self.mean_rtt().unwrap_or_default().max(MIN_INTERVAL);
+        self.next = Some(now + interval);
+        self.sum = 0.0;
+        self.samples = 0;
+        self.reached = false;
+        self.pressure = false;
+        change
+    }
+
+    fn increase(&mut self) -> Option<Change> {
+        (self.limit < self.max).then(|| {
+            let step = if self.slow_start { self.limit } else { 1 };
+            self.limit = (self.limit + step).min(self.max);
+            Change::Increased
+        })
+    }
+
+    fn decrease(&mut self) -> Option<Change> {
+        self.slow_start = false;
+        let lower = ((self.limit as f64 * DECREASE).floor() as usize).max(self.min);
+        (lower < self.limit).then(|| {
+            self.limit = lower;
+            Change::Decreased
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: Duration = Duration::from_millis(1);
+
+    /// Feeds `rounds` intervals of `per` answers each taking `rtt(round)`,
+    /// with the limit reached in each; returns the limit after each round.
+    fn drive(w: &mut Window, rounds: u32, rtt: impl Fn(u32) -> Duration) -> Vec<usize> {
+        let mut now = Instant::now();
+        let mut limits = Vec::new();
+        for round in 0..rounds {
+            let rtt = rtt(round);
+            for _ in 0..4 {
+                w.reached();
+                w.observe(now, Some(rtt), false);
+                now += rtt / 4;
+            }
+            now += rtt;
+            limits.push(w.limit());
+        }
+        limits
+    }
+
+    #[test]
+    fn the_window_doubles_on_a_flat_rtt_until_the_first_decrease() {
+        let mut w = Window::new(4, 1, 256);
+        let limits = drive(&mut w, 5, |_| 50 * MS);
+        assert_eq!(limits, [4, 8, 16, 32, 64]);
+    }
+
+    #[test]
+    fn after_a_decrease_the_window_grows_one_at_a_time_while_the_rtt_stays_flat() {
+        let mut w = Window::new(40, 1, 256);
+        let now = Instant::now();
+        w.observe(now, Some(50 * MS), false);
+        w.observe(now + 60 * MS, Some(50 * MS), true);
+        assert_eq!(w.limit(), 36);
+        let limits = drive(&mut w, 30, |_| 50 * MS);
+        assert!(limits.windows(2).all(|p| p[1] == p[0] || p[1] == p[0] + 1));
+        assert!(w.limit() >= 36 + 25, "{limits:?}");
+    }
+
+    #[test]
+    fn the_window_does_not_grow_when_the_limit_is_never_reached() {
+        let mut w = Window::new(4, 1, 64);
+        let mut now = Instant::now();
+        for _ in 0..100 {
+            w.observe(now, Some(50 * MS), false);
+            now += 60 * MS;
+        }
+        assert_eq!(w.limit(), 4);
+    }
+
+    #[test]
+    fn the_window_stops_at_its_maximum() {
+        let mut w = Window::new(4, 1, 10);
+        drive(&mut w, 100, |_| 20 * MS);
+        assert_eq!(w.limit(), 10);
+    }
+
+    #[test]
+    fn a_rising_rtt_shrinks_the_window() {
+        let mut w = Window::new(4, 1, 256);
+        drive(&mut w, 60, |_| 50 * MS);
+        let grown = w.limit();
+        // The target slows down: each interval takes longer than the last.
+        let limits = drive(&mut w, 20, |round| (60 + 25 * round) * MS);
+        assert!(w.limit() < grown, "{grown} -> {limits:?}");
+        assert!(limits.windows(2).all(|p| p[1] <= p[0]), "{limits:?}");
+    }
+
+    #[test]
+    fn back_pressure_shrinks_the_window_multiplicatively_down_to_the_minimum() {
+        let mut w = Window::new(100, 1, 256);
+        let mut now = Instant::now();
+        w.observe(now, Some(50 * MS), false);
+        let mut limits = Vec::new();
+        for _ in 0..80 {
+            now += 100 * MS;
+            w.observe(now, Some(50 * MS), true);
+            limits.push(w.limit());
+        }
+        assert_eq!(&limits[..3], &[90, 81, 72]);
+        assert_eq!(w.limit(), 1);
+    }
+
+    #[test]
+    fn a_timeout_without_an_answer_shrinks_the_window() {
+        let mut w = Window::new(20, 1, 256);
+        let now = Instant::now();
+        w.observe(now, Some(50 * MS), false);
+        assert_eq!(
+            w.observe(now + 100 * MS, None, true),
+            Some(Change::Decreased)
+        );
+        assert_eq!(w.limit(), 18);
+    }
+
+    #[test]
+    fn a_pinned_range_never_moves() {
+        let mut w = Window::new(8, 8, 8);
+        drive(&mut w, 20, |_| 10 * MS);
+        assert_eq!(w.limit(), 8);
+        w.observe(Instant::now() + Duration::from_secs(9), None, true);
+        assert_eq!(w.limit(), 8);
+    }
+}
