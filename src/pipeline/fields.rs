@@ -1,9 +1,8 @@
 //! The parts of a step that map values: receiver fields, attributes, tags
 //! and orders, each column name remembered for the header check.
 
-use super::parse::{
-    ATTRIBUTE_KEYS, ATTRIBUTE_TYPES, CASES, EMAIL_ALLOW, MAPPING_KEYS, Parser, TAGS_KEYS,
-};
+use super::keys::{ATTRIBUTE_KEYS, EMAIL_ALLOW, MAPPING_KEYS, TAGS_KEYS};
+use super::parse::{ATTRIBUTE_TYPES, CASES, Parser};
 use super::reader::{Table, Value, choices, type_name};
 use super::*;
 use crate::api::AttributeType;

@@ -5,12 +5,107 @@
 
 use super::conditions::CONDITION_KEYS;
 use super::export::{EXPORT_KEYS, RULE_KEYS};
-use super::parse::{
-    ATTRIBUTE_KEYS, BLACKLIST_KEYS, EMAIL_KEYS, IMPORT_KEYS, MAPPING_KEYS, TAGS_KEYS, TARGET_KEYS,
-    TOP_KEYS,
-};
 use super::source_key::SOURCE_KEYS;
 use super::step_columns::FILL_DOWN_KEYS;
+
+/// Where each table's keys are written down: the parser checks against
+/// these lists, and [`ACCEPTED_KEYS`] gathers them.
+pub(super) const TOP_KEYS: &[&str] = &["target", "timezone", "import", "blacklist", "export"];
+pub(super) const TARGET_KEYS: &[&str] = &[
+    "url",
+    "token_env",
+    "credentials",
+    "database",
+    "concurrency",
+    "max_requests_per_second",
+    "timeout_secs",
+    "retries",
+];
+pub(super) const IMPORT_KEYS: &[&str] = &[
+    "name",
+    "source",
+    "group",
+    "create_group",
+    "preset",
+    "dedupe",
+    "rejects",
+    "receiver",
+    "global_attributes",
+    "attributes",
+    "tags",
+    "orders",
+    "mode",
+    "removal",
+    "max_removal",
+    "fill_down",
+    "other_columns",
+    "ignore_columns",
+    "date_format",
+    "ambiguous",
+    "null_values",
+    "rejects_bom",
+];
+pub(super) const BLACKLIST_KEYS: &[&str] = &[
+    "name",
+    "source",
+    "email",
+    "comment",
+    "group",
+    "rejects",
+    "only_if",
+    "null_values",
+    "rejects_bom",
+];
+pub(super) const MAPPING_KEYS: &[&str] = &[
+    "column",
+    "value",
+    "trim",
+    "trim_chars",
+    "case",
+    "map",
+    "default",
+    "format",
+    "ambiguous",
+    "timezone",
+    "decimal",
+    "only_if",
+    "null_values",
+];
+/// The address takes one key more: the reject reason when it is empty.
+pub(super) const EMAIL_KEYS: &[&str] = &[
+    "column",
+    "value",
+    "trim",
+    "trim_chars",
+    "case",
+    "map",
+    "default",
+    "format",
+    "decimal",
+    "only_if",
+    "null_values",
+    "missing_reason",
+    "allow",
+];
+/// What an address may be, beyond a dot-atom at a host name (`allow`).
+pub(super) const EMAIL_ALLOW: &[&str] = &["quoted_local", "ip_literal", "utf8_local"];
+pub(super) const ATTRIBUTE_KEYS: &[&str] = &[
+    "column",
+    "value",
+    "type",
+    "trim",
+    "trim_chars",
+    "case",
+    "map",
+    "default",
+    "format",
+    "ambiguous",
+    "timezone",
+    "decimal",
+    "only_if",
+    "null_values",
+];
+pub(super) const TAGS_KEYS: &[&str] = &["columns", "separator", "fixed", "origin"];
 
 /// `[import.receiver]`: one key per receiver field ([`ReceiverField::ALL`](super::ReceiverField::ALL)).
 pub const RECEIVER_KEYS: &[&str] = &[

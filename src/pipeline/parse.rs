@@ -3,6 +3,7 @@
 //! The mapped parts of a step are in [`fields`](super::fields).
 
 use super::dates::default_date_format;
+use super::keys::{BLACKLIST_KEYS, EMAIL_KEYS, IMPORT_KEYS, MAPPING_KEYS, TARGET_KEYS, TOP_KEYS};
 use super::reader::{Ctx, Table, choices, type_name};
 use super::step_columns::Others;
 use super::*;
@@ -10,102 +11,6 @@ use std::ops::Range;
 use toml::Spanned;
 use toml::de::{DeTable, DeValue};
 
-pub(super) const TOP_KEYS: &[&str] = &["target", "timezone", "import", "blacklist", "export"];
-pub(super) const TARGET_KEYS: &[&str] = &[
-    "url",
-    "token_env",
-    "credentials",
-    "database",
-    "concurrency",
-    "max_requests_per_second",
-    "timeout_secs",
-    "retries",
-];
-pub(super) const IMPORT_KEYS: &[&str] = &[
-    "name",
-    "source",
-    "group",
-    "create_group",
-    "preset",
-    "dedupe",
-    "rejects",
-    "receiver",
-    "global_attributes",
-    "attributes",
-    "tags",
-    "orders",
-    "mode",
-    "removal",
-    "max_removal",
-    "fill_down",
-    "other_columns",
-    "ignore_columns",
-    "date_format",
-    "ambiguous",
-    "null_values",
-    "rejects_bom",
-];
-pub(super) const BLACKLIST_KEYS: &[&str] = &[
-    "name",
-    "source",
-    "email",
-    "comment",
-    "group",
-    "rejects",
-    "only_if",
-    "null_values",
-    "rejects_bom",
-];
-pub(super) const MAPPING_KEYS: &[&str] = &[
-    "column",
-    "value",
-    "trim",
-    "trim_chars",
-    "case",
-    "map",
-    "default",
-    "format",
-    "ambiguous",
-    "timezone",
-    "decimal",
-    "only_if",
-    "null_values",
-];
-/// The address takes one key more: the reject reason when it is empty.
-pub(super) const EMAIL_KEYS: &[&str] = &[
-    "column",
-    "value",
-    "trim",
-    "trim_chars",
-    "case",
-    "map",
-    "default",
-    "format",
-    "decimal",
-    "only_if",
-    "null_values",
-    "missing_reason",
-    "allow",
-];
-/// What an address may be, beyond a dot-atom at a host name (`allow`).
-pub(super) const EMAIL_ALLOW: &[&str] = &["quoted_local", "ip_literal", "utf8_local"];
-pub(super) const ATTRIBUTE_KEYS: &[&str] = &[
-    "column",
-    "value",
-    "type",
-    "trim",
-    "trim_chars",
-    "case",
-    "map",
-    "default",
-    "format",
-    "ambiguous",
-    "timezone",
-    "decimal",
-    "only_if",
-    "null_values",
-];
-pub(super) const TAGS_KEYS: &[&str] = &["columns", "separator", "fixed", "origin"];
 const DEDUPE: &[&str] = &["first", "last", "merge"];
 pub(super) const CASES: &[&str] = &["keep", "lower", "upper", "title"];
 pub(super) const ATTRIBUTE_TYPES: &[&str] = &["text", "number", "gender", "date"];

@@ -309,7 +309,7 @@ impl Parser<'_> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::parse::IMPORT_KEYS;
+    use super::super::keys::IMPORT_KEYS;
     use super::*;
 
     #[test]
