@@ -8,7 +8,7 @@
 
 use super::Store;
 use super::groups::ACTIVE_SQL;
-use super::receivers::read::{PAGE_START_SQL, page_sql};
+use super::receivers::list::{PAGE_START_SQL, page_sql};
 use super::receivers::{DELETE_ORPHAN_CONTACT, bulk};
 
 /// The plan's lines of `sql` (EXPLAIN QUERY PLAN's detail column).

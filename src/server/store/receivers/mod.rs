@@ -12,12 +12,14 @@ pub mod backend;
 mod batch;
 pub(crate) mod bulk;
 mod cursor;
+pub(crate) mod list;
 pub(crate) mod read;
 
 pub use activation::{Activation, set_activation};
 pub use address::{change_email, groups_of};
 pub use batch::{BatchItem, BatchMode, ItemOutcome, write_batch};
-pub use read::{Selection, contact_of, count_matching, get, list, list_matching};
+pub use list::{Selection, count_matching, list, list_matching};
+pub use read::{contact_of, get};
 
 use super::{AccountId, StoreResult, attributes, conflict, groups, invalid, not_found, now, tags};
 use crate::api::receiver::detail;
