@@ -20,6 +20,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 /// used; `exists` itself refuses a match that differs from what the
 /// pipeline asked for (an attribute of another type).
 async fn create_once<T, C, CF, E, EF>(
+    conn: &Connected,
     retries: u32,
     retried: &AtomicU64,
     mut create: C,
@@ -33,7 +34,16 @@ where
 {
     let mut attempt = 0;
     loop {
-        match create().await {
+        // Through the run's controller like every request (its pause, its
+        // rate, its figures), but retried here: a create is not idempotent.
+        let ticket = conn.controller.acquire().await;
+        let answer = create().await;
+        conn.controller.finish(
+            ticket,
+            answer.as_ref().err(),
+            conn.client.take_rate_headers(),
+        );
+        match answer {
             Ok(v) => return Ok(v),
             Err(e) if e.status() == Some(409) => {
                 return match exists().await? {
@@ -42,6 +52,7 @@ where
                 };
             }
             Err(e) if e.is_transient() && attempt < retries => {
+                conn.controller.retrying(&e);
                 tokio::time::sleep(retry::delay(attempt, e.retry_after())).await;
                 attempt += 1;
                 retried.fetch_add(1, Ordering::Relaxed);
@@ -127,6 +138,7 @@ pub async fn group(
             }
             let input = GroupInput::named(name.clone());
             let g: Group = create_once(
+                conn,
                 retries,
                 retried,
                 || c.create_group(&input),
@@ -164,6 +176,7 @@ pub async fn attributes(
         if !dry_run {
             let input = AttributeInput::new(a.name.clone(), a.kind);
             create_once(
+                conn,
                 retries,
                 retried,
                 || async { c.create_attribute(&input).await.map(|_| ()) },
@@ -192,6 +205,7 @@ pub async fn attributes(
         if let (Some(g), false) = (group, dry_run) {
             let input = AttributeInput::new(a.name.clone(), a.kind);
             create_once(
+                conn,
                 retries,
                 retried,
                 || async { c.create_group_attribute(g.id, &input).await.map(|_| ()) },

@@ -129,7 +129,7 @@ async fn a_retry_after_holds_back_every_request_of_the_run() {
     assert_eq!((r.pauses, r.paused_ms), (1, 30_000));
     // A second 429 within the pause extends it, and is the same pause.
     let until = lock(&c.pause).until;
-    c.rate_limited(Instant::now(), Some(1));
+    assert!(!c.rate_limited(Instant::now(), Instant::now(), Some(1)));
     assert_eq!(lock(&c.pause).until, until);
     assert_eq!(c.report().pauses, 1);
 }
@@ -148,57 +148,101 @@ async fn an_exhausted_quota_holds_back_requests_until_its_reset_before_any_429()
     assert_eq!(c.report().pauses, 1);
 }
 
-#[tokio::test]
-async fn a_429_teaches_a_rate_just_under_what_the_target_accepted() {
-    let c = Controller::new(Concurrency::Fixed(4), None);
-    let mut clock = Clock(Instant::now());
-    // Ten answers accepted over two seconds, then a 429.
-    for _ in 0..10 {
-        round(&c, &mut clock, 1, Duration::from_millis(199), None).await;
+/// Acquires a place for a request sent at `at` (the controller notes the
+/// send at the real time; a test moves it to its own clock).
+async fn sent_at(c: &Controller, at: Instant) -> Ticket {
+    let mut t = c.acquire().await;
+    t.started = at;
+    let mut b = lock(&c.bucket);
+    b.sent.pop_back();
+    b.sent.push_back(at);
+    b.first = Some(b.first.map_or(at, |f| f.min(at)));
+    t
+}
+
+/// A 429 at `clock`, for a request sent then.
+async fn refused_at(c: &Controller, clock: &Clock, retry_after: Option<u64>) {
+    let t = sent_at(c, clock.0).await;
+    c.finish_at(clock.0, t, Some(&too_many(retry_after)), None);
+}
+
+/// `n` requests sent together at `clock`, accepted `rtt` later.
+async fn accepted(c: &Controller, clock: &mut Clock, n: usize, rtt: Duration) {
+    let mut tickets = Vec::new();
+    for _ in 0..n {
+        tickets.push(sent_at(c, clock.0).await);
     }
-    let t = c.acquire().await;
-    c.finish_at(clock.0, t, Some(&too_many(Some(1))), None);
-    // Five of them in the last second: 80% of 5 per second.
-    let rate = c.report().rate_limit_per_second.expect("a learned rate");
-    assert!((3.9..=4.1).contains(&rate), "{rate}");
-    // Another 429 at once, with the same answers behind it: not lowered again.
-    assert_eq!(lock(&c.bucket).learn(clock.0), None);
+    clock.0 += rtt;
+    for t in tickets {
+        c.finish_at(clock.0, t, None, None);
+    }
+}
+
+fn learned(c: &Controller) -> f64 {
+    c.report().rate_limit_per_second.expect("a learned rate")
 }
 
 #[tokio::test]
-async fn a_429_of_a_request_sent_before_the_pause_or_at_the_very_start_teaches_no_rate() {
+async fn a_429_teaches_a_rate_just_under_what_the_target_let_through() {
     let c = Controller::new(Concurrency::Fixed(4), None);
     let mut clock = Clock(Instant::now());
-    round(&c, &mut clock, 4, Duration::from_millis(100), None).await;
-    // 100 ms after the first request: too little to count over.
-    c.rate_limited(clock.0, Some(1));
-    assert_eq!(c.report().rate_limit_per_second, None);
+    // One request every 200 ms for two seconds, then a 429.
     for _ in 0..10 {
-        round(&c, &mut clock, 1, Duration::from_millis(199), None).await;
+        accepted(&c, &mut clock, 1, Duration::from_millis(200)).await;
     }
-    // In flight when a pause began: the same event.
-    lock(&c.pause).until = Some(clock.0 + Duration::from_secs(1));
-    c.rate_limited(clock.0, Some(1));
-    assert_eq!(c.report().rate_limit_per_second, None);
+    refused_at(&c, &clock, Some(1)).await;
+    // Five let through in the last second: 90% of 5 per second.
+    assert_eq!(learned(&c), 4.5);
+    // Another 429 at once, of a request sent before the pause: the same
+    // event, not lowered again.
+    assert!(!c.rate_limited(clock.0, clock.0, Some(1)));
+    assert_eq!(learned(&c), 4.5);
 }
 
 #[tokio::test]
-async fn a_pause_counts_in_the_rate_learned_a_limited_target_refills_during_it() {
+async fn a_burst_from_an_idle_start_teaches_its_size_per_retry_after() {
     let c = Controller::new(Concurrency::Fixed(8), None);
     let mut clock = Clock(Instant::now());
-    round(&c, &mut clock, 1, Duration::from_millis(10), None).await;
-    // A second of pause (nothing accepted), then a burst of five and a 429.
-    clock.0 += Duration::from_millis(900);
-    round(&c, &mut clock, 5, Duration::from_millis(50), None).await;
-    let t = c.acquire().await;
-    c.finish_at(clock.0, t, Some(&too_many(Some(1))), None);
-    // Six accepted within the 0.96 s since the first request: 80% of 6.2/s.
-    let rate = c.report().rate_limit_per_second.expect("a learned rate");
-    assert!((4.9..=5.1).contains(&rate), "{rate}");
+    // Five let through within 10 ms, the sixth refused, wait a second:
+    // the target's quota is five per second, however fast they went.
+    accepted(&c, &mut clock, 5, Duration::from_millis(10)).await;
+    refused_at(&c, &clock, Some(1)).await;
+    assert_eq!(learned(&c), 4.5);
 }
 
 #[tokio::test]
-async fn a_429_with_nothing_accepted_pauses_but_learns_no_rate() {
+async fn a_429_after_the_pause_lowers_the_rate_by_a_tenth_at_least() {
+    let c = Controller::new(Concurrency::Fixed(8), None);
+    let mut clock = Clock(Instant::now());
+    accepted(&c, &mut clock, 5, Duration::from_millis(10)).await;
+    refused_at(&c, &clock, Some(1)).await;
+    assert_eq!(learned(&c), 4.5);
+    // The pause is over; five more go through, and a 429: counted from the
+    // pause's end, five per second again, yet 4.5 was too much.
+    clock.0 += Duration::from_millis(1500);
+    lock(&c.pause).until = None;
+    accepted(&c, &mut clock, 5, Duration::from_millis(10)).await;
+    refused_at(&c, &clock, Some(1)).await;
+    assert!((learned(&c) - 4.05).abs() < 0.01, "{}", learned(&c));
+}
+
+#[tokio::test]
+async fn a_long_retry_after_is_the_window_a_rate_is_learned_over() {
+    let c = Controller::new(Concurrency::Fixed(16), None);
+    let mut clock = Clock(Instant::now());
+    // A quota per minute: ten requests a second for thirty seconds, then
+    // a 429 asking to wait thirty seconds. The last second alone (ten)
+    // spread over the wait would teach a third of a request per second.
+    for _ in 0..30 {
+        accepted(&c, &mut clock, 10, Duration::from_millis(1000)).await;
+    }
+    refused_at(&c, &clock, Some(30)).await;
+    let rate = learned(&c);
+    assert!((8.5..=9.1).contains(&rate), "{rate}");
+}
+
+#[tokio::test]
+async fn a_429_with_nothing_let_through_pauses_but_learns_no_rate() {
     let c = Controller::new(Concurrency::Fixed(4), None);
     let t = c.acquire().await;
     c.finish(t, Some(&too_many(None)), None);
