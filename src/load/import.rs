@@ -372,7 +372,7 @@ pub async fn run(
     };
     let (seen, failed_rows) = (tally.seen, tally.failed_rows);
     if let Some(j) = &journal {
-        j.sync();
+        j.sync().await;
         // A journal that could not be written stops the step here, before
         // the ledger and the rejects: the target holds what it confirmed,
         // and `--resume` checks every row against it.
