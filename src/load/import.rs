@@ -94,6 +94,77 @@ fn source_emails(
     all
 }
 
+/// The step's counters, fed one row result at a time.
+struct Tally<'a> {
+    out: &'a mut ImportOutcome,
+    /// Rows taken (the rest were not started: a stop).
+    seen: usize,
+    /// Refused rows (index, reason): their rejects are made after the run.
+    failed_rows: Vec<(usize, String)>,
+    /// The mirror ledger, outside a dry run: what this run imported.
+    ledger: Option<&'a mut mirror::Ledger>,
+    plan_rows: &'a mut Vec<PlanRow>,
+    dry_run: bool,
+    /// The group exists (a dry run may be about to create it).
+    group_known: bool,
+    emails: &'a [String],
+    cols: &'a PreparedRows<'a>,
+}
+
+impl Tally<'_> {
+    fn imported(&mut self, i: usize) {
+        let email = &self.emails[i];
+        if let Some(l) = self.ledger.as_mut()
+            && !l.emails.contains(email)
+        {
+            l.emails.insert(email.clone());
+        }
+    }
+
+    fn add(&mut self, i: usize, r: RowResult) {
+        self.seen += 1;
+        let out = &mut *self.out;
+        let (action, detail) = match r {
+            RowResult::Done(a, detail) => (a, detail),
+            RowResult::Resumed => {
+                out.resumed += 1;
+                self.imported(i);
+                return;
+            }
+            RowResult::Failed { index, error } => {
+                out.failed_transient += u64::from(error.transient);
+                self.failed_rows.push((index, error.reason.clone()));
+                (Action::Failed, error.reason)
+            }
+        };
+        match action {
+            Action::Create => out.created += 1,
+            Action::Update => out.updated += 1,
+            Action::Unchanged => out.unchanged += 1,
+            Action::Blocked => out.blocked += 1,
+            Action::Failed => out.failed += 1,
+            Action::Invalid | Action::Duplicate | Action::Remove => {}
+        }
+        if matches!(action, Action::Create | Action::Update) && !self.dry_run {
+            self.imported(i);
+        }
+        if self.dry_run {
+            let detail = match action {
+                Action::Create if !self.group_known => {
+                    "the group would be created first".to_string()
+                }
+                _ => detail,
+            };
+            self.plan_rows.push(PlanRow {
+                row_number: self.cols.row_number(i),
+                email: self.emails[i].clone(),
+                action,
+                detail,
+            });
+        }
+    }
+}
+
 /// Runs one import step. Failed rows are added to `prepared.rejects`;
 /// dry runs fill `plan`.
 pub async fn run(
@@ -234,7 +305,23 @@ pub async fn run(
         .take_while(|_| futures::future::ready(!stop.is_set() && !breaker.is_open()))
         .map(|i| async move { (i, rows.decide(i).await) })
         .buffer_unordered(concurrency);
-    let results: Vec<(usize, RowResult)> = match opts.writes {
+    // Each row's result is folded into the step's counters as it arrives,
+    // so memory does not grow with the rows: only what must outlive the
+    // stream is kept per row (a refused row's reject, a dry run's plan, the
+    // ledger's addresses).
+    let gid = rows.gid;
+    let mut tally = Tally {
+        out: &mut out,
+        seen: 0,
+        failed_rows: Vec::new(),
+        ledger: ledger.as_mut().filter(|_| !opts.dry_run),
+        plan_rows: &mut *plan_rows,
+        dry_run: opts.dry_run,
+        group_known: gid.is_some(),
+        emails: &emails,
+        cols: &cols,
+    };
+    match opts.writes {
         WriteMode::Single => {
             decided
                 .map(|(i, d)| async move {
@@ -247,7 +334,10 @@ pub async fn run(
                     (i, r)
                 })
                 .buffer_unordered(concurrency)
-                .collect()
+                .for_each(|(i, r)| {
+                    tally.add(i, r);
+                    futures::future::ready(())
+                })
                 .await
         }
         // Rows that need a write go in batches of up to BATCH_ROWS, a few
@@ -273,12 +363,16 @@ pub async fn run(
                 })
                 .buffer_unordered(concurrency.div_ceil(4).min(BATCHES_QUEUED))
                 .flatten()
-                .collect()
+                .for_each(|(i, r)| {
+                    tally.add(i, r);
+                    futures::future::ready(())
+                })
                 .await
         }
     };
+    let (seen, failed_rows) = (tally.seen, tally.failed_rows);
     if let Some(j) = &journal {
-        j.sync();
+        j.sync().await;
         // A journal that could not be written stops the step here, before
         // the ledger and the rejects: the target holds what it confirmed,
         // and `--resume` checks every row against it.
@@ -293,51 +387,10 @@ pub async fn run(
         bar.finish_and_clear();
         return Err(stopped.into());
     }
-    out.not_started = (n - results.len()) as u64;
+    out.not_started = (n - seen) as u64;
     out.stopped = out.not_started > 0;
-    let gid = rows.gid;
     bar.finish_and_clear();
 
-    let mut failed_rows = Vec::new();
-    let mut imported: Vec<&str> = Vec::new();
-    for (i, r) in results {
-        let (action, detail) = match r {
-            RowResult::Done(a, detail) => (a, detail),
-            RowResult::Resumed => {
-                out.resumed += 1;
-                imported.push(&emails[i]);
-                continue;
-            }
-            RowResult::Failed { index, error } => {
-                out.failed_transient += u64::from(error.transient);
-                failed_rows.push((index, error.reason.clone()));
-                (Action::Failed, error.reason)
-            }
-        };
-        match action {
-            Action::Create => out.created += 1,
-            Action::Update => out.updated += 1,
-            Action::Unchanged => out.unchanged += 1,
-            Action::Blocked => out.blocked += 1,
-            Action::Failed => out.failed += 1,
-            Action::Invalid | Action::Duplicate | Action::Remove => {}
-        }
-        if matches!(action, Action::Create | Action::Update) && !opts.dry_run {
-            imported.push(&emails[i]);
-        }
-        if opts.dry_run {
-            let detail = match action {
-                Action::Create if gid.is_none() => "the group would be created first".to_string(),
-                _ => detail,
-            };
-            plan_rows.push(PlanRow {
-                row_number: cols.row_number(i),
-                email: emails[i].clone(),
-                action,
-                detail,
-            });
-        }
-    }
     // Mirror mode: what left the source goes, once every row is written.
     let mut removed = Vec::new();
     if let (Some(m), Some(g)) = (&step.mirror, gid) {
@@ -361,7 +414,6 @@ pub async fn run(
         }
     }
     if let (Some(l), false) = (ledger.as_mut(), opts.dry_run) {
-        l.emails.extend(imported.into_iter().map(str::to_string));
         if step
             .mirror
             .as_ref()

@@ -2,8 +2,10 @@
 //! line per event, append-only. A row is `start`ed before its write is sent
 //! and `done` once the target confirmed it; each line carries the row key
 //! (source file, row number, email), the action and a hash of the row's
-//! body. Lines go to the OS as they happen (so a `kill -9` of listpipe loses
-//! none) and are fsync'd every [`SYNC_EVERY`] confirmations and at the end.
+//! body. A dedicated thread writes them ([`writer`]), one write per batch
+//! of rows: a row's `start` is with the OS before its request is sent, its
+//! `done` follows the acknowledgement; lines are fsync'd every
+//! [`SYNC_EVERY`] confirmations and at the end.
 //!
 //! The first line is a header naming the resolved target and the group the
 //! journal belongs to: `--resume` against another target is refused before
@@ -20,6 +22,8 @@
 //! failure is kept, the run is asked to stop taking rows, and the step ends
 //! with an error naming the file ([`Journal::failure`]).
 
+mod writer;
+
 use super::{LoadError, Stop};
 use crate::api::ReceiverInput;
 use crate::pipeline::STATE_DIR;
@@ -28,13 +32,22 @@ use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::Arc;
+use writer::{Failure, Writer};
 
 /// Confirmations between two fsyncs.
 pub const SYNC_EVERY: u64 = 256;
 
 /// A row of a source: file index, row number, email.
 pub type RowKey = (u32, u64, String);
+
+/// One row's journal line: its key, the action and the body's hash.
+#[derive(Debug, Clone, Copy)]
+pub struct Entry<'a> {
+    pub key: &'a RowKey,
+    pub action: &'a str,
+    pub hash: &'a str,
+}
 
 /// How a step uses the journal (none in a dry run).
 #[derive(Debug, Clone)]
@@ -59,6 +72,17 @@ pub struct Header {
 /// that is not a journal, such as a device), and reading stops there.
 const MAX_LINE: u64 = 64 * 1024;
 
+/// A line as written: the fields of [`Line`], in its order, borrowed.
+#[derive(serde::Serialize)]
+struct LineOut<'a> {
+    ev: &'a str,
+    file: u32,
+    row: u64,
+    email: &'a str,
+    action: &'a str,
+    hash: &'a str,
+}
+
 #[derive(serde::Serialize, serde::Deserialize)]
 struct Line {
     ev: String,
@@ -82,13 +106,11 @@ pub enum Prior {
 
 pub struct Journal {
     path: PathBuf,
-    file: Mutex<(File, u64)>,
+    /// Owns the file; keeps the first write that failed (the step ends with it).
+    writer: Writer,
     confirmed: HashMap<RowKey, String>,
     in_flight: HashMap<RowKey, String>,
     unreadable: u64,
-    /// The first write that failed; the step ends with it.
-    failed: Mutex<Option<std::io::Error>>,
-    stop: Stop,
 }
 
 /// A journal read back: its header, its events, and how many lines could
@@ -267,14 +289,31 @@ impl Journal {
                 .and_then(|_| file.sync_data())
                 .map_err(err)?;
         }
+        Journal::with_file(path, file, opts.stop.clone(), confirmed, in_flight).map(|mut j| {
+            j.unreadable = back.unreadable;
+            j
+        })
+    }
+
+    /// A journal appending to `file` through its writer thread.
+    fn with_file(
+        path: PathBuf,
+        file: File,
+        stop: Stop,
+        confirmed: HashMap<RowKey, String>,
+        in_flight: HashMap<RowKey, String>,
+    ) -> Result<Journal, LoadError> {
+        let writer =
+            Writer::start(file, Arc::new(Failure::new(stop))).map_err(|e| LoadError::Output {
+                path: path.clone(),
+                message: e.to_string(),
+            })?;
         Ok(Journal {
             path,
-            file: Mutex::new((file, 0)),
+            writer,
             confirmed,
             in_flight,
-            unreadable: back.unreadable,
-            failed: Mutex::new(None),
-            stop: opts.stop.clone(),
+            unreadable: 0,
         })
     }
 
@@ -285,22 +324,13 @@ impl Journal {
 
     /// The first journal write that failed, as the step's error.
     pub fn failure(&self) -> Option<LoadError> {
-        let failed = self.failed.lock().unwrap_or_else(|e| e.into_inner());
-        failed.as_ref().map(|e| LoadError::Output {
-            path: self.path.clone(),
-            message: e.to_string(),
-        })
-    }
-
-    /// Keeps the first failure and stops the run taking rows: rows already
-    /// sent finish, the target holds what it confirmed, and `--resume`
-    /// checks every row against it.
-    fn fail(&self, e: std::io::Error) {
-        let mut failed = self.failed.lock().unwrap_or_else(|e| e.into_inner());
-        if failed.is_none() {
-            *failed = Some(e);
-        }
-        self.stop.set();
+        self.writer
+            .failure()
+            .message()
+            .map(|message| LoadError::Output {
+                path: self.path.clone(),
+                message,
+            })
     }
 
     pub fn path(&self) -> &Path {
@@ -320,53 +350,45 @@ impl Journal {
         }
     }
 
-    /// Records that `key`'s write is about to be sent.
-    pub fn started(&self, key: &RowKey, action: &str, hash: &str) {
-        self.append("start", key, action, hash);
+    /// Records that the rows' writes are about to be sent (one request's
+    /// rows), and returns once the lines are with the operating system.
+    pub async fn started(&self, rows: &[Entry<'_>]) {
+        let bytes = self.lines("start", rows);
+        self.writer.append(bytes, 0, true).await;
     }
 
-    /// Records that the target confirmed `key`'s write.
-    pub fn confirmed(&self, key: &RowKey, action: &str, hash: &str) {
-        self.append("done", key, action, hash);
+    /// Records that the target confirmed the rows' writes (what one answer
+    /// acknowledged); waits only for room in the writer's queue.
+    pub async fn confirmed(&self, rows: &[Entry<'_>]) {
+        let bytes = self.lines("done", rows);
+        self.writer.append(bytes, rows.len() as u64, false).await;
     }
 
-    fn append(&self, ev: &str, key: &RowKey, action: &str, hash: &str) {
-        let line = Line {
-            ev: ev.to_string(),
-            file: key.0,
-            row: key.1,
-            email: key.2.clone(),
-            action: action.to_string(),
-            hash: hash.to_string(),
-        };
-        let mut json = match serde_json::to_vec(&line) {
-            Ok(j) => j,
-            Err(e) => return self.fail(std::io::Error::other(e)),
-        };
-        json.push(b'\n');
-        let mut guard = self.file.lock().unwrap_or_else(|e| e.into_inner());
-        // One write per line: what reached the OS survives a kill of listpipe.
-        let mut written = guard.0.write_all(&json);
-        if ev == "done" && written.is_ok() {
-            guard.1 += 1;
-            if guard.1.is_multiple_of(SYNC_EVERY) {
-                written = guard.0.sync_data();
+    /// The JSON lines of `rows` for event `ev`, one buffer.
+    fn lines(&self, ev: &str, rows: &[Entry<'_>]) -> Vec<u8> {
+        let mut bytes = Vec::with_capacity(rows.len() * 160);
+        for e in rows {
+            let line = LineOut {
+                ev,
+                file: e.key.0,
+                row: e.key.1,
+                email: &e.key.2,
+                action: e.action,
+                hash: e.hash,
+            };
+            // Strings and numbers only: serialising cannot fail.
+            if let Err(err) = serde_json::to_writer(&mut bytes, &line) {
+                self.writer.failure().fail(std::io::Error::other(err));
+                return Vec::new();
             }
+            bytes.push(b'\n');
         }
-        drop(guard);
-        if let Err(e) = written {
-            self.fail(e);
-        }
+        bytes
     }
 
     /// Makes everything recorded so far durable.
-    pub fn sync(&self) {
-        let guard = self.file.lock().unwrap_or_else(|e| e.into_inner());
-        let synced = guard.0.sync_data();
-        drop(guard);
-        if let Err(e) = synced {
-            self.fail(e);
-        }
+    pub async fn sync(&self) {
+        self.writer.sync().await;
     }
 }
 
@@ -395,26 +417,96 @@ mod tests {
     use super::*;
 
     #[cfg(target_os = "linux")]
-    #[test]
-    fn a_line_that_cannot_be_written_stops_the_run_and_becomes_the_steps_error() {
+    #[tokio::test]
+    async fn a_line_that_cannot_be_written_stops_the_run_and_becomes_the_steps_error() {
         let file = OpenOptions::new().append(true).open("/dev/full").unwrap();
         let stop = Stop::default();
-        let j = Journal {
-            path: PathBuf::from("people.jsonl"),
-            file: Mutex::new((file, 0)),
-            confirmed: HashMap::new(),
-            in_flight: HashMap::new(),
-            unreadable: 0,
-            failed: Mutex::new(None),
-            stop: stop.clone(),
-        };
+        let j = Journal::with_file(
+            PathBuf::from("people.jsonl"),
+            file,
+            stop.clone(),
+            HashMap::new(),
+            HashMap::new(),
+        )
+        .unwrap();
         let key = (0, 2, "a@example.com".to_string());
-        j.started(&key, "create", "h");
+        let entry = Entry {
+            key: &key,
+            action: "create",
+            hash: "h",
+        };
+        j.started(&[entry]).await;
         assert!(stop.is_set(), "the run takes no new rows");
         let err = j.failure().unwrap().to_string();
         assert!(
             err.starts_with("cannot write people.jsonl: No space left on device"),
             "{err}"
+        );
+    }
+
+    #[test]
+    fn a_written_line_is_spelled_as_older_journals_spell_it() {
+        let key = (1, 7, "a@x.de".to_string());
+        let out = LineOut {
+            ev: "done",
+            file: key.0,
+            row: key.1,
+            email: &key.2,
+            action: "create",
+            hash: "h",
+        };
+        assert_eq!(
+            serde_json::to_string(&out).unwrap(),
+            "{\"ev\":\"done\",\"file\":1,\"row\":7,\"email\":\"a@x.de\",\"action\":\"create\",\"hash\":\"h\"}"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_batch_is_written_by_the_writer_thread_and_read_back_in_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("people.jsonl");
+        let file = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .unwrap();
+        let j = Journal::with_file(
+            path.clone(),
+            file,
+            Stop::default(),
+            HashMap::new(),
+            HashMap::new(),
+        )
+        .unwrap();
+        let keys: Vec<RowKey> = (2..5).map(|r| (0, r, format!("r{r}@x.de"))).collect();
+        let entries: Vec<Entry> = keys
+            .iter()
+            .map(|key| Entry {
+                key,
+                action: "create",
+                hash: "h",
+            })
+            .collect();
+        j.started(&entries).await;
+        // A start is with the OS once `started` returns: a kill -9 keeps it.
+        assert_eq!(read_events(&path).len(), 3);
+        j.confirmed(&entries[..2]).await;
+        j.sync().await;
+        assert!(j.failure().is_none());
+        drop(j);
+        let events: Vec<String> = read_events(&path)
+            .into_iter()
+            .map(|(ev, email)| format!("{ev} {email}"))
+            .collect();
+        assert_eq!(
+            events,
+            [
+                "start r2@x.de",
+                "start r3@x.de",
+                "start r4@x.de",
+                "done r2@x.de",
+                "done r3@x.de"
+            ]
         );
     }
 

@@ -258,8 +258,20 @@ pub async fn blocked(
         .collect())
 }
 
+/// The most entries the group map is sized for before it is read: the
+/// count comes from the other side, and memory is never sized from what the
+/// other side says (a wrong or huge count would abort the run). Past this
+/// the map grows as pages arrive.
+const PRESIZE_LIMIT: usize = 65_536;
+
 /// Every receiver of the group with tags and orders, by lower-case email,
 /// reduced to what the comparison needs.
+///
+/// The group's `total_count` only says how many pages to read side by side;
+/// the pages decide where the group ends. A count too small: pages past the
+/// last counted one are read one after another until one comes back short.
+/// A count too large: the read stops at the first short page (the few pages
+/// already asked for are dropped).
 pub async fn existing(
     conn: &Connected,
     group: &Group,
@@ -271,28 +283,48 @@ pub async fn existing(
         conn.client.group_stats(group.id)
     })
     .await?
-    .total_count;
-    let pages = (total + PAGE - 1) / PAGE;
-    let mut out = FastMap::with_capacity_and_hasher(total.max(0) as usize, Default::default());
-    let mut stream = futures::stream::iter(0..pages.max(1))
-        .map(|page| {
-            let retried = &retried;
-            let q = ReceiverQuery {
-                pagesize: Some(PAGE),
-                page: Some(page),
-                detail: Some(detail::TAGS | detail::ORDERS),
-                ..Default::default()
-            };
-            async move {
-                retry::retrying(conn, retries, retried, || {
-                    conn.client.receivers(group.id, &q)
-                })
-                .await
-            }
-        })
+    .total_count
+    .max(0);
+    let counted_pages = total / PAGE + i64::from(total % PAGE != 0);
+    let presize = usize::try_from(total).map_or(PRESIZE_LIMIT, |t| t.min(PRESIZE_LIMIT));
+    let mut out = FastMap::with_capacity_and_hasher(presize, Default::default());
+    let read = |page: i64| {
+        let retried = &retried;
+        let q = ReceiverQuery {
+            pagesize: Some(PAGE),
+            page: Some(page),
+            detail: Some(detail::TAGS | detail::ORDERS),
+            ..Default::default()
+        };
+        async move {
+            retry::retrying(conn, retries, retried, || {
+                conn.client.receivers(group.id, &q)
+            })
+            .await
+        }
+    };
+    let mut stream = futures::stream::iter(0..counted_pages.max(1))
+        .map(read)
         .buffered(concurrency.clamp(1, 4));
+    let mut next = 0;
+    let mut last_full = false;
     while let Some(page) = stream.next().await {
-        for r in page? {
+        let page = page?;
+        next += 1;
+        last_full = page.len() as i64 >= PAGE;
+        for r in page {
+            out.insert(r.email.to_lowercase(), Held::from(&r));
+        }
+        if !last_full {
+            break;
+        }
+    }
+    drop(stream);
+    while last_full {
+        let page = read(next).await?;
+        next += 1;
+        last_full = page.len() as i64 >= PAGE;
+        for r in page {
             out.insert(r.email.to_lowercase(), Held::from(&r));
         }
     }

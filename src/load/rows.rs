@@ -36,6 +36,17 @@ pub(super) struct Pending {
     hash: String,
 }
 
+impl Pending {
+    /// The row's journal line, for `action`.
+    fn entry(&self, action: Action) -> journal::Entry<'_> {
+        journal::Entry {
+            key: &self.key,
+            action: action.as_str(),
+            hash: &self.hash,
+        }
+    }
+}
+
 /// What a row needs, decided against what the target holds.
 pub(super) enum Decision {
     Finished(RowResult),
@@ -154,7 +165,7 @@ impl Rows<'_> {
             return RowResult::Done(p.action, p.detail);
         };
         if let Some(j) = self.journal {
-            j.started(&p.key, p.action.as_str(), &p.hash);
+            j.started(&[p.entry(p.action)]).await;
         }
         let sent = p.body.orders.as_ref().map_or(0, Vec::len) as u64;
         let email = &self.emails[p.index];
@@ -176,7 +187,7 @@ impl Rows<'_> {
             Ok(a) => {
                 self.orders_sent.fetch_add(sent, Ordering::Relaxed);
                 if let Some(j) = self.journal {
-                    j.confirmed(&p.key, a.as_str(), &p.hash);
+                    j.confirmed(&[p.entry(a)]).await;
                 }
                 RowResult::Done(a, p.detail)
             }
@@ -196,10 +207,11 @@ impl Rows<'_> {
         if !self.batches.load(Ordering::Relaxed) {
             return self.send_each(batch).await;
         }
+        // One journal write for the request's rows before it is sent, one
+        // for what its answer acknowledged.
         if let Some(j) = self.journal {
-            batch
-                .iter()
-                .for_each(|p| j.started(&p.key, p.action.as_str(), &p.hash));
+            let entries: Vec<_> = batch.iter().map(|p| p.entry(p.action)).collect();
+            j.started(&entries).await;
         }
         let bodies: Vec<&ReceiverInput> = batch.iter().map(|p| &p.body).collect();
         let counted = write::Counted {
@@ -207,11 +219,39 @@ impl Rows<'_> {
             requests: &self.write_requests,
         };
         match write::upsert(self.conn, g, &bodies, self.opts.retries, counted).await {
-            Ok(statuses) => batch
-                .into_iter()
-                .zip(statuses)
-                .map(|(p, status)| (p.index, self.batch_item(p, status)))
-                .collect(),
+            Ok(statuses) => {
+                let items: Vec<(Pending, Result<Action, String>)> = batch
+                    .into_iter()
+                    .zip(statuses)
+                    .map(|(p, status)| {
+                        let done = self.batch_item(&p, status);
+                        (p, done)
+                    })
+                    .collect();
+                if let Some(j) = self.journal {
+                    let entries: Vec<_> = items
+                        .iter()
+                        .filter_map(|(p, done)| done.as_ref().ok().map(|a| p.entry(*a)))
+                        .collect();
+                    j.confirmed(&entries).await;
+                }
+                items
+                    .into_iter()
+                    .map(|(p, done)| {
+                        let r = match done {
+                            Ok(action) => RowResult::Done(action, p.detail),
+                            Err(reason) => RowResult::Failed {
+                                index: p.index,
+                                error: WriteError {
+                                    reason,
+                                    transient: false,
+                                },
+                            },
+                        };
+                        (p.index, r)
+                    })
+                    .collect()
+            }
             Err(write::BatchError::NoExtension) => {
                 self.batches.store(false, Ordering::Relaxed);
                 self.send_each(batch).await
@@ -238,8 +278,9 @@ impl Rows<'_> {
         }
     }
 
-    /// What one item of a batch did, as the server said.
-    fn batch_item(&self, p: Pending, status: write::ItemStatus) -> RowResult {
+    /// What one item of a batch did, as the server said: the action it
+    /// took, or the target's reason for refusing it.
+    fn batch_item(&self, p: &Pending, status: write::ItemStatus) -> Result<Action, String> {
         match status {
             write::ItemStatus::Done { inserted, repeated } => {
                 let sent = p.body.orders.as_ref().map_or(0, Vec::len) as u64;
@@ -251,18 +292,9 @@ impl Rows<'_> {
                 } else {
                     Action::Update
                 };
-                if let Some(j) = self.journal {
-                    j.confirmed(&p.key, action.as_str(), &p.hash);
-                }
-                RowResult::Done(action, p.detail)
+                Ok(action)
             }
-            write::ItemStatus::Refused(reason) => RowResult::Failed {
-                index: p.index,
-                error: WriteError {
-                    reason,
-                    transient: false,
-                },
-            },
+            write::ItemStatus::Refused(reason) => Err(reason),
         }
     }
 

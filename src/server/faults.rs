@@ -16,6 +16,10 @@
 //!   although the write happened. This is what makes blind retries of
 //!   non-idempotent writes dangerous.
 //! - `delay=D@p`: wait D (`200ms`, `2s`, `1.5s`) before handling.
+//! - `stats_count=N`: not a share but a lie: every answer of
+//!   `GET /v3/groups/{id}/stats` reports `total_count` N, whatever the group
+//!   holds, to test that a client never trusts the count (sizes no memory
+//!   from it, reads pages until they end). Other faults still apply.
 //!
 //! Each request gets at most one fault, so the shares add up to at most 1.
 //! One uniform number per `/v3` request is drawn from a PRNG (SplitMix64)
@@ -45,7 +49,8 @@ use std::time::Duration;
 
 /// What `--faults` accepts, shown in every parse error.
 pub const VALID_KEYS: &str = "valid keys: 500=SHARE, 429=SHARE, reset=SHARE, reset_after=SHARE, \
-     delay=DURATION@SHARE (SHARE from 0 to 1, DURATION like 200ms or 2s), comma-separated, \
+     delay=DURATION@SHARE (SHARE from 0 to 1, DURATION like 200ms or 2s), stats_count=N \
+     (a whole number), comma-separated, \
      e.g. 500=0.05,429=0.05,reset=0.01,reset_after=0.01,delay=200ms@0.05";
 
 /// The parsed `--faults` SPEC: the share of requests that meet each fault.
@@ -57,6 +62,8 @@ pub struct FaultSpec {
     pub reset_after: f64,
     /// How long, and the share of requests delayed.
     pub delay: Option<(Duration, f64)>,
+    /// The `total_count` every group's stats report instead of the truth.
+    pub stats_count: Option<i64>,
 }
 
 /// Why a SPEC was refused; the message names the valid keys.
@@ -124,6 +131,15 @@ impl FromStr for FaultSpec {
                     };
                     spec.delay = Some((duration(d)?, share("delay", p)?));
                 }
+                "stats_count" => match value.trim().parse::<i64>() {
+                    Ok(n) if n >= 0 => spec.stats_count = Some(n),
+                    _ => {
+                        return Err(FaultSpecError(format!(
+                            "stats_count takes a whole number of receivers, not \"{}\"",
+                            value.trim()
+                        )));
+                    }
+                },
                 _ => return Err(FaultSpecError(format!("unknown fault \"{key}\""))),
             }
             seen.push(key);
@@ -156,6 +172,9 @@ impl fmt::Display for FaultSpec {
         }
         if let Some((d, p)) = self.delay.filter(|(_, p)| *p > 0.0) {
             parts.push(format!("delay={}ms@{p}", d.as_millis()));
+        }
+        if let Some(n) = self.stats_count {
+            parts.push(format!("stats_count={n}"));
         }
         if parts.is_empty() {
             return f.write_str("none");
@@ -256,18 +275,55 @@ fn dropped_connection() -> Response {
     Response::new(Body::from_stream(failing))
 }
 
+/// Whether `req` asks for a group's stats (`GET /v3/groups/{id}/stats`).
+fn asks_group_stats(req: &Request) -> bool {
+    let segments: Vec<&str> = req.uri().path().trim_end_matches('/').split('/').collect();
+    req.method() == axum::http::Method::GET
+        && matches!(segments.as_slice(), ["", "v3", "groups", _, "stats"])
+}
+
+/// A stats answer with its `total_count` replaced by `count`; any other
+/// answer (an error, a body that is not an object) passes unchanged.
+async fn lie_about_count(response: Response, count: i64) -> Response {
+    if response.status() != StatusCode::OK {
+        return response;
+    }
+    let (mut parts, body) = response.into_parts();
+    let Ok(bytes) = axum::body::to_bytes(body, 1 << 20).await else {
+        return dropped_connection();
+    };
+    let mut json: serde_json::Value = match serde_json::from_slice(&bytes) {
+        Ok(v) => v,
+        Err(_) => return Response::from_parts(parts, Body::from(bytes)),
+    };
+    if let Some(obj) = json.as_object_mut() {
+        obj.insert("total_count".into(), count.into());
+    }
+    let body = serde_json::to_vec(&json).unwrap_or_else(|_| bytes.to_vec());
+    parts.headers.remove(axum::http::header::CONTENT_LENGTH);
+    Response::from_parts(parts, Body::from(body))
+}
+
 /// The middleware on the `/v3` routes, outside the token check (a fault
 /// stands for the network or the service failing, whoever asks).
 pub async fn inject(State(state): State<AppState>, req: Request, next: Next) -> Response {
     let Some(faults) = &state.faults else {
         return next.run(req).await;
     };
+    let lie = faults.spec.stats_count.filter(|_| asks_group_stats(&req));
+    let next = |req| async move {
+        let response = next.run(req).await;
+        match lie {
+            Some(count) => lie_about_count(response, count).await,
+            None => response,
+        }
+    };
     let fault = faults.draw();
     if fault != Fault::None {
         tracing::debug!(?fault, path = %req.uri().path(), "injected fault");
     }
     match fault {
-        Fault::None => next.run(req).await,
+        Fault::None => next(req).await,
         Fault::Error500 => ApiError::new(
             StatusCode::INTERNAL_SERVER_ERROR,
             "Internal Server Error: RestException (injected fault)",
@@ -280,12 +336,12 @@ pub async fn inject(State(state): State<AppState>, req: Request, next: Next) -> 
         Fault::Reset => dropped_connection(),
         Fault::ResetAfter => {
             // The handler has finished (and committed) when `run` returns.
-            drop(next.run(req).await);
+            drop(next(req).await);
             dropped_connection()
         }
         Fault::Delay(d) => {
             tokio::time::sleep(d).await;
-            next.run(req).await
+            next(req).await
         }
     }
 }
@@ -309,11 +365,24 @@ mod tests {
                 reset: 0.01,
                 reset_after: 0.01,
                 delay: Some((Duration::from_millis(200), 0.05)),
+                stats_count: None,
             }
         );
         assert_eq!(
             spec.to_string(),
             "500=0.05,429=0.05,reset=0.01,reset_after=0.01,delay=200ms@0.05"
+        );
+    }
+
+    #[test]
+    fn stats_count_takes_a_whole_number_and_adds_no_share() {
+        let spec = parse("stats_count=1000000000000000,500=1").unwrap();
+        assert_eq!(spec.stats_count, Some(1_000_000_000_000_000));
+        assert_eq!(spec.to_string(), "500=1,stats_count=1000000000000000");
+        assert!(
+            parse("stats_count=-1")
+                .unwrap_err()
+                .contains("stats_count takes a whole number of receivers, not \"-1\"")
         );
     }
 

@@ -23,6 +23,7 @@ mod forms;
 mod groups;
 mod hostile;
 mod import;
+mod load_state;
 mod oauth;
 mod openapi;
 mod output;
