@@ -119,10 +119,18 @@ pub enum Invalid {
 /// Reads `raw` (surrounding white space is dropped) into its normalised
 /// form, or says why it is not an address a careful sender mails.
 ///
-/// Every row of an import goes through here, so the common case (plain
-/// ASCII) is checked byte by byte and written into one buffer.
+/// Every row of an import goes through here, so the common case is read
+/// in one pass ([`plain`]) and only the rest rule by rule.
 pub fn parse(raw: &str, rules: Rules) -> Result<String, Invalid> {
     let s = raw.trim();
+    match plain(s) {
+        Some(address) => Ok(address),
+        None => checked(s, rules),
+    }
+}
+
+/// [`parse`] rule by rule: every address that is not [`plain`].
+fn checked(s: &str, rules: Rules) -> Result<String, Invalid> {
     if s.is_empty() {
         return Err(Invalid::Empty);
     }
@@ -153,6 +161,113 @@ pub fn parse(raw: &str, rules: Rules) -> Result<String, Invalid> {
         return Err(Invalid::TooLong);
     }
     Ok(out)
+}
+
+/// What a byte may be in a plain address: [`ATEXT`] for the local part,
+/// [`LDH`] (letter, digit, hyphen) for a domain label; `.` and `@` are
+/// looked at on their own.
+const ATEXT: u8 = 1;
+const LDH: u8 = 2;
+const CLASS: [u8; 256] = {
+    let mut t = [0u8; 256];
+    let mut b = 0;
+    while b < 128 {
+        let c = b as u8;
+        if c.is_ascii_alphanumeric() || c == b'-' {
+            t[b] = ATEXT | LDH;
+        } else if matches!(
+            c,
+            b'!' | b'#'
+                | b'$'
+                | b'%'
+                | b'&'
+                | b'\''
+                | b'*'
+                | b'+'
+                | b'/'
+                | b'='
+                | b'?'
+                | b'^'
+                | b'_'
+                | b'`'
+                | b'{'
+                | b'|'
+                | b'}'
+                | b'~'
+        ) {
+            t[b] = ATEXT;
+        }
+        b += 1;
+    }
+    t
+};
+
+/// The common case in one pass over the bytes: a plain ASCII dot-atom at a
+/// host name of LDH labels with an alphabetic top-level label, none of
+/// them an `xn--` label, lower-cased as it is read. `None` for anything
+/// else, valid or not: [`parse`]'s checks then decide, and say why.
+/// Measured: `check` of a million rows spent 3.5% of its time in `parse`
+/// before this path (the validator crate's regex had taken 1.4%).
+fn plain(s: &str) -> Option<String> {
+    let bytes = s.as_bytes();
+    if bytes.len() > MAX_ADDRESS_OCTETS {
+        return None;
+    }
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    // The local part: atext runs separated by single dots.
+    let mut previous_dot = true;
+    loop {
+        let b = *bytes.get(i)?;
+        match b {
+            b'@' if !previous_dot && i <= MAX_LOCAL_OCTETS => break,
+            b'.' if !previous_dot => previous_dot = true,
+            _ if CLASS[usize::from(b)] & ATEXT != 0 => previous_dot = false,
+            _ => return None,
+        }
+        out.push(b.to_ascii_lowercase());
+        i += 1;
+    }
+    out.push(b'@');
+    i += 1;
+    // The domain: at least two labels of 1 to 63 LDH bytes, no hyphen at
+    // either end, the last alphabetic.
+    let mut labels = 0;
+    loop {
+        let start = i;
+        let mut alphabetic = true;
+        while let Some(&b) = bytes.get(i) {
+            if b == b'.' {
+                break;
+            }
+            if CLASS[usize::from(b)] & LDH == 0 {
+                return None;
+            }
+            alphabetic &= b.is_ascii_alphabetic();
+            out.push(b.to_ascii_lowercase());
+            i += 1;
+        }
+        let label = &bytes[start..i];
+        let (first, last) = (label.first()?, label.last()?);
+        if label.len() > MAX_LABEL_OCTETS
+            || *first == b'-'
+            || *last == b'-'
+            || label.get(2..4) == Some(b"--")
+        {
+            return None;
+        }
+        labels += 1;
+        if i == bytes.len() {
+            if labels < 2 || !alphabetic {
+                return None;
+            }
+            break;
+        }
+        out.push(b'.');
+        i += 1;
+    }
+    // Only ASCII bytes were pushed.
+    String::from_utf8(out).ok()
 }
 
 /// Control characters, line and paragraph separators, and the format

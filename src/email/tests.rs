@@ -2,7 +2,7 @@
 //! with its errata: every row is checked under the strict rules a sender
 //! uses and, where it differs, under everything the RFCs allow.
 
-use super::{Invalid, Rules, parse};
+use super::{Invalid, Rules, checked, parse, plain};
 
 const OK: Expected = Ok("");
 
@@ -251,4 +251,51 @@ fn reasons_read_as_a_person_would_say_them() {
         reason("user@[192.0.2.1]"),
         "an IP address instead of a domain (allowed with allow = [\"ip_literal\"])"
     );
+}
+
+#[test]
+fn the_one_pass_path_answers_as_the_rules_do_or_leaves_the_address_to_them() {
+    let mut addresses: Vec<String> = table().into_iter().map(|(a, _, _)| a.to_string()).collect();
+    addresses.extend((0..5_000).map(|i| crate::bench::data::row(i, false).email));
+    addresses.extend(
+        (0..5_000)
+            .filter_map(crate::bench::data::bad_address)
+            .map(str::to_string),
+    );
+    addresses.extend(
+        [
+            "a@b.co",
+            "A.B@C.DE",
+            "a-b@c-d.io",
+            "ab--cd@x.com",
+            "u@ab--cd.com",
+            "u@xn--bcher-kva.de",
+            "u@-a.com",
+            "u@a-.com",
+            "u@a.c1",
+            "u@a..com",
+            "u@.com",
+            "u@com.",
+            "a@b@c.com",
+            ".a@b.com",
+            "a.@b.com",
+            "a..b@c.com",
+            "u@a.com ",
+            "u@a_b.com",
+        ]
+        .map(str::to_string),
+    );
+    let mut plain_count = 0;
+    for a in &addresses {
+        let s = a.trim();
+        if let Some(fast) = plain(s) {
+            plain_count += 1;
+            assert_eq!(Ok(fast), checked(s, Rules::STRICT), "{a:?}");
+        }
+        for rules in [Rules::STRICT, Rules::RFC] {
+            assert_eq!(parse(a, rules), checked(s, rules), "{a:?} under {rules:?}");
+        }
+    }
+    // The common case does take the one pass.
+    assert!(plain_count > 4_500, "{plain_count} of {}", addresses.len());
 }
