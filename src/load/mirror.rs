@@ -19,55 +19,13 @@ use super::target::Connected;
 use super::{LoadError, retry};
 use crate::api::{Id, ReceiverInput};
 use crate::pipeline::STATE_DIR;
+// The settings are the pipeline's plain data; what they do is here.
+pub use crate::pipeline::{MirrorSpec, Removal};
 use futures::StreamExt;
 use sha2::{Digest, Sha256};
 use std::collections::{BTreeSet, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-
-/// What happens to a receiver that left the source.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Removal {
-    /// Set `deactivated` (an opt-out): the receiver stays, with its history.
-    Deactivate,
-    /// Delete it from the group.
-    Delete,
-}
-
-impl Removal {
-    pub const CHOICES: &'static str = "deactivate, delete";
-    pub fn parse(s: &str) -> Option<Removal> {
-        match s.to_ascii_lowercase().as_str() {
-            "deactivate" => Some(Removal::Deactivate),
-            "delete" => Some(Removal::Delete),
-            _ => None,
-        }
-    }
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Removal::Deactivate => "deactivate",
-            Removal::Delete => "delete",
-        }
-    }
-}
-
-/// `mode = "mirror"` of an import step.
-#[derive(Debug, Clone, PartialEq)]
-pub struct MirrorSpec {
-    pub removal: Removal,
-    /// The most removals one run may make, as a share of the group's
-    /// receivers (0.1 is 10%), unless `--allow-mass-removal` is given.
-    pub max_share: f64,
-}
-
-impl Default for MirrorSpec {
-    fn default() -> Self {
-        MirrorSpec {
-            removal: Removal::Deactivate,
-            max_share: 0.10,
-        }
-    }
-}
 
 /// The first line of every ledger: a file without it is not one.
 const LEDGER_HEADER: &str =

@@ -7,13 +7,13 @@
 //! only_if = { any = [{ column = "OPT_IN", equals = "Yes" }, { column = "DOUBLE_OPT-IN", equals = "Yes" }] }
 //! ```
 
+use super::keys::CONDITION_KEYS;
 use super::parse::{ColumnRef, Parser};
 use super::reader::{Table, Value, choices, type_name};
 use super::*;
 use toml::Spanned;
 use toml::de::DeValue;
 
-pub(super) const CONDITION_KEYS: &[&str] = &["column", "equals", "not_equals", "in_file", "any"];
 const TESTS: &[&str] = &["equals", "not_equals", "in_file"];
 
 impl Parser<'_> {

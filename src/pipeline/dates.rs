@@ -115,37 +115,39 @@ impl Parser<'_> {
     }
 }
 
-/// `date_format` and `ambiguous` of a step: the formats of every date and
-/// time it reads without its own (an export written in the account's
-/// regional format, such as `%d-%m-%Y`).
-pub(super) fn default_date_format(
-    step: &StepDates,
-    fields: &mut [(ReceiverField, Mapping)],
-    attributes: [&mut Vec<AttributeMapping>; 2],
-    orders: Option<&mut OrdersSpec>,
-) {
-    if step.formats.is_empty() {
-        return;
-    }
-    let set = |m: &mut Mapping| {
-        if m.format.is_empty() {
-            m.format = step.formats.clone();
-            m.ambiguous = m.ambiguous.or(step.ambiguous);
+impl StepDates {
+    /// `date_format` and `ambiguous` of a step: the formats of every date and
+    /// time it reads without its own (an export written in the account's
+    /// regional format, such as `%d-%m-%Y`).
+    pub(super) fn fill_in(
+        &self,
+        fields: &mut [(ReceiverField, Mapping)],
+        attributes: [&mut Vec<AttributeMapping>; 2],
+        orders: Option<&mut OrdersSpec>,
+    ) {
+        if self.formats.is_empty() {
+            return;
         }
-    };
-    fields
-        .iter_mut()
-        .filter(|(f, _)| f.kind() == ValueKind::Timestamp)
-        .for_each(|(_, m)| set(m));
-    attributes
-        .into_iter()
-        .flat_map(|a| a.iter_mut())
-        .filter(|a| a.kind == crate::api::AttributeType::Date)
-        .for_each(|a| set(&mut a.mapping));
-    if let Some(o) = orders {
-        o.fields
+        let set = |m: &mut Mapping| {
+            if m.format.is_empty() {
+                m.format = self.formats.clone();
+                m.ambiguous = m.ambiguous.or(self.ambiguous);
+            }
+        };
+        fields
             .iter_mut()
             .filter(|(f, _)| f.kind() == ValueKind::Timestamp)
             .for_each(|(_, m)| set(m));
+        attributes
+            .into_iter()
+            .flat_map(|a| a.iter_mut())
+            .filter(|a| a.kind == crate::api::AttributeType::Date)
+            .for_each(|a| set(&mut a.mapping));
+        if let Some(o) = orders {
+            o.fields
+                .iter_mut()
+                .filter(|(f, _)| f.kind() == ValueKind::Timestamp)
+                .for_each(|(_, m)| set(m));
+        }
     }
 }

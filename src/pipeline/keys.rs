@@ -3,10 +3,7 @@
 //! fails when a key is added here without a row of its own: no key is
 //! accepted and then ignored.
 
-use super::conditions::CONDITION_KEYS;
 use super::export::{EXPORT_KEYS, RULE_KEYS};
-use super::source_key::SOURCE_KEYS;
-use super::step_columns::FILL_DOWN_KEYS;
 
 /// Where each table's keys are written down: the parser checks against
 /// these lists, and [`ACCEPTED_KEYS`] gathers them.
@@ -106,6 +103,23 @@ pub(super) const ATTRIBUTE_KEYS: &[&str] = &[
     "null_values",
 ];
 pub(super) const TAGS_KEYS: &[&str] = &["columns", "separator", "fixed", "origin"];
+/// `fill_down = { ... }` of an import step.
+pub(super) const FILL_DOWN_KEYS: &[&str] = &["within", "columns"];
+/// A `source` table.
+pub(super) const SOURCE_KEYS: &[&str] = &[
+    "path",
+    "paths",
+    "format",
+    "delimiter",
+    "encoding",
+    "header_row",
+    "sheet",
+    "sheets",
+    "pad_short_rows",
+    "max_quoted_lines",
+];
+/// One `only_if` condition.
+pub(super) const CONDITION_KEYS: &[&str] = &["column", "equals", "not_equals", "in_file", "any"];
 
 /// `[import.receiver]`: one key per receiver field ([`ReceiverField::ALL`](super::ReceiverField::ALL)).
 pub const RECEIVER_KEYS: &[&str] = &[

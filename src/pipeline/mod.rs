@@ -28,6 +28,7 @@ mod step_name;
 mod timezone;
 
 pub use export::{ExportFormat, ExportStep, ExportWhat};
+pub use mode::{MirrorSpec, Removal};
 
 use crate::api::AttributeType;
 use crate::source::SourceSpec;
@@ -137,7 +138,7 @@ pub struct ImportStep {
     pub tags: Option<TagsSpec>,
     pub orders: Option<OrdersSpec>,
     /// `mode = "mirror"`: receivers imported earlier and gone from the source are removed.
-    pub mirror: Option<crate::load::mirror::MirrorSpec>,
+    pub mirror: Option<MirrorSpec>,
     /// Cells left empty on follow-up rows (a shop export's order-level fields, written on
     /// an order's first line only) filled from the rows with the same key.
     pub fill_down: Option<FillDown>,

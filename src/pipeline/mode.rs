@@ -1,12 +1,56 @@
 //! An import step's `mode`: `import` (add and update) or `mirror` (also
 //! remove what left the source), with mirror mode's `removal` and
-//! `max_removal`. What mirror mode does is in [`crate::load::mirror`].
+//! `max_removal`. The parsed settings are plain data of the pipeline model,
+//! defined here; what mirror mode does with them is in `load/mirror.rs`.
 
 use super::parse::Parser;
 use super::reader::{Table, choices};
-use crate::load::mirror::{MirrorSpec, Removal};
 
 const MODES: &[&str] = &["import", "mirror"];
+
+/// What happens to a receiver that left the source.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Removal {
+    /// Set `deactivated` (an opt-out): the receiver stays, with its history.
+    Deactivate,
+    /// Delete it from the group.
+    Delete,
+}
+
+impl Removal {
+    pub const CHOICES: &'static str = "deactivate, delete";
+    pub fn parse(s: &str) -> Option<Removal> {
+        match s.to_ascii_lowercase().as_str() {
+            "deactivate" => Some(Removal::Deactivate),
+            "delete" => Some(Removal::Delete),
+            _ => None,
+        }
+    }
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Removal::Deactivate => "deactivate",
+            Removal::Delete => "delete",
+        }
+    }
+}
+
+/// `mode = "mirror"` of an import step.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MirrorSpec {
+    pub removal: Removal,
+    /// The most removals one run may make, as a share of the group's
+    /// receivers (0.1 is 10%), unless `--allow-mass-removal` is given.
+    pub max_share: f64,
+}
+
+impl Default for MirrorSpec {
+    fn default() -> Self {
+        MirrorSpec {
+            removal: Removal::Deactivate,
+            max_share: 0.10,
+        }
+    }
+}
 
 impl Parser<'_> {
     /// `mode`, `removal` and `max_removal` of an import step.

@@ -2,10 +2,8 @@
 //! steps, read with [`reader`](super::reader) so every problem is collected.
 //! The mapped parts of a step are in [`fields`](super::fields).
 
-use super::dates::default_date_format;
 use super::keys::{BLACKLIST_KEYS, EMAIL_KEYS, IMPORT_KEYS, MAPPING_KEYS, TARGET_KEYS, TOP_KEYS};
 use super::reader::{Ctx, Table, choices, type_name};
-use super::step_columns::Others;
 use super::*;
 use std::ops::Range;
 use toml::Spanned;
@@ -334,20 +332,13 @@ impl Parser<'_> {
         let mirror = self.mirror(t);
         let mut orders = self.orders(t, src, pipeline, &name);
         self.step_formats = 0;
-        default_date_format(
-            &dates,
+        dates.fill_in(
             &mut fields,
             [&mut global_attributes, &mut attributes],
             orders.as_mut(),
         );
         let fill_down = self.fill_down(t, src);
-        if let (Some((to, ignore)), Some(src)) = (self.others(t), src) {
-            let into = match to {
-                Others::Global => &mut global_attributes,
-                Others::Group => &mut attributes,
-            };
-            self.map_other_columns(src, &ignore, into);
-        }
+        self.other_columns(t, src, &mut global_attributes, &mut attributes);
         let nulls = self.null_values(t);
         let rejects_bom = t.bool(&mut self.ctx, "rejects_bom");
         add_null_values(

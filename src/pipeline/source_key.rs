@@ -1,6 +1,7 @@
 //! The `source` key of a step: a path (or glob, or zip), or a table with the reading
 //! options. Read here into a [`SourceSpec`]; the column check reads each source's header.
 
+use super::keys::SOURCE_KEYS;
 use super::parse::Parser;
 use super::reader::{Table, choices, type_name};
 use super::*;
@@ -8,18 +9,6 @@ use crate::source::{SheetRef, SourceFormat, TextEncoding};
 use toml::Spanned;
 use toml::de::DeValue;
 
-pub(super) const SOURCE_KEYS: &[&str] = &[
-    "path",
-    "paths",
-    "format",
-    "delimiter",
-    "encoding",
-    "header_row",
-    "sheet",
-    "sheets",
-    "pad_short_rows",
-    "max_quoted_lines",
-];
 const FORMATS: &[&str] = &["csv", "xlsx", "xls", "ods"];
 
 impl Parser<'_> {

@@ -8,6 +8,7 @@
 //!   here against the source's header into plain attribute mappings, so later stages see
 //!   nothing new.
 
+use super::keys::FILL_DOWN_KEYS;
 use super::parse::Parser;
 use super::reader::{Table, choices};
 use super::*;
@@ -15,14 +16,13 @@ use crate::source;
 use std::collections::HashSet;
 use toml::Spanned;
 
-pub(super) const FILL_DOWN_KEYS: &[&str] = &["within", "columns"];
 const OTHER_COLUMNS: &[&str] = &["global_attributes", "attributes"];
 /// The longest attribute name the API takes.
 const MAX_NAME: usize = 64;
 
 /// Where the columns a step does not name go.
 #[derive(Clone, Copy, PartialEq)]
-pub(super) enum Others {
+enum Others {
     Global,
     Group,
 }
@@ -52,8 +52,26 @@ impl Parser<'_> {
         })
     }
 
+    /// `other_columns` and `ignore_columns` of step `t`: every column of its source that
+    /// the step does not name becomes a mapping in `global_attributes` or `attributes`.
+    pub(super) fn other_columns(
+        &mut self,
+        t: &Table,
+        src: Option<usize>,
+        global_attributes: &mut Vec<AttributeMapping>,
+        attributes: &mut Vec<AttributeMapping>,
+    ) {
+        if let (Some((to, ignore)), Some(src)) = (self.others(t), src) {
+            let into = match to {
+                Others::Global => global_attributes,
+                Others::Group => attributes,
+            };
+            self.map_other_columns(src, &ignore, into);
+        }
+    }
+
     /// `other_columns = "global_attributes" | "attributes"` and `ignore_columns`.
-    pub(super) fn others(&mut self, t: &Table) -> Option<(Others, Vec<String>)> {
+    fn others(&mut self, t: &Table) -> Option<(Others, Vec<String>)> {
         let ctx = &mut self.ctx;
         let ignore: Vec<String> = t
             .strings(ctx, "ignore_columns")
@@ -93,7 +111,7 @@ impl Parser<'_> {
 
     /// Adds an attribute mapping for every column of the step's source that no mapping,
     /// tag, order field or `fill_down` names and `ignore` does not list.
-    pub(super) fn map_other_columns(
+    fn map_other_columns(
         &mut self,
         src: usize,
         ignore: &[String],

@@ -52,7 +52,7 @@ pub(crate) fn resolve(spec: &SourceSpec, base_dir: &Path) -> Result<Vec<Input>, 
             }
             let format = spec
                 .format
-                .or_else(|| format_of(&path))
+                .or_else(|| SourceFormat::from_path(&path))
                 .ok_or_else(|| SourceError::UnknownFormat { file: path.clone() })?;
             inputs.push(Input {
                 path,
@@ -62,16 +62,6 @@ pub(crate) fn resolve(spec: &SourceSpec, base_dir: &Path) -> Result<Vec<Input>, 
         }
     }
     Ok(inputs)
-}
-
-/// The format an extension stands for (case-insensitive).
-pub(crate) fn format_of(path: &Path) -> Option<SourceFormat> {
-    let extension = path.extension()?.to_str()?.to_ascii_lowercase();
-    match extension.as_str() {
-        "csv" | "txt" | "tsv" => Some(SourceFormat::Csv),
-        "xlsx" | "xlsm" | "xlsb" | "xls" | "ods" => Some(SourceFormat::Spreadsheet),
-        _ => None,
-    }
 }
 
 fn is_pattern(entry: &str) -> bool {
@@ -124,21 +114,6 @@ mod tests {
             paths: paths.iter().map(|p| p.to_string()).collect(),
             ..SourceSpec::default()
         }
-    }
-
-    #[test]
-    fn formats_come_from_extensions_in_any_case() {
-        assert_eq!(format_of(Path::new("a.CSV")), Some(SourceFormat::Csv));
-        assert_eq!(format_of(Path::new("a.tsv")), Some(SourceFormat::Csv));
-        assert_eq!(
-            format_of(Path::new("a.Xlsx")),
-            Some(SourceFormat::Spreadsheet)
-        );
-        assert_eq!(
-            format_of(Path::new("a.ods")),
-            Some(SourceFormat::Spreadsheet)
-        );
-        assert_eq!(format_of(Path::new("a.dat")), None);
     }
 
     #[test]

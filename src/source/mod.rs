@@ -82,6 +82,19 @@ pub enum SourceFormat {
     Spreadsheet,
 }
 
+impl SourceFormat {
+    /// The format an extension stands for (case-insensitive): a file named
+    /// directly or a zip member alike.
+    pub(crate) fn from_path(path: &Path) -> Option<SourceFormat> {
+        let extension = path.extension()?.to_str()?.to_ascii_lowercase();
+        match extension.as_str() {
+            "csv" | "txt" | "tsv" => Some(SourceFormat::Csv),
+            "xlsx" | "xlsm" | "xlsb" | "xls" | "ods" => Some(SourceFormat::Spreadsheet),
+            _ => None,
+        }
+    }
+}
+
 /// Which sheet of a workbook to read.
 #[derive(Debug, Clone, PartialEq)]
 pub enum SheetRef {
@@ -261,5 +274,26 @@ mod tests {
         );
         assert_eq!(table.dialect.delimiter, b',');
         assert_eq!(read_columns(&spec, dir.path()).unwrap(), table.columns);
+    }
+
+    #[test]
+    fn formats_come_from_extensions_in_any_case() {
+        assert_eq!(
+            SourceFormat::from_path(Path::new("a.CSV")),
+            Some(SourceFormat::Csv)
+        );
+        assert_eq!(
+            SourceFormat::from_path(Path::new("a.tsv")),
+            Some(SourceFormat::Csv)
+        );
+        assert_eq!(
+            SourceFormat::from_path(Path::new("a.Xlsx")),
+            Some(SourceFormat::Spreadsheet)
+        );
+        assert_eq!(
+            SourceFormat::from_path(Path::new("a.ods")),
+            Some(SourceFormat::Spreadsheet)
+        );
+        assert_eq!(SourceFormat::from_path(Path::new("a.dat")), None);
     }
 }

@@ -14,7 +14,6 @@ use zip::ZipArchive;
 
 use super::SourceError;
 use super::SourceFormat;
-use super::files::format_of;
 
 /// The most bytes one member may unpack to (far above any real export).
 const MAX_MEMBER_BYTES: u64 = 1 << 30;
@@ -49,7 +48,7 @@ pub(crate) fn members(path: &Path) -> Result<Vec<String>, SourceError> {
             !name.ends_with('/')
                 && !name.starts_with("__MACOSX/")
                 && !base.starts_with('.')
-                && format_of(Path::new(base)) == Some(SourceFormat::Csv)
+                && SourceFormat::from_path(Path::new(base)) == Some(SourceFormat::Csv)
         })
         .map(|name| name.to_string())
         .collect();

@@ -9,6 +9,7 @@ use crate::api::attribute::{AttributeLimits, AttributeType, AttributeValue};
 use crate::api::{Attribute, AttributeInput};
 use crate::server::store::Cached;
 use rusqlite::{Connection, OptionalExtension, Row, params};
+use std::collections::HashMap;
 
 pub const MAX_GLOBAL: i64 = 200;
 pub const MAX_PER_GROUP: i64 = 200;
@@ -284,44 +285,36 @@ pub fn resolve(
          ORDER BY group_id DESC LIMIT 1"
     );
     let scope = if global_only { 0 } else { group_id };
-    let key = (account.0, scope, name.trim().to_string());
-    if let Some(hit) = BATCH_MEMO.with(|m| m.borrow().as_ref().and_then(|m| m.get(&key).cloned())) {
-        return Ok(hit);
-    }
-    let found = conn
+    Ok(conn
         .row(&sql, params![account.0, name.trim(), scope], from_row)
-        .optional()?;
-    BATCH_MEMO.with(|m| {
-        if let Some(m) = m.borrow_mut().as_mut() {
-            m.insert(key, found.clone());
+        .optional()?)
+}
+
+/// Attributes resolved during one batch write, passed down by it: the five
+/// attributes of a 500-receiver batch are looked up 5 times, not 2,500.
+/// A batch write makes one and drops it when it ends; no attribute is
+/// created, changed or deleted inside it, so what it remembers stays true.
+#[derive(Default)]
+pub struct AttrMemo(HashMap<(i64, i64, String), Option<Attribute>>);
+
+impl AttrMemo {
+    /// [`resolve`], asked once per account, scope and name.
+    pub fn resolve(
+        &mut self,
+        conn: &Connection,
+        account: AccountId,
+        group_id: i64,
+        name: &str,
+        global_only: bool,
+    ) -> StoreResult<Option<Attribute>> {
+        let scope = if global_only { 0 } else { group_id };
+        let key = (account.0, scope, name.trim().to_string());
+        if let Some(hit) = self.0.get(&key) {
+            return Ok(hit.clone());
         }
-    });
-    Ok(found)
-}
-
-type MemoKey = (i64, i64, String);
-
-thread_local! {
-    /// Attributes resolved during one batch write ([`BatchMemo`]): the five
-    /// attributes of a 500-receiver batch are looked up 5 times, not 2,500.
-    static BATCH_MEMO: std::cell::RefCell<Option<std::collections::HashMap<MemoKey, Option<Attribute>>>> =
-        const { std::cell::RefCell::new(None) };
-}
-
-/// While alive, [`resolve`] remembers what it found on this thread. Held by
-/// a batch write, inside which no attribute is created, changed or deleted.
-pub struct BatchMemo(());
-
-impl BatchMemo {
-    pub fn start() -> BatchMemo {
-        BATCH_MEMO.with(|m| *m.borrow_mut() = Some(Default::default()));
-        BatchMemo(())
-    }
-}
-
-impl Drop for BatchMemo {
-    fn drop(&mut self) {
-        BATCH_MEMO.with(|m| *m.borrow_mut() = None);
+        let found = resolve(conn, account, group_id, name, global_only)?;
+        self.0.insert(key, found.clone());
+        Ok(found)
     }
 }
 
@@ -389,4 +382,34 @@ pub fn values_of(
         })
     })?;
     Ok(rows.collect::<Result<_, _>>()?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::Store;
+    use super::*;
+
+    #[test]
+    fn a_batch_memo_asks_the_database_once_per_name_and_lives_one_batch() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("a.db")).unwrap();
+        let conn = store.conn.lock().unwrap();
+        conn.execute_batch(
+            "INSERT OR IGNORE INTO accounts (id, name, created) VALUES (1, 'a', 0);
+             INSERT INTO attributes (account_id, name, type) VALUES (1, 'city', 'text');",
+        )
+        .unwrap();
+        let account = AccountId(1);
+        let mut memo = AttrMemo::default();
+        let found = memo.resolve(&conn, account, 7, " city ", false).unwrap();
+        assert_eq!(found.map(|a| a.name).as_deref(), Some("city"));
+        // Gone from the database, the attribute is still what this memo
+        // found; a lookup without it, or a next batch's memo, asks afresh.
+        conn.execute_batch("DELETE FROM attributes").unwrap();
+        let again = memo.resolve(&conn, account, 7, "city", false).unwrap();
+        assert!(again.is_some());
+        assert!(resolve(&conn, account, 7, "city", false).unwrap().is_none());
+        let next = AttrMemo::default().resolve(&conn, account, 7, "city", false);
+        assert!(next.unwrap().is_none());
+    }
 }

@@ -21,7 +21,8 @@
 //! Answers are built from what was written; receivers are reloaded only
 //! when full answers are asked for (`upsertplus`, a single object).
 
-use super::super::{AccountId, StoreError, StoreResult, attributes, groups, invalid, now};
+use super::super::attributes::{self, AttrMemo};
+use super::super::{AccountId, StoreError, StoreResult, groups, invalid, now};
 use super::backend::ReceiverBulk;
 use super::bulk::{ChangeRow, NewRow, email_key};
 use super::{check_email, check_sizes, initial_state, load};
@@ -95,7 +96,7 @@ pub fn write_batch(
         )));
     }
     groups::ensure(conn, account, group_id)?;
-    let _memo = attributes::BatchMemo::start();
+    let mut memo = AttrMemo::default();
     let mut out: Vec<Option<ItemOutcome>> = items.iter().map(|_| None).collect();
     let mut pending = Vec::with_capacity(items.len());
     for (index, item) in items.into_iter().enumerate() {
@@ -120,7 +121,9 @@ pub fn write_batch(
         let (round, later): (Vec<_>, Vec<_>) = pending
             .into_iter()
             .partition(|p| seen.insert(email_key(&p.email)));
-        write_round(conn, account, group_id, round, mode, full, &mut out)?;
+        write_round(
+            conn, account, group_id, round, mode, full, &mut memo, &mut out,
+        )?;
         pending = later;
     }
     let out: Vec<ItemOutcome> = out
@@ -136,6 +139,7 @@ pub fn write_batch(
 }
 
 /// Checks and writes items with distinct addresses.
+#[allow(clippy::too_many_arguments)] // the batch's settings, its attribute memo and its answers
 fn write_round(
     conn: &Connection,
     account: AccountId,
@@ -143,6 +147,7 @@ fn write_round(
     round: Vec<Pending>,
     mode: BatchMode,
     full: bool,
+    memo: &mut AttrMemo,
     out: &mut [Option<ItemOutcome>],
 ) -> StoreResult<()> {
     let emails: Vec<&str> = round.iter().map(|p| p.email.as_str()).collect();
@@ -150,7 +155,7 @@ fn write_round(
     let mut ready = Vec::with_capacity(round.len());
     for p in round {
         let found = existing.get(&email_key(&p.email)).copied();
-        match check(conn, account, group_id, p, found, mode) {
+        match check(conn, account, group_id, p, found, mode, memo) {
             Ok(c) => ready.push(c),
             Err((index, e)) => out[index] = Some(ItemOutcome::Failed(e)),
         }
@@ -290,6 +295,7 @@ fn check(
     p: Pending,
     existing: Option<(i64, i64)>,
     mode: BatchMode,
+    memo: &mut AttrMemo,
 ) -> Result<Checked, (usize, StoreError)> {
     let index = p.index;
     let fail = |e| (index, e);
@@ -305,8 +311,9 @@ fn check(
         (true, &p.input.global_attributes),
     ] {
         for (name, value) in given.iter().flatten() {
-            let attr =
-                attributes::resolve(conn, account, group_id, name, global_only).map_err(fail)?;
+            let attr = memo
+                .resolve(conn, account, group_id, name, global_only)
+                .map_err(fail)?;
             let Some(attr) = attr else {
                 let scope = if global_only {
                     "global attribute".to_string()
