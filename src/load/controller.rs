@@ -15,23 +15,22 @@
 //! - A permit is held from before the pause and the bucket until the
 //!   answer, and given back before a retry's backoff: a waiting retry takes
 //!   no room from requests that can go now. The RTT is timed from the send.
-//! - A rate is learned from a 429 as [`LEARN_SHARE`] of what the target
-//!   let through: the requests *sent* since the last pause ended (at most
-//!   the `Retry-After`, at least [`LEARN_OVER`], back) that were not
-//!   refused, per `Retry-After` (at least [`LEARN_OVER`]). A limited target
-//!   lets through its quota of one such window and refills it while the
-//!   run waits, so a burst of five before a 429 with `Retry-After: 1` is
-//!   five per second, however fast the burst went. 429s of requests sent
-//!   before the pause are the same event: they teach nothing and do not
-//!   shrink the window again. A later 429 means the rate is still too
-//!   high: it is lowered to what the target let through, and at least by a
-//!   tenth. After [`RAISE_AFTER`] without a 429 it is raised by a tenth
-//!   (probing), so a stray 429 does not slow a long run for good.
-//!   Measured against `serve --rate-limit 5` (20,000 rows, 68 requests):
-//!   counting *answers* accepted over the last second learned 0.8/s there,
-//!   because the answers came back after the 429 or fell in the pause, and
-//!   the run took 2.5 times the ideal; a burst from an idle start taught
-//!   nothing at all when it took under a quarter of a second.
+//! - A rate is learned from a 429 as [`LEARN_SHARE`] of the lowest rate a
+//!   token bucket holding one `Retry-After` of it would need to let through
+//!   what the target did let through, counted from when it last had its
+//!   whole quota (the run's start, or the end of an idle `Retry-After`
+//!   such as a pause): a burst of five before a 429 with `Retry-After: 1`
+//!   is five per second however fast it went, a steady stream is its own
+//!   rate. Requests are counted when *sent*, as the target counts them.
+//!   429s of requests sent before the pause are the same event: they teach
+//!   nothing and do not shrink the window again. Later 429s only ever
+//!   lower the rate; after [`RAISE_AFTER`] without one it is raised by a
+//!   tenth (probing), so a stray 429 does not slow a long run for good.
+//!   Measured against `serve --rate-limit 5` (20,000 rows, 71 requests):
+//!   counting *answers* accepted over the last second learned 0.8/s,
+//!   because the answers came after the 429 or fell in the pause, and the
+//!   run took 2.5 times the ideal; a burst from an idle start taught
+//!   nothing when it took under a quarter of a second.
 
 use super::requests::{self, ConcurrencyReport, Latencies, RequestsReport};
 use super::window::{Change, Window};
@@ -49,11 +48,13 @@ use tokio::time::Instant;
 /// Where the adaptive limit starts: the old fixed batch concurrency, low
 /// enough for a limited target, and doubled within a few round trips.
 pub const ADAPTIVE_START: usize = 4;
-/// The shortest window over which requests are counted to learn a rate
-/// from a 429 (a longer `Retry-After` is the window).
+/// The shortest quota window a rate is learned over (a longer
+/// `Retry-After` is the window).
 pub const LEARN_OVER: Duration = Duration::from_secs(1);
-/// The longest window (and how long send times are kept for it).
+/// The longest window, and how long send times are kept for it.
 pub const LEARN_HORIZON: Duration = Duration::from_secs(60);
+/// The fewest requests let through that a rate is learned from.
+pub const LEARN_FROM: usize = 3;
 /// The share of the rate let through that the bucket is set to.
 pub const LEARN_SHARE: f64 = 0.9;
 /// A learned rate is raised by a tenth after this long without a 429.
@@ -103,8 +104,6 @@ struct Bucket {
     sent: VecDeque<Instant>,
     /// When the requests answered 429 were sent, within [`LEARN_HORIZON`].
     refused: VecDeque<Instant>,
-    /// The end of the last pause a 429 started.
-    pause_end: Option<Instant>,
     first: Option<Instant>,
 }
 
@@ -338,10 +337,9 @@ impl Controller {
         if same_event {
             return false;
         }
-        if let Some(rate) = b.learn(now, wait) {
+        if let Some(rate) = b.learn(sent, wait) {
             tracing::info!(rate, "requests per second lowered after a 429");
         }
-        b.pause_end = Some(now + wait);
         true
     }
 
@@ -438,40 +436,96 @@ impl Bucket {
         }
     }
 
-    /// Lowers the rate after a new 429 whose `Retry-After` is `wait`: to
-    /// [`LEARN_SHARE`] of the requests let through per window of `wait`
-    /// (see the module's decisions), and by a tenth at least when a rate
-    /// was already set. The new rate, if lowered.
-    fn learn(&mut self, now: Instant, wait: Duration) -> Option<f64> {
+    /// Lowers the rate after a new 429 (of the request sent at
+    /// `refused_at`) whose `Retry-After` is `wait`, to
+    /// [`LEARN_SHARE`] of [`lowest_rate`] over the requests let through
+    /// since the target last had its whole quota: since the run's first
+    /// request or the first one after an idle `wait` (a pause). The new
+    /// rate, if lowered.
+    fn learn(&mut self, refused_at: Instant, wait: Duration) -> Option<f64> {
         let window = wait.clamp(LEARN_OVER, LEARN_HORIZON);
-        let from = [self.first, self.pause_end, now.checked_sub(window)]
-            .into_iter()
-            .flatten()
-            .filter(|t| *t <= now)
-            .max()
-            .unwrap_or(now);
-        let count = |times: &VecDeque<Instant>| times.iter().filter(|t| **t >= from).count();
-        let through = count(&self.sent).saturating_sub(count(&self.refused));
-        // Nothing let through: the pause alone speaks (the quota was spent
-        // before this run, or by another client).
-        if through == 0 {
+        // Requests sent after the refused one, still in flight, are most
+        // likely refused too: they are not counted as let through.
+        let sent: Vec<Instant> = self
+            .sent
+            .iter()
+            .copied()
+            .filter(|t| *t < refused_at)
+            .collect();
+        let full = sent
+            .windows(2)
+            .rposition(|w| w[1].saturating_duration_since(w[0]) >= window)
+            .map_or(0, |i| i + 1);
+        let mut refused: Vec<Instant> = self.refused.iter().copied().collect();
+        let through: Vec<Instant> = sent[full..]
+            .iter()
+            .copied()
+            .filter(|t| match refused.iter().position(|r| r == t) {
+                Some(i) => {
+                    refused.swap_remove(i);
+                    false
+                }
+                None => true,
+            })
+            .collect();
+        // Too few let through to tell a rate: the pause alone speaks (the
+        // quota was spent before this run or by another client, or the 429
+        // was a stray one). Measured: a stray 429 after the first request
+        // taught 0.9 requests per second to a run that could send hundreds.
+        if through.len() < LEARN_FROM {
             return None;
         }
-        let span = now.saturating_duration_since(from).max(window);
+        let lowest = lowest_rate(&through, window);
         tracing::debug!(
-            through,
-            sent = self.sent.len(),
-            span = span.as_secs_f64(),
+            through = through.len(),
+            lowest,
+            window = window.as_secs_f64(),
             "learning a rate from a 429"
         );
-        let guess = (through as f64 / span.as_secs_f64() * LEARN_SHARE).max(0.2);
-        let lowered = match self.rate {
-            Some(rate) => guess.min(rate * 0.9),
-            None => guess,
-        };
-        self.set(lowered);
-        Some(lowered)
+        let guess = (lowest * LEARN_SHARE).max(0.2);
+        if self.rate.is_some_and(|r| r <= guess) {
+            return None;
+        }
+        self.set(guess);
+        Some(guess)
     }
+}
+
+/// The lowest rate at which a token bucket holding one `window` of it,
+/// full at the first request, lets every request of `through` (send times,
+/// in order) through: what the target has shown it allows, whether the
+/// requests came in a burst from an idle start (the bucket's worth, less
+/// its refill meanwhile) or in a steady stream (the stream's rate). A
+/// limiter of N per second with a burst of N (or N per window of the
+/// `Retry-After`) is such a bucket. Found by bisection: letting through
+/// only gets easier as the rate grows.
+fn lowest_rate(through: &[Instant], window: Duration) -> f64 {
+    let lets_through = |rate: f64| {
+        let full = rate * window.as_secs_f64();
+        let mut tokens = full;
+        let mut last = through.first().copied();
+        for t in through {
+            if let Some(l) = last {
+                tokens = (tokens + rate * t.saturating_duration_since(l).as_secs_f64()).min(full);
+            }
+            last = Some(*t);
+            if tokens < 1.0 - 1e-9 {
+                return false;
+            }
+            tokens -= 1.0;
+        }
+        true
+    };
+    let (mut low, mut high) = (0.0, through.len() as f64 / window.as_secs_f64());
+    for _ in 0..40 {
+        let mid = (low + high) / 2.0;
+        if lets_through(mid) {
+            high = mid;
+        } else {
+            low = mid;
+        }
+    }
+    high
 }
 
 #[cfg(test)]

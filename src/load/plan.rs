@@ -34,16 +34,8 @@ where
 {
     let mut attempt = 0;
     loop {
-        // Through the run's controller like every request (its pause, its
-        // rate, its figures), but retried here: a create is not idempotent.
-        let ticket = conn.controller.acquire().await;
-        let answer = create().await;
-        conn.controller.finish(
-            ticket,
-            answer.as_ref().err(),
-            conn.client.take_rate_headers(),
-        );
-        match answer {
+        // Retried here, not by `retry::retrying`: a create is not idempotent.
+        match conn.once(create()).await {
             Ok(v) => return Ok(v),
             Err(e) if e.status() == Some(409) => {
                 return match exists().await? {

@@ -47,6 +47,24 @@ struct Refresher {
 }
 
 impl Connected {
+    /// Sends one request through the run's controller (its pause, its rate
+    /// and its figures) without retrying it: for the calls that retry in
+    /// their own way (a create is not idempotent) or not at all. Every
+    /// request counts: a limited target counts them all against its quota.
+    pub async fn once<T, F>(&self, call: F) -> crate::client::Result<T>
+    where
+        F: std::future::Future<Output = crate::client::Result<T>>,
+    {
+        let ticket = self.controller.acquire().await;
+        let answer = call.await;
+        self.controller.finish(
+            ticket,
+            answer.as_ref().err(),
+            self.client.take_rate_headers(),
+        );
+        answer
+    }
+
     /// Renews the token after a 401, once per expiry: callers that saw the
     /// same old token wait for one refresh. `false` when it cannot be renewed.
     pub async fn refresh(&self, stale_token: &str) -> bool {
@@ -202,12 +220,12 @@ pub async fn connect(target: &Target, overrides: &TargetOverrides) -> Result<Con
     };
     // A target that drops or refuses a request now and then is retried
     // a few times before it counts as unreachable.
-    let mut answer = connected.client.whoami().await;
+    let mut answer = connected.once(connected.client.whoami()).await;
     for attempt in 0..3 {
         match &answer {
             Err(e) if e.is_transient() => {
                 tokio::time::sleep(super::retry::delay(attempt, e.retry_after())).await;
-                answer = connected.client.whoami().await;
+                answer = connected.once(connected.client.whoami()).await;
             }
             _ => break,
         }
@@ -221,7 +239,7 @@ pub async fn connect(target: &Target, overrides: &TargetOverrides) -> Result<Con
         Err(e) if e.status() == Some(401) => {
             let stale = connected.client.token();
             if connected.refresh(&stale).await
-                && let Ok(who) = connected.client.whoami().await
+                && let Ok(who) = connected.once(connected.client.whoami()).await
             {
                 return Ok(named(connected, who));
             }
