@@ -224,7 +224,7 @@ pub async fn connect(target: &Target, overrides: &TargetOverrides) -> Result<Con
     for attempt in 0..3 {
         match &answer {
             Err(e) if e.is_transient() => {
-                tokio::time::sleep(super::retry::delay(attempt, e.retry_after())).await;
+                tokio::time::sleep(super::backoff::delay(attempt, e.retry_after())).await;
                 answer = connected.once(connected.client.whoami()).await;
             }
             _ => break,
