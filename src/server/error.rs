@@ -2,7 +2,7 @@
 //! body `{"error": {"code": N, "message": "..."}}` with `code` equal to the
 //! status; internals are logged, never shown.
 
-use super::store::StoreError;
+use super::store::{RETRY_AFTER_SECS, StoreError};
 use crate::api::ErrorBody;
 use axum::Json;
 use axum::http::{StatusCode, header};
@@ -77,11 +77,12 @@ impl IntoResponse for ApiError {
                 header::HeaderValue::from_static("Bearer"),
             );
         }
-        // Every 503 is "busy, come back": it says when (server::overload).
+        // Every 503 is "busy, come back": it says when (server::overload,
+        // store::writer).
         if self.status == StatusCode::SERVICE_UNAVAILABLE {
             res.headers_mut().insert(
                 header::RETRY_AFTER,
-                header::HeaderValue::from(super::overload::RETRY_AFTER_SECS),
+                header::HeaderValue::from(RETRY_AFTER_SECS),
             );
         }
         res

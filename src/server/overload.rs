@@ -12,6 +12,7 @@
 //! layer, whose 408 has an empty body instead of the API's error body.
 
 use super::error::ApiError;
+use super::store::RETRY_AFTER_SECS;
 use axum::extract::{Request, State};
 use axum::http::StatusCode;
 use axum::middleware::Next;
@@ -24,8 +25,6 @@ use tokio::sync::Semaphore;
 pub const DEFAULT_MAX_IN_FLIGHT: usize = 512;
 /// Seconds a request may take unless `serve --request-timeout` says otherwise.
 pub const DEFAULT_REQUEST_TIMEOUT_SECS: u64 = 60;
-/// What a busy answer asks the client to wait, in seconds.
-pub const RETRY_AFTER_SECS: u64 = 1;
 
 /// The bounds of one server.
 #[derive(Clone)]

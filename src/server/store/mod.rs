@@ -36,6 +36,14 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/006_order_key.sql"),
 ];
 
+/// What a busy answer asks the client to wait, in seconds: a full write
+/// queue here ([`StoreError::Busy`]), a request over the server's bound
+/// (`server::overload`); every 503 carries it as `Retry-After`
+/// (`server::error`). Decision: kept here, at the bottom of the server's
+/// modules, so that all three read it while imports run one way, down to
+/// the store.
+pub const RETRY_AFTER_SECS: u64 = 1;
+
 /// What a store operation can fail with; routes map each to a status.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -276,7 +284,7 @@ impl Store {
                 std::sync::mpsc::TrySendError::Full(_) => StoreError::Busy(format!(
                     "Service Unavailable: {} writes are waiting; retry after {} s",
                     writer::QUEUE,
-                    crate::server::overload::RETRY_AFTER_SECS
+                    RETRY_AFTER_SECS
                 )),
                 std::sync::mpsc::TrySendError::Disconnected(_) => {
                     StoreError::Internal("the store's writer has stopped".into())
