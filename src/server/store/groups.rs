@@ -180,9 +180,24 @@ pub fn clear(conn: &Connection, account: AccountId, id: i64) -> StoreResult<u64>
         params![account.0, id],
     )?;
     let removed = conn.exec("DELETE FROM receivers WHERE group_id = ?1", [id])?;
-    super::receivers::delete_orphan_contacts(conn, account)?;
+    delete_orphan_contacts(conn, account)?;
     touch(conn, id)?;
     Ok(removed as u64)
+}
+
+/// Every contact of the account in no group any more is deleted, with all
+/// it carried: one pass over the account, for bulk removals (clearing a
+/// group), never per receiver (one receiver's removal deletes its one
+/// contact by key, `receivers::delete_orphan_contact`). Decision: here,
+/// beside its one caller, so that imports run one way, from `receivers` to
+/// `groups`.
+fn delete_orphan_contacts(conn: &Connection, account: AccountId) -> StoreResult<()> {
+    conn.exec(
+        "DELETE FROM contacts WHERE account_id = ?1
+         AND NOT EXISTS (SELECT 1 FROM receivers r WHERE r.contact_id = contacts.id)",
+        [account.0],
+    )?;
+    Ok(())
 }
 
 pub fn stats(conn: &Connection, account: AccountId, id: i64) -> StoreResult<GroupStats> {

@@ -361,15 +361,3 @@ fn delete_orphan_contact(conn: &Connection, contact_id: i64) -> StoreResult<()> 
 
 pub(crate) const DELETE_ORPHAN_CONTACT: &str = "DELETE FROM contacts WHERE id = ?1
          AND NOT EXISTS (SELECT 1 FROM receivers r WHERE r.contact_id = ?1)";
-
-/// Every contact of the account in no group any more is deleted (see
-/// [`delete_orphan_contact`]): one pass over the account, for bulk removals
-/// (clearing a group), never per receiver.
-pub fn delete_orphan_contacts(conn: &Connection, account: AccountId) -> StoreResult<()> {
-    conn.exec(
-        "DELETE FROM contacts WHERE account_id = ?1
-         AND NOT EXISTS (SELECT 1 FROM receivers r WHERE r.contact_id = contacts.id)",
-        [account.0],
-    )?;
-    Ok(())
-}
