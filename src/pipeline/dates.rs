@@ -5,6 +5,7 @@
 //! mappings without their own. Each is checked here, where its position is
 //! known, so a wrong format or zone never reaches the rows.
 
+use super::date_format::format_entry;
 use super::parse::Parser;
 use super::reader::{Table, choices};
 use super::timezone;
@@ -49,7 +50,7 @@ impl Parser<'_> {
             return None;
         }
         for f in &list {
-            if let Err(why) = crate::prepare::time::check_format(f.get_ref()) {
+            if let Err(why) = format_entry(f.get_ref()) {
                 self.ctx.error(f.span(), why);
             }
         }

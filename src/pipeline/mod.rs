@@ -13,6 +13,8 @@ pub use keys::ACCEPTED_KEYS;
 mod concurrency;
 pub use concurrency::{ADAPTIVE_MAX, Concurrency, FIXED_MAX};
 mod conditions;
+mod date_format;
+pub use date_format::{FormatEntry, format_entry};
 mod dates;
 pub mod export;
 mod export_parse;

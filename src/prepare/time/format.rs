@@ -4,7 +4,8 @@
 //! thread-local (a hidden parameter, issue 14); parsing a format string per
 //! cell of a million rows was a tenth of a `check`.
 
-use chrono::format::{Item, Parsed, StrftimeItems};
+use crate::pipeline::{FormatEntry, format_entry};
+use chrono::format::{Item, Parsed};
 use chrono::{DateTime, Duration, FixedOffset, NaiveDate, NaiveDateTime, Utc};
 
 /// The first and last spreadsheet serial day listpipe reads: 1899-12-31 and
@@ -51,21 +52,17 @@ impl Read {
     }
 }
 
-/// Compiles one `format` entry; the error says what is wrong with it.
+/// Compiles one `format` entry (what it may be is the pipeline's
+/// [`format_entry`]); the error says what is wrong with it.
 pub(super) fn compile(spelling: &str) -> Result<Format, String> {
-    match spelling {
-        "unix" => Ok(Format::Unix),
-        "excel" => Ok(Format::Excel),
-        _ => StrftimeItems::new(spelling)
-            .parse_to_owned()
-            .map(|items| Format::Chrono {
-                items,
-                name: spelling.to_string(),
-            })
-            .map_err(|_| {
-                format!("\"{spelling}\" is not a chrono format (such as \"%d.%m.%Y %H:%M\"), \"unix\" or \"excel\"")
-            }),
-    }
+    Ok(match format_entry(spelling)? {
+        FormatEntry::Unix => Format::Unix,
+        FormatEntry::Excel => Format::Excel,
+        FormatEntry::Chrono(items) => Format::Chrono {
+            items,
+            name: spelling.to_string(),
+        },
+    })
 }
 
 impl Format {

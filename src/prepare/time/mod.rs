@@ -51,12 +51,6 @@ fn strip_utc(s: &str) -> Option<&str> {
         .map(str::trim)
 }
 
-/// Whether `spelling` is a `format` entry (a chrono format, `unix` or
-/// `excel`); the error says what is wrong, for the pipeline file's message.
-pub fn check_format(spelling: &str) -> Result<(), String> {
-    format::compile(spelling).map(drop)
-}
-
 /// How one column's dates and times are read: its formats compiled, what an
 /// ambiguous value becomes, and the zone of times without an offset.
 #[derive(Debug, Clone, Default)]
