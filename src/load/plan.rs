@@ -3,7 +3,7 @@
 
 use super::diff::Held;
 use super::target::Connected;
-use super::{LoadError, PAGE, retry};
+use super::{LoadError, PAGE, backoff, retry};
 use crate::api::{Attribute, AttributeInput, Group, GroupInput, ReceiverQuery, detail};
 use crate::hash::{FastMap, FastSet};
 use crate::pipeline::{AttributeMapping, GroupRef};
@@ -45,7 +45,7 @@ where
             }
             Err(e) if e.is_transient() && attempt < retries => {
                 conn.controller.retrying(&e);
-                tokio::time::sleep(retry::delay(attempt, e.retry_after())).await;
+                tokio::time::sleep(backoff::delay(attempt, e.retry_after())).await;
                 attempt += 1;
                 retried.fetch_add(1, Ordering::Relaxed);
                 if let Some(v) = exists().await? {

@@ -9,7 +9,7 @@
 
 use super::target::Connected;
 // Re-exported: the set-up creates, which back off by hand, name it here.
-pub use super::backoff::delay;
+use super::backoff::delay;
 use crate::client::ClientError;
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
