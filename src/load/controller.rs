@@ -456,16 +456,17 @@ impl Bucket {
             .windows(2)
             .rposition(|w| w[1].saturating_duration_since(w[0]) >= window)
             .map_or(0, |i| i + 1);
+        // The refused requests' send times (recorded as answers came, so
+        // sorted here) are taken out of the sends, both in time order.
         let mut refused: Vec<Instant> = self.refused.iter().copied().collect();
+        refused.sort_unstable();
+        let mut refused = refused.into_iter().peekable();
         let through: Vec<Instant> = sent[full..]
             .iter()
             .copied()
-            .filter(|t| match refused.iter().position(|r| r == t) {
-                Some(i) => {
-                    refused.swap_remove(i);
-                    false
-                }
-                None => true,
+            .filter(|t| {
+                while refused.next_if(|r| r < t).is_some() {}
+                refused.next_if_eq(t).is_none()
             })
             .collect();
         // Too few let through to tell a rate: the pause alone speaks (the

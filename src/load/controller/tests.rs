@@ -299,3 +299,23 @@ fn retries_are_counted_by_cause() {
         [("rate_limited", 2), ("unavailable", 1)]
     );
 }
+
+#[test]
+fn requests_refused_earlier_are_not_counted_as_let_through() {
+    let t0 = Instant::now();
+    let at = |ms: u64| t0 + Duration::from_millis(ms);
+    let mut b = Bucket::default();
+    for ms in (0..10).map(|i| i * 100) {
+        b.sent(at(ms));
+    }
+    // Answered out of the order they were sent in.
+    b.refused.extend([at(500), at(200)]);
+    b.learn(at(1000), Duration::from_secs(1));
+    let through: Vec<Instant> = [0, 100, 300, 400, 600, 700, 800, 900].map(at).to_vec();
+    let expected = lowest_rate(&through, Duration::from_secs(1)) * LEARN_SHARE;
+    assert!(
+        (b.rate.expect("a rate") - expected).abs() < 1e-9,
+        "{:?} {expected}",
+        b.rate
+    );
+}
