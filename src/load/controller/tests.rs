@@ -213,30 +213,25 @@ async fn a_burst_from_an_idle_start_teaches_about_its_size_per_retry_after() {
 }
 
 #[tokio::test]
-async fn a_later_429_lowers_the_rate_to_what_went_through_in_the_last_window() {
+async fn a_later_429_lowers_the_rate_to_what_went_through_since_the_pause() {
     let c = Controller::new(Concurrency::Fixed(16), None);
     let mut clock = Clock(Instant::now());
     accepted(&c, &mut clock, 10, Duration::from_millis(10)).await;
     refused_at(&c, &clock, Some(1)).await;
     assert!(learned(&c) > 8.0, "{}", learned(&c));
-    // After the pause, four a second for three seconds, and a 429: the
-    // target's rate is no more than 3.2 (12 <= r + 2.75 r), whatever the
-    // first burst said.
-    clock.0 += Duration::from_secs(1);
-    lock(&c.pause).until = None;
-    for _ in 0..12 {
-        accepted(&c, &mut clock, 1, Duration::from_millis(250)).await;
+    // Twice: the pause ends, four a second for three seconds, and a 429.
+    // The first time the target's rate is seen to be no more than 3.2
+    // (12 <= r + 2.75 r), whatever the first burst said; the second, a
+    // stray 429 with as much let through, teaches nothing new.
+    for _ in 0..2 {
+        clock.0 += Duration::from_secs(1);
+        lock(&c.pause).until = None;
+        for _ in 0..12 {
+            accepted(&c, &mut clock, 1, Duration::from_millis(250)).await;
+        }
+        refused_at(&c, &clock, Some(1)).await;
+        assert!((learned(&c) - 2.88).abs() < 0.01, "{}", learned(&c));
     }
-    refused_at(&c, &clock, Some(1)).await;
-    assert!((learned(&c) - 2.88).abs() < 0.01, "{}", learned(&c));
-    // A stray 429 with as much let through teaches nothing new.
-    clock.0 += Duration::from_secs(1);
-    lock(&c.pause).until = None;
-    for _ in 0..12 {
-        accepted(&c, &mut clock, 1, Duration::from_millis(250)).await;
-    }
-    refused_at(&c, &clock, Some(1)).await;
-    assert!((learned(&c) - 2.88).abs() < 0.01, "{}", learned(&c));
 }
 
 #[tokio::test]
