@@ -2,6 +2,7 @@
 //! times a test chooses, and pauses are seen as requests that cannot start
 //! (a future polled once stays pending), never by waiting on the clock.
 
+use super::rate::{Bucket, LEARN_SHARE, lowest_rate};
 use super::*;
 use futures::FutureExt;
 
@@ -156,7 +157,6 @@ async fn sent_at(c: &Controller, at: Instant) -> Ticket {
     let mut b = lock(&c.bucket);
     b.sent.pop_back();
     b.sent.push_back(at);
-    b.first = Some(b.first.map_or(at, |f| f.min(at)));
     t
 }
 
