@@ -213,7 +213,7 @@ fn plain(s: &str) -> Option<String> {
     if bytes.len() > MAX_ADDRESS_OCTETS {
         return None;
     }
-    let mut out = Vec::with_capacity(bytes.len());
+    let mut out = String::with_capacity(bytes.len());
     let mut i = 0;
     // The local part: atext runs separated by single dots.
     let mut previous_dot = true;
@@ -225,10 +225,10 @@ fn plain(s: &str) -> Option<String> {
             _ if CLASS[usize::from(b)] & ATEXT != 0 => previous_dot = false,
             _ => return None,
         }
-        out.push(b.to_ascii_lowercase());
+        out.push(char::from(b.to_ascii_lowercase()));
         i += 1;
     }
-    out.push(b'@');
+    out.push('@');
     i += 1;
     // The domain: at least two labels of 1 to 63 LDH bytes, no hyphen at
     // either end, the last alphabetic.
@@ -244,7 +244,7 @@ fn plain(s: &str) -> Option<String> {
                 return None;
             }
             alphabetic &= b.is_ascii_alphabetic();
-            out.push(b.to_ascii_lowercase());
+            out.push(char::from(b.to_ascii_lowercase()));
             i += 1;
         }
         let label = &bytes[start..i];
@@ -263,11 +263,10 @@ fn plain(s: &str) -> Option<String> {
             }
             break;
         }
-        out.push(b'.');
+        out.push('.');
         i += 1;
     }
-    // Only ASCII bytes were pushed.
-    String::from_utf8(out).ok()
+    Some(out)
 }
 
 /// Control characters, line and paragraph separators, and the format
