@@ -39,41 +39,61 @@ pub fn run(args: CheckArgs) -> super::Outcome {
             continue;
         }
         let outcome = match step {
-            Step::Import(s) => prepare::prepare_import(s, &pipeline.base_dir).map(|p| {
-                crate::outln!("\n[{}] import into {}", s.name, s.group);
-                for line in crate::report::workbook_lines(&p.table.workbooks) {
-                    crate::outln!("  {line}");
-                }
-                match PreparedRows::new(s, &p.frame) {
-                    Ok(rows) => {
-                        let shown = rows.len().min(args.preview);
-                        if shown > 0 {
-                            crate::outln!("  first rows as create bodies (a receiver the group already holds gets only what differs):");
+            Step::Import(s) => {
+                // Chunk by chunk, as `run` reads it: the first rows are
+                // kept for the preview, the rest only counted.
+                let mut preview: Vec<String> = Vec::new();
+                let mut receivers = 0usize;
+                let mut unreadable = None;
+                // The run's time is the check's: a row without consent of
+                // its own shows the `registered` it will be sent with.
+                let now = chrono::Utc::now().timestamp();
+                let summary = prepare::import_chunks(
+                    s,
+                    &pipeline.base_dir,
+                    prepare::chunk_rows(),
+                    &mut |c| {
+                        receivers += c.frame.height();
+                        if preview.len() < args.preview {
+                            match PreparedRows::new(s, &c.frame) {
+                                Ok(rows) => {
+                                    let more = rows.len().min(args.preview - preview.len());
+                                    preview.extend((0..more).map(|i| {
+                                        let input = rows.input(i, c.orders.of(&rows.email(i)));
+                                        let body = prepare::consent::create_body(input, now);
+                                        format!(
+                                            "  row {}: {}",
+                                            rows.row_number(i),
+                                            serde_json::to_string(&body).unwrap_or_default()
+                                        )
+                                    }));
+                                }
+                                Err(e) => unreadable = Some(e),
+                            }
                         }
-                        // The run's time is the check's: a row without consent
-                        // of its own shows the `registered` it will be sent with.
-                        let now = chrono::Utc::now().timestamp();
-                        for i in 0..shown {
-                            let input = rows.input(i, p.orders.of(&rows.email(i)));
-                            let body = prepare::consent::create_body(input, now);
-                            crate::outln!(
-                                "  row {}: {}",
-                                rows.row_number(i),
-                                serde_json::to_string(&body).unwrap_or_default()
-                            );
-                        }
+                        true
+                    },
+                );
+                summary.map(|p| {
+                    crate::outln!("\n[{}] import into {}", s.name, s.group);
+                    for line in crate::report::workbook_lines(&p.workbooks) {
+                        crate::outln!("  {line}");
                     }
-                    Err(e) => crate::errln!("listpipe: {}: {e}", s.name),
-                }
-                let rows = p.frame.height();
-                let orders = p.orders.len();
-                crate::outln!("  {rows} receivers to send, {orders} orders");
-                let mut written = vec![write_rejects(&s.rejects, &p.rejects)];
-                if let (Some(o), Some(spec)) = (&p.order_rejects, &s.orders) {
-                    written.push(write_rejects(&spec.rejects, o));
-                }
-                (p.stats, written)
-            }),
+                    if let Some(e) = unreadable {
+                        crate::errln!("listpipe: {}: {e}", s.name);
+                    } else if !preview.is_empty() {
+                        crate::outln!("  first rows as create bodies (a receiver the group already holds gets only what differs):");
+                    }
+                    preview.iter().for_each(|line| crate::outln!("{line}"));
+                    let orders = p.stats.orders_accepted;
+                    crate::outln!("  {receivers} receivers to send, {orders} orders");
+                    let mut written = vec![write_rejects(&s.rejects, &p.rejects)];
+                    if let (Some(o), Some(spec)) = (&p.order_rejects, &s.orders) {
+                        written.push(write_rejects(&spec.rejects, o));
+                    }
+                    (p.stats, written)
+                })
+            }
             Step::Blacklist(s) => prepare::prepare_blacklist(s, &pipeline.base_dir).map(|p| {
                 crate::outln!(
                     "\n[{}] blacklist{}",

@@ -10,9 +10,10 @@ use super::journal::Journal;
 use super::rows::{Decision, RowResult, Rows};
 use super::target::Connected;
 use super::{Action, LoadError, PlanRow, WriteMode, WriteOptions, mirror, plan, progress_bar};
-use crate::hash::FastMap;
+use crate::hash::{FastMap, FastSet};
 use crate::pipeline::{ImportStep, ReceiverField, ValueFrom};
-use crate::prepare::{PreparedImport, PreparedRows};
+use crate::prepare::{ImportChunk, PreparedRows};
+use crate::source::RejectRow;
 use futures::StreamExt;
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -68,27 +69,20 @@ const BATCHES_QUEUED: usize = 16;
 
 /// Every address the source holds, valid or not, as an import row would
 /// normalise it: mirror mode must not remove a receiver whose row is still
-/// there but was rejected this time (a bad date, say).
-fn source_emails(
-    step: &ImportStep,
-    prepared: &PreparedImport,
-    valid: &[String],
-) -> HashSet<String> {
+/// there but was rejected this time (a bad date, say). A mirror step's
+/// source comes whole, as one chunk.
+fn source_emails(step: &ImportStep, chunk: &ImportChunk, valid: &[String]) -> HashSet<String> {
     let mut all: HashSet<String> = valid.iter().cloned().collect();
     let column = step.fields.iter().find_map(|(f, m)| match (f, &m.from) {
         (ReceiverField::Email, ValueFrom::Column(c)) => Some(c.as_str()),
         _ => None,
     });
-    if let Some(Ok(cells)) = column.map(|c| {
-        prepared
-            .table
-            .frame
-            .column(c)
-            .and_then(|c| c.str().cloned())
-    }) {
+    if let Some(Ok(cells)) =
+        column.map(|c| chunk.table.frame.column(c).and_then(|c| c.str().cloned()))
+    {
         all.extend(cells.iter().flatten().map(|e| e.trim().to_lowercase()));
     }
-    for (_, email) in &prepared.duplicates {
+    for (_, email) in &chunk.duplicates {
         all.insert(email.trim().to_lowercase());
     }
     all
@@ -97,9 +91,10 @@ fn source_emails(
 /// The step's counters, fed one row result at a time.
 struct Tally<'a> {
     out: &'a mut ImportOutcome,
-    /// Rows taken (the rest were not started: a stop).
+    /// Rows of the chunk taken (the rest were not started: a stop).
     seen: usize,
-    /// Refused rows (index, reason): their rejects are made after the run.
+    /// Refused rows of the chunk (index, reason): their rejects are made
+    /// from the chunk's source rows once it is written.
     failed_rows: Vec<(usize, String)>,
     /// The mirror ledger, outside a dry run: what this run imported.
     ledger: Option<&'a mut mirror::Ledger>,
@@ -107,28 +102,26 @@ struct Tally<'a> {
     dry_run: bool,
     /// The group exists (a dry run may be about to create it).
     group_known: bool,
-    emails: &'a [String],
-    cols: &'a PreparedRows<'a>,
 }
 
 impl Tally<'_> {
-    fn imported(&mut self, i: usize) {
-        let email = &self.emails[i];
+    fn imported(&mut self, email: &str) {
         if let Some(l) = self.ledger.as_mut()
             && !l.emails.contains(email)
         {
-            l.emails.insert(email.clone());
+            l.emails.insert(email.to_string());
         }
     }
 
-    fn add(&mut self, i: usize, r: RowResult) {
+    /// Row `i` of the chunk whose addresses are `emails` and rows `cols`.
+    fn add(&mut self, i: usize, r: RowResult, emails: &[String], cols: &PreparedRows<'_>) {
         self.seen += 1;
         let out = &mut *self.out;
         let (action, detail) = match r {
             RowResult::Done(a, detail) => (a, detail),
             RowResult::Resumed => {
                 out.resumed += 1;
-                self.imported(i);
+                self.imported(&emails[i]);
                 return;
             }
             RowResult::Failed { index, error } => {
@@ -146,7 +139,7 @@ impl Tally<'_> {
             Action::Invalid | Action::Duplicate | Action::Remove => {}
         }
         if matches!(action, Action::Create | Action::Update) && !self.dry_run {
-            self.imported(i);
+            self.imported(&emails[i]);
         }
         if self.dry_run {
             let detail = match action {
@@ -156,8 +149,8 @@ impl Tally<'_> {
                 _ => detail,
             };
             self.plan_rows.push(PlanRow {
-                row_number: self.cols.row_number(i),
-                email: self.emails[i].clone(),
+                row_number: cols.row_number(i),
+                email: emails[i].clone(),
                 action,
                 detail,
             });
@@ -165,14 +158,21 @@ impl Tally<'_> {
     }
 }
 
-/// Runs one import step. Failed rows are added to `prepared.rejects`;
-/// dry runs fill `plan`.
+/// The prepared chunks of a step after the first, as the preparing thread
+/// hands them over (a bounded channel: it reads ahead a chunk at most).
+pub type Chunks = tokio::sync::mpsc::Receiver<ImportChunk>;
+
+/// Runs one import step over its chunks, `first` and the `rest`, one after
+/// the other. Rows the target refuses go to `refused` with their source
+/// values; dry runs fill `plan_rows`.
 pub async fn run(
     conn: &Connected,
     step: &ImportStep,
-    prepared: &mut PreparedImport,
+    first: ImportChunk,
+    rest: &mut Chunks,
     opts: &WriteOptions,
     plan_rows: &mut Vec<PlanRow>,
+    refused: &mut Vec<RejectRow>,
 ) -> Result<ImportOutcome, LoadError> {
     let mut out = ImportOutcome::default();
     let setup_retried = AtomicU64::new(0);
@@ -204,11 +204,9 @@ pub async fn run(
         out.attributes_created = attributes;
     }
 
-    let frame = prepared.frame.clone();
-    let cols = PreparedRows::new(step, &frame).map_err(|e| LoadError::step(e.to_string()))?;
-    let n = frame.height();
-    let emails: Vec<String> = (0..n).map(|i| cols.email(i)).collect();
-    // The blacklist check and the read of the group go side by side.
+    let first = Prepared::new(step, first)?;
+    // The blacklist check of the first chunk and the read of the group go
+    // side by side.
     let existing = async {
         match &group {
             Some(g) => plan::existing(conn, g, opts.concurrency, opts.retries).await,
@@ -219,7 +217,7 @@ pub async fn run(
         plan::blocked(
             conn,
             group.as_ref(),
-            &emails,
+            &first.emails,
             opts.concurrency,
             opts.retries
         ),
@@ -234,7 +232,7 @@ pub async fn run(
         .transpose()?;
     let removals = match (&step.mirror, &ledger) {
         (Some(m), Some(l)) => {
-            let source = source_emails(step, prepared, &emails);
+            let source = source_emails(step, &first.chunk, &first.emails);
             let planned = mirror::planned(l, &source, &existing, m.removal);
             if !opts.dry_run {
                 mirror::guard(m, planned.len(), existing.len(), opts.allow_mass_removal)
@@ -259,57 +257,8 @@ pub async fn run(
         _ => None,
     };
     out.journal_unreadable_lines = journal.as_ref().map_or(0, Journal::unreadable);
-    let rows = Rows {
-        conn,
-        opts,
-        cols: &cols,
-        emails: &emails,
-        blocked: &blocked,
-        existing: &existing,
-        orders: &prepared.orders,
-        create_only: &create_only,
-        run_time: chrono::Utc::now().timestamp(),
-        gid: group.as_ref().map(|g| g.id),
-        journal: journal.as_ref(),
-        batches: AtomicBool::new(true),
-        retried: AtomicU64::new(0),
-        orders_sent: AtomicU64::new(0),
-        checked: AtomicU64::new(0),
-        write_requests: AtomicU64::new(0),
-    };
-    let bar = progress_bar(opts, n as u64, &step.name);
-    // A stop (Ctrl-C, SIGTERM) takes no new row; rows in flight finish.
-    // So does the breaker opening, and its rows in flight fail at once.
-    let stop = opts.stop.clone();
-    let breaker = &conn.breaker;
-    let (rows, bar) = (&rows, &bar);
-    // The streams are bounded by the controller's maximum; each request
-    // then waits for its room in the controller (retry.rs), so the rows in
-    // flight follow the limit it sets as it moves.
-    let concurrency = opts.concurrency.max(1);
-    let ctl = &conn.controller;
-    let noted = std::sync::Mutex::new(std::time::Instant::now());
-    let note = || {
-        if !opts.progress {
-            return;
-        }
-        // The progress line's note, four times a second at most.
-        let mut last = noted.lock().unwrap_or_else(|p| p.into_inner());
-        if last.elapsed() >= std::time::Duration::from_millis(250) {
-            *last = std::time::Instant::now();
-            bar.set_message(ctl.progress());
-        }
-    };
-    let note = &note;
-    let decided = futures::stream::iter(0..n)
-        .take_while(|_| futures::future::ready(!stop.is_set() && !breaker.is_open()))
-        .map(|i| async move { (i, rows.decide(i).await) })
-        .buffer_unordered(concurrency);
-    // Each row's result is folded into the step's counters as it arrives,
-    // so memory does not grow with the rows: only what must outlive the
-    // stream is kept per row (a refused row's reject, a dry run's plan, the
-    // ledger's addresses).
-    let gid = rows.gid;
+    let bar = progress_bar(opts, 0, &step.name);
+    let gid = group.as_ref().map(|g| g.id);
     let mut tally = Tally {
         out: &mut out,
         seen: 0,
@@ -318,59 +267,77 @@ pub async fn run(
         plan_rows: &mut *plan_rows,
         dry_run: opts.dry_run,
         group_known: gid.is_some(),
-        emails: &emails,
-        cols: &cols,
     };
-    match opts.writes {
-        WriteMode::Single => {
-            decided
-                .map(|(i, d)| async move {
-                    let r = match d {
-                        Decision::Finished(r) => r,
-                        Decision::Send(p) => rows.send_one(*p).await,
-                    };
-                    bar.inc(1);
-                    note();
-                    (i, r)
-                })
-                .buffer_unordered(concurrency)
-                .for_each(|(i, r)| {
-                    tally.add(i, r);
-                    futures::future::ready(())
-                })
-                .await
-        }
-        // Rows that need a write go in batches of up to BATCH_ROWS, a few
-        // batches in flight: the target commits each in one transaction.
-        WriteMode::Auto => {
-            decided
-                .chunks(BATCH_ROWS)
-                .map(|chunk| async move {
-                    let mut done = Vec::with_capacity(chunk.len());
-                    let mut pending = Vec::new();
-                    for (i, d) in chunk {
-                        match d {
-                            Decision::Finished(r) => done.push((i, r)),
-                            Decision::Send(p) => pending.push(*p),
-                        }
-                    }
-                    if !pending.is_empty() {
-                        done.extend(rows.send_batch(pending).await);
-                    }
-                    bar.inc(done.len() as u64);
-                    note();
-                    futures::stream::iter(done)
-                })
-                .buffer_unordered(concurrency.div_ceil(4).min(BATCHES_QUEUED))
-                .flatten()
-                .for_each(|(i, r)| {
-                    tally.add(i, r);
-                    futures::future::ready(())
-                })
-                .await
-        }
+    let shared = Shared {
+        step,
+        conn,
+        opts,
+        existing: &existing,
+        create_only: &create_only,
+        run_time: chrono::Utc::now().timestamp(),
+        gid,
+        journal: journal.as_ref(),
+        bar: &bar,
     };
-    let (seen, failed_rows) = (tally.seen, tally.failed_rows);
+    let mut counters = Counters {
+        batches: true,
+        ..Default::default()
+    };
+    let mut next = Some((first, blocked));
+    let mut not_started = 0u64;
+    while let Some((chunk, blocked)) = next.take() {
+        let n = chunk.emails.len();
+        bar.inc_length(n as u64);
+        if opts.dry_run {
+            tally
+                .plan_rows
+                .extend(chunk.chunk.duplicates.iter().map(|(row, email)| PlanRow {
+                    row_number: *row,
+                    email: email.clone(),
+                    action: Action::Duplicate,
+                    detail: String::new(),
+                }));
+        }
+        tally.seen = 0;
+        write_chunk(&shared, &chunk, &blocked, &mut tally, &mut counters).await?;
+        not_started += (n - tally.seen) as u64;
+        // One pass over the chunk's source rows finds every refused row's
+        // values (a lookup per refused row was a scan of the table each).
+        let failed = std::mem::take(&mut tally.failed_rows);
+        if !failed.is_empty() {
+            let cols = PreparedRows::new(step, &chunk.chunk.frame)
+                .map_err(|e| LoadError::step(e.to_string()))?;
+            let lookup = crate::prepare::RejectLookup::new(&chunk.chunk.table);
+            for (index, reason) in failed {
+                let (file, row) = (cols.file(index), cols.row_number(index));
+                refused.push(lookup.reject(file, row, "email", reason));
+            }
+        }
+        drop(chunk);
+        // A stop (Ctrl-C, SIGTERM) or the breaker opening takes no new chunk.
+        if opts.stop.is_set() || conn.breaker.is_open() {
+            // Chunks prepared already count as not started; the rest of
+            // the source is not read.
+            while let Ok(c) = rest.try_recv() {
+                not_started += c.frame.height() as u64;
+            }
+            tally.out.stopped = true;
+            break;
+        }
+        if let Some(c) = rest.recv().await {
+            let c = Prepared::new(step, c)?;
+            let blocked = plan::blocked(
+                conn,
+                group.as_ref(),
+                &c.emails,
+                opts.concurrency,
+                opts.retries,
+            )
+            .await?;
+            next = Some((c, blocked));
+        }
+    }
+    drop(tally);
     if let Some(j) = &journal {
         j.sync().await;
         // A journal that could not be written stops the step here, before
@@ -383,15 +350,16 @@ pub async fn run(
     // The target stopped answering: the rows that failed did not fail on
     // their own, so they are not rejects; the journal keeps them for
     // `--resume`, and the run stops (exit 3).
-    if let Some(stopped) = breaker.stopped() {
+    if let Some(stopped) = conn.breaker.stopped() {
         bar.finish_and_clear();
         return Err(stopped.into());
     }
-    out.not_started = (n - seen) as u64;
-    out.stopped = out.not_started > 0;
+    out.not_started = not_started;
+    out.stopped |= not_started > 0;
     bar.finish_and_clear();
 
     // Mirror mode: what left the source goes, once every row is written.
+    let concurrency = opts.concurrency.max(1);
     let mut removed = Vec::new();
     if let (Some(m), Some(g)) = (&step.mirror, gid) {
         if opts.dry_run {
@@ -425,19 +393,176 @@ pub async fn run(
         }
         l.save()?;
     }
-    // One pass over the table finds every failed row's values (a lookup
-    // per failed row was a scan of the table each).
-    let lookup = crate::prepare::RejectLookup::new(&prepared.table);
-    for (index, reason) in failed_rows {
-        let (file, row) = (cols.file(index), cols.row_number(index));
-        prepared
-            .rejects
-            .rows
-            .push(lookup.reject(file, row, "email", reason));
-    }
-    out.retries += rows.retried.load(Ordering::Relaxed) + setup_retried.load(Ordering::Relaxed);
-    out.orders_sent = rows.orders_sent.load(Ordering::Relaxed);
-    out.in_flight_checked = rows.checked.load(Ordering::Relaxed);
-    out.write_requests = rows.write_requests.load(Ordering::Relaxed);
+    out.retries += counters.retried + setup_retried.load(Ordering::Relaxed);
+    out.orders_sent = counters.orders_sent;
+    out.in_flight_checked = counters.checked;
+    out.write_requests = counters.write_requests;
     Ok(out)
+}
+
+/// A prepared chunk with the addresses of its rows.
+struct Prepared {
+    chunk: ImportChunk,
+    emails: Vec<String>,
+}
+
+impl Prepared {
+    fn new(step: &ImportStep, chunk: ImportChunk) -> Result<Self, LoadError> {
+        let emails = {
+            let cols = PreparedRows::new(step, &chunk.frame)
+                .map_err(|e| LoadError::step(e.to_string()))?;
+            (0..cols.len()).map(|i| cols.email(i)).collect()
+        };
+        Ok(Prepared { chunk, emails })
+    }
+}
+
+/// What every chunk of a step shares.
+struct Shared<'a> {
+    step: &'a ImportStep,
+    conn: &'a Connected,
+    opts: &'a WriteOptions,
+    existing: &'a FastMap<String, Held>,
+    create_only: &'a [ReceiverField],
+    run_time: i64,
+    gid: Option<crate::api::Id>,
+    journal: Option<&'a Journal>,
+    bar: &'a indicatif::ProgressBar,
+}
+
+/// The step's request counters, summed over its chunks.
+#[derive(Default)]
+struct Counters {
+    /// False once the target answered the batch upsert with "no such route".
+    batches: bool,
+    retried: u64,
+    orders_sent: u64,
+    checked: u64,
+    write_requests: u64,
+}
+
+/// Decides and writes one chunk's rows, with bounded concurrency; each
+/// row's result is folded into `tally` as it arrives.
+async fn write_chunk(
+    shared: &Shared<'_>,
+    chunk: &Prepared,
+    blocked: &FastSet<String>,
+    tally: &mut Tally<'_>,
+    counters: &mut Counters,
+) -> Result<(), LoadError> {
+    let Shared {
+        step,
+        conn,
+        opts,
+        bar,
+        ..
+    } = *shared;
+    let cols =
+        PreparedRows::new(step, &chunk.chunk.frame).map_err(|e| LoadError::step(e.to_string()))?;
+    let emails = &chunk.emails;
+    let rows = Rows {
+        conn,
+        opts,
+        cols: &cols,
+        emails,
+        blocked,
+        existing: shared.existing,
+        orders: &chunk.chunk.orders,
+        create_only: shared.create_only,
+        run_time: shared.run_time,
+        gid: shared.gid,
+        journal: shared.journal,
+        batches: AtomicBool::new(counters.batches),
+        retried: AtomicU64::new(0),
+        orders_sent: AtomicU64::new(0),
+        checked: AtomicU64::new(0),
+        write_requests: AtomicU64::new(0),
+    };
+    // A stop (Ctrl-C, SIGTERM) takes no new row; rows in flight finish.
+    // So does the breaker opening, and its rows in flight fail at once.
+    let stop = opts.stop.clone();
+    let breaker = &conn.breaker;
+    let rows = &rows;
+    // The streams are bounded by the controller's maximum; each request
+    // then waits for its room in the controller (retry.rs), so the rows in
+    // flight follow the limit it sets as it moves.
+    let concurrency = opts.concurrency.max(1);
+    let ctl = &conn.controller;
+    let noted = std::sync::Mutex::new(std::time::Instant::now());
+    let note = || {
+        if !opts.progress {
+            return;
+        }
+        // The progress line's note, four times a second at most.
+        let mut last = noted.lock().unwrap_or_else(|p| p.into_inner());
+        if last.elapsed() >= std::time::Duration::from_millis(250) {
+            *last = std::time::Instant::now();
+            bar.set_message(ctl.progress());
+        }
+    };
+    let note = &note;
+    let decided = futures::stream::iter(0..emails.len())
+        .take_while(|_| futures::future::ready(!stop.is_set() && !breaker.is_open()))
+        .map(|i| async move { (i, rows.decide(i).await) })
+        .buffer_unordered(concurrency);
+    // Each row's result is folded into the step's counters as it arrives,
+    // so memory does not grow with the rows: only what must outlive the
+    // stream is kept per row (a refused row's reject, a dry run's plan, the
+    // ledger's addresses).
+    let cols = &cols;
+    match opts.writes {
+        WriteMode::Single => {
+            decided
+                .map(|(i, d)| async move {
+                    let r = match d {
+                        Decision::Finished(r) => r,
+                        Decision::Send(p) => rows.send_one(*p).await,
+                    };
+                    bar.inc(1);
+                    note();
+                    (i, r)
+                })
+                .buffer_unordered(concurrency)
+                .for_each(|(i, r)| {
+                    tally.add(i, r, emails, cols);
+                    futures::future::ready(())
+                })
+                .await
+        }
+        // Rows that need a write go in batches of up to BATCH_ROWS, a few
+        // batches in flight: the target commits each in one transaction.
+        WriteMode::Auto => {
+            decided
+                .chunks(BATCH_ROWS)
+                .map(|chunk| async move {
+                    let mut done = Vec::with_capacity(chunk.len());
+                    let mut pending = Vec::new();
+                    for (i, d) in chunk {
+                        match d {
+                            Decision::Finished(r) => done.push((i, r)),
+                            Decision::Send(p) => pending.push(*p),
+                        }
+                    }
+                    if !pending.is_empty() {
+                        done.extend(rows.send_batch(pending).await);
+                    }
+                    bar.inc(done.len() as u64);
+                    note();
+                    futures::stream::iter(done)
+                })
+                .buffer_unordered(concurrency.div_ceil(4).min(BATCHES_QUEUED))
+                .flatten()
+                .for_each(|(i, r)| {
+                    tally.add(i, r, emails, cols);
+                    futures::future::ready(())
+                })
+                .await
+        }
+    };
+    counters.batches = rows.batches.load(Ordering::Relaxed);
+    counters.retried += rows.retried.load(Ordering::Relaxed);
+    counters.orders_sent += rows.orders_sent.load(Ordering::Relaxed);
+    counters.checked += rows.checked.load(Ordering::Relaxed);
+    counters.write_requests += rows.write_requests.load(Ordering::Relaxed);
+    Ok(())
 }

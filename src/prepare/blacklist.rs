@@ -84,6 +84,7 @@ pub fn prepare_blacklist(
     }
     let mut rejects = Rejects::new(&table, step.rejects_bom);
     rejects.rows = reject_rows(&table, &errors, &mut stats)?;
+    stats.files_read(table.files.len());
     Ok(PreparedBlacklist {
         table,
         entries,

@@ -151,14 +151,15 @@ pub(super) fn reject_rows(
     let rows = table.frame.column(ROW_COL)?.u32()?;
     let files = table.frame.column(FILE_COL)?.u32()?;
     let mut out = Vec::with_capacity(errors.0.len() + table.ragged.len());
-    let multi_file = table.files.len() > 1;
+    // Examples name their file; the caller forgets it when the source
+    // turns out to be one file (`PrepareStats::files_read`).
     let file_name = |f: usize| table.files.get(f).map(|f| f.display().to_string());
     for r in &table.ragged {
         stats.count_reject(
             r.category,
             RejectExample {
                 row: r.row_number,
-                file: file_name(r.file).filter(|_| multi_file),
+                file: file_name(r.file),
                 field: r.column.clone().unwrap_or_default(),
                 value: None,
                 reason: reasons::cut_reason(&r.reason),
@@ -180,7 +181,7 @@ pub(super) fn reject_rows(
             &first.category,
             RejectExample {
                 row: row_number,
-                file: file.clone().filter(|_| multi_file),
+                file: file.clone(),
                 field: first.field.clone(),
                 value: first.value.clone(),
                 reason: reasons::cut_reason(&first.reason),
@@ -253,14 +254,10 @@ impl<'a> RejectLookup<'a> {
             None => vec![None; table.columns.len()],
         };
         RejectRow {
-            file: (table.files.len() > 1)
-                .then(|| {
-                    table
-                        .files
-                        .get(file as usize)
-                        .map(|f| f.display().to_string())
-                })
-                .flatten(),
+            file: table
+                .files
+                .get(file as usize)
+                .map(|f| f.display().to_string()),
             values,
             row_number: row,
             field: field.to_string(),

@@ -73,3 +73,19 @@ pub fn find(frame: &DataFrame, emails: &StringChunked) -> PolarsResult<Vec<Domai
     }
     Ok(found.into_values().collect())
 }
+
+/// Adds one chunk's typos to the ones found before, as one pass over the
+/// whole input would have counted them (in domain order).
+pub fn merge(into: &mut Vec<DomainTypo>, more: Vec<DomainTypo>) {
+    for typo in more {
+        match into.iter_mut().find(|t| t.domain == typo.domain) {
+            Some(t) => {
+                t.count += typo.count;
+                let room = EXAMPLE_ROWS.saturating_sub(t.rows.len());
+                t.rows.extend(typo.rows.into_iter().take(room));
+            }
+            None => into.push(typo),
+        }
+    }
+    into.sort_by(|a, b| a.domain.cmp(&b.domain));
+}

@@ -146,6 +146,22 @@ pub fn find(step: &ImportStep, table: &Table) -> PolarsResult<Vec<MangledNumbers
     Ok(out)
 }
 
+/// Adds one chunk's findings to the ones before, as one pass over the whole
+/// input would have found them (in column name order).
+pub fn merge(into: &mut Vec<MangledNumbers>, more: Vec<MangledNumbers>) {
+    for found in more {
+        match into.iter_mut().find(|m| m.column == found.column) {
+            Some(m) => {
+                m.count += found.count;
+                let room = EXAMPLE_ROWS.saturating_sub(m.rows.len());
+                m.rows.extend(found.rows.into_iter().take(room));
+            }
+            None => into.push(found),
+        }
+    }
+    into.sort_by(|a, b| a.column.cmp(&b.column));
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -13,6 +13,7 @@ pub mod consent;
 pub mod dedupe;
 pub mod domains;
 mod fill;
+mod import;
 pub mod mangled;
 mod orders;
 pub mod reasons;
@@ -21,18 +22,17 @@ pub mod tags;
 pub mod time;
 pub mod value;
 
-use crate::hash::FastSet;
-use crate::pipeline::{ImportStep, ReceiverField};
-use crate::source::{self, FILE_COL, ROW_COL, RejectRow, Table};
+use crate::source::{self, RejectRow, Table};
 pub use blacklist::prepare_blacklist;
 pub use columns::RejectLookup;
+pub use import::{
+    ImportChunk, ImportSummary, PreparedImport, chunk_rows, import_chunks, prepare_import,
+};
 pub use orders::OrderLines;
 use polars::prelude::*;
 pub use reasons::RejectExample;
 pub use rows::PreparedRows;
 
-use columns::{Errors, attribute_columns, keep_mask, map_column, reject_rows};
-use orders::{map_orders, prepare_joined_orders};
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -57,6 +57,9 @@ pub enum PrepareError {
     Source(#[from] source::SourceError),
     #[error("internal data error: {0}")]
     Frame(#[from] PolarsError),
+    /// The rows' consumer stopped taking chunks (its step failed or stopped).
+    #[error("stopped before the end of the source")]
+    Stopped,
 }
 
 /// Counts for the run report.
@@ -105,6 +108,15 @@ impl PrepareStats {
             .entry(category.to_string())
             .or_insert(example);
     }
+
+    /// The examples name their file only when the source had several.
+    fn files_read(&mut self, files: usize) {
+        if files <= 1 {
+            self.reject_examples
+                .values_mut()
+                .for_each(|e| e.file = None);
+        }
+    }
 }
 
 /// Rejected rows and how to write them back in the input's dialect.
@@ -141,20 +153,6 @@ impl Rejects {
     }
 }
 
-pub struct PreparedImport {
-    /// The source as read, for writing failed rows back as they were.
-    pub table: Table,
-    /// One row per receiver to send: `__file`, `__row`, then the mapped columns.
-    pub frame: DataFrame,
-    pub rejects: Rejects,
-    /// Row number and address of each row dropped as a duplicate.
-    pub duplicates: Vec<(u64, String)>,
-    /// Orders by normalised email.
-    pub orders: OrderLines,
-    pub order_rejects: Option<Rejects>,
-    pub stats: PrepareStats,
-}
-
 pub struct PreparedBlacklist {
     pub table: Table,
     /// Address (or `*@domain`) and comment, deduplicated, in file order.
@@ -163,129 +161,4 @@ pub struct PreparedBlacklist {
     pub rows: Vec<(u32, u64)>,
     pub rejects: Rejects,
     pub stats: PrepareStats,
-}
-
-/// Maps, validates and deduplicates one import step's source.
-pub fn prepare_import(step: &ImportStep, base_dir: &Path) -> Result<PreparedImport, PrepareError> {
-    let table = source::read(&step.source, base_dir)?;
-    prepare_import_table(step, table, base_dir)
-}
-
-pub fn prepare_import_table(
-    step: &ImportStep,
-    mut owned: Table,
-    base_dir: &Path,
-) -> Result<PreparedImport, PrepareError> {
-    if let Some(spec) = &step.fill_down {
-        fill::fill_down(&mut owned, spec)?;
-    }
-    let table = &owned;
-    let height = table.frame.height();
-    let mut stats = PrepareStats {
-        rows_read: (height + table.ragged.len()) as u64,
-        padded: table.padded,
-        mangled_numbers: mangled::find(step, table)?,
-        ..Default::default()
-    };
-    let mut errors = Errors::default();
-    let mut columns: Vec<Column> = vec![
-        table.frame.column(FILE_COL)?.clone(),
-        table.frame.column(ROW_COL)?.clone(),
-    ];
-    let mut email_by_row = StringChunked::full_null("email".into(), height);
-    for (field, m) in &step.fields {
-        let ca = map_column(
-            table,
-            m,
-            field.kind(),
-            field.as_str(),
-            *field == ReceiverField::Email,
-            &mut errors,
-        )?;
-        if *field == ReceiverField::Email {
-            email_by_row = ca.clone();
-        }
-        columns.push(ca.into_column());
-    }
-    columns.extend(attribute_columns(
-        table,
-        &step.global_attributes,
-        col::global,
-        &mut errors,
-    )?);
-    columns.extend(attribute_columns(
-        table,
-        &step.attributes,
-        col::group,
-        &mut errors,
-    )?);
-    if let Some(spec) = &step.tags {
-        let cols: Vec<&StringChunked> = spec
-            .columns
-            .iter()
-            .map(|c| table.frame.column(c).and_then(|c| c.str()))
-            .collect::<Result<_, _>>()?;
-        let mut joined: Vec<Option<String>> = Vec::with_capacity(height);
-        for i in 0..height {
-            let cells: Vec<Option<&str>> = cols.iter().map(|c| c.get(i)).collect();
-            let (tags, changed) = tags::row_tags(spec, &cells);
-            stats.tags_changed += changed as u64;
-            joined.push((!tags.is_empty()).then(|| tags.join(&tags::JOIN.to_string())));
-        }
-        let mut ca: StringChunked = joined.into_iter().collect();
-        ca.rename(col::TAGS.into());
-        columns.push(ca.into_column());
-    }
-    // Orders on the receiver rows: mapped per row, errors reject the row.
-    let row_orders = match &step.orders {
-        Some(o) if o.source.is_none() => Some(map_orders(table, o, &mut errors)?),
-        _ => None,
-    };
-
-    stats.domain_typos = domains::find(&table.frame, &email_by_row)?;
-    let mut rejects = Rejects::new(table, step.rejects_bom);
-    rejects.rows = reject_rows(table, &errors, &mut stats)?;
-    let mask = keep_mask(height, &errors);
-    let frame = DataFrame::new(height, columns)?.filter(&mask)?;
-    let duplicates = dedupe::dropped_rows(&frame, step.dedupe)?;
-    let frame = dedupe::dedupe(frame, step.dedupe)?;
-    stats.duplicates = duplicates.len() as u64;
-
-    let emails: FastSet<String> = frame
-        .column(&col::field(ReceiverField::Email))?
-        .str()?
-        .iter()
-        .flatten()
-        .map(str::to_string)
-        .collect();
-    let mut orders = OrderLines::default();
-    let mut order_rejects = None;
-    if let Some(mut row_orders) = row_orders {
-        // Rows dropped as duplicates keep their order lines (the receiver is one).
-        let kept = (0..height)
-            .filter(|&i| mask.get(i) == Some(true))
-            .filter_map(|i| Some((i, email_by_row.get(i)?)));
-        let n = row_orders.assign(kept);
-        stats.orders_read += n;
-        stats.orders_accepted += n;
-        orders = row_orders;
-    } else if let Some((spec, source_spec)) = step
-        .orders
-        .as_ref()
-        .and_then(|o| Some((o, o.source.as_ref()?)))
-    {
-        let table = source::read(source_spec, base_dir)?;
-        let (o, r) = prepare_joined_orders(spec, &table, &emails, step.rejects_bom, &mut stats)?;
-        orders = o;
-        order_rejects = Some(r);
-    }
-    Ok(PreparedImport {
-        table: owned,
-        frame,
-        rejects,
-        duplicates,
-        orders,
-        order_rejects,
-        stats,
-    })
 }

@@ -4,10 +4,11 @@
 use super::columns::{Errors, map_column, reject_rows};
 use super::{PrepareError, PrepareStats, Rejects};
 use crate::api::Order;
-use crate::hash::{FastMap, FastSet};
+use crate::hash::{FastMap, KeySet};
 use crate::pipeline::{OrderField, OrdersSpec, ValueKind};
 use crate::source::Table;
 use polars::prelude::*;
+use std::sync::Arc;
 
 /// Order lines kept column by column, with the rows of each address: a
 /// million lines are a few arrays, not a million structs of five strings.
@@ -106,49 +107,75 @@ impl OrderLines {
     }
 }
 
-/// Orders from their own source, joined to the import by email. An order
-/// whose address is not among the step's receivers is rejected.
-pub(super) fn prepare_joined_orders(
-    spec: &OrdersSpec,
-    table: &Table,
-    emails: &FastSet<String>,
-    rejects_bom: Option<bool>,
-    stats: &mut PrepareStats,
-) -> Result<(OrderLines, Rejects), PrepareError> {
-    let mut errors = Errors::default();
-    let email_mapping = spec.email.clone().unwrap_or_default();
-    let by_row = map_column(
-        table,
-        &email_mapping,
-        ValueKind::Email,
-        "email",
-        true,
-        &mut errors,
-    )?;
-    let mut orders = map_orders(table, spec, &mut errors)?;
-    for (i, email) in by_row.iter().enumerate() {
-        if let Some(e) = email
-            && !emails.contains(e)
-            && !errors.0.contains_key(&i)
-        {
-            errors.add(
-                i,
-                "email",
-                e,
-                format!("no receiver with the address \"{e}\" in this import"),
-            );
-        }
+/// Orders from their own source, joined to the import by email: read and
+/// mapped before the receivers (a receiver is sent with its orders), and
+/// an order whose address is not among the step's receivers rejected once
+/// every receiver is known ([`JoinedOrders::finish`]).
+pub(super) struct JoinedOrders {
+    table: Table,
+    /// The normalised address of each row (null where it is missing or invalid).
+    by_row: StringChunked,
+    errors: Errors,
+    pub(super) lines: Arc<OrderLines>,
+}
+
+impl JoinedOrders {
+    pub(super) fn read(spec: &OrdersSpec, table: Table) -> Result<Self, PrepareError> {
+        let mut errors = Errors::default();
+        let email_mapping = spec.email.clone().unwrap_or_default();
+        let by_row = map_column(
+            &table,
+            &email_mapping,
+            ValueKind::Email,
+            "email",
+            true,
+            &mut errors,
+        )?;
+        let mut lines = map_orders(&table, spec, &mut errors)?;
+        let valid = by_row
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| !errors.0.contains_key(i))
+            .filter_map(|(i, e)| Some((i, e?)));
+        lines.assign(valid);
+        Ok(JoinedOrders {
+            table,
+            by_row,
+            errors,
+            lines: Arc::new(lines),
+        })
     }
-    let mut order_stats = PrepareStats::default();
-    let mut rejects = Rejects::new(table, rejects_bom);
-    rejects.rows = reject_rows(table, &errors, &mut order_stats)?;
-    stats.orders_rejected += order_stats.rejected_total();
-    stats.orders_read += (table.frame.height() + table.ragged.len()) as u64;
-    let accepted = by_row
-        .iter()
-        .enumerate()
-        .filter(|(i, _)| !errors.0.contains_key(i))
-        .filter_map(|(i, e)| Some((i, e?)));
-    stats.orders_accepted += orders.assign(accepted);
-    Ok((orders, rejects))
+
+    /// The rejects, once `receivers` holds every address the step sends.
+    pub(super) fn finish(
+        mut self,
+        receivers: &KeySet,
+        rejects_bom: Option<bool>,
+        stats: &mut PrepareStats,
+    ) -> Result<Rejects, PrepareError> {
+        let mut accepted = 0;
+        for (i, email) in self.by_row.iter().enumerate() {
+            let Some(e) = email else { continue };
+            if self.errors.0.contains_key(&i) {
+                continue;
+            }
+            if receivers.contains(e) {
+                accepted += u64::from(has_order(&self.lines.cols, i));
+            } else {
+                self.errors.add(
+                    i,
+                    "email",
+                    e,
+                    format!("no receiver with the address \"{e}\" in this import"),
+                );
+            }
+        }
+        let mut order_stats = PrepareStats::default();
+        let mut rejects = Rejects::new(&self.table, rejects_bom);
+        rejects.rows = reject_rows(&self.table, &self.errors, &mut order_stats)?;
+        stats.orders_rejected += order_stats.rejected_total();
+        stats.orders_read += (self.table.frame.height() + self.table.ragged.len()) as u64;
+        stats.orders_accepted += accepted;
+        Ok(rejects)
+    }
 }

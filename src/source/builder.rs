@@ -95,8 +95,14 @@ pub(crate) struct FileColumns {
     slots: Vec<Option<usize>>,
 }
 
-#[derive(Default)]
-pub(crate) struct TableBuilder {
+/// Where finished chunks go; an error stops the read (the reader's consumer
+/// gave up, or failed).
+pub(crate) type ChunkSink<'a> = dyn FnMut(Table) -> Result<(), SourceError> + 'a;
+
+pub(crate) struct TableBuilder<'a> {
+    /// Rows (table rows and ragged rejects) per chunk handed to `sink`.
+    chunk_rows: usize,
+    sink: &'a mut ChunkSink<'a>,
     columns: Vec<String>,
     index: HashMap<String, usize>,
     builders: Vec<StringChunkedBuilder>,
@@ -112,12 +118,52 @@ pub(crate) struct TableBuilder {
     workbooks: Vec<Workbook>,
 }
 
-impl TableBuilder {
-    pub fn new(pad_short_rows: bool) -> Self {
-        TableBuilder {
+impl<'a> TableBuilder<'a> {
+    /// A builder handing every `chunk_rows` rows to `sink` as a [`Table`]
+    /// of its own (with every column named in `columns`, and the files and
+    /// workbooks seen so far); the last, maybe short, chunk on [`finish`].
+    ///
+    /// [`finish`]: TableBuilder::finish
+    pub fn new(
+        pad_short_rows: bool,
+        chunk_rows: usize,
+        columns: &[String],
+        sink: &'a mut ChunkSink<'a>,
+    ) -> Self {
+        let mut builder = TableBuilder {
+            chunk_rows: chunk_rows.max(1),
+            sink,
+            columns: Vec::new(),
+            index: HashMap::new(),
+            builders: Vec::new(),
+            file_col: Vec::new(),
+            row_col: Vec::new(),
+            ragged: Vec::new(),
+            files: Vec::new(),
+            file_columns: Vec::new(),
+            dialect: None,
             pad_short_rows,
-            ..Default::default()
+            padded: 0,
+            workbooks: Vec::new(),
+        };
+        for name in columns {
+            builder.add_column(name);
         }
+        builder
+    }
+
+    fn add_column(&mut self, name: &str) {
+        if self.index.contains_key(name) {
+            return;
+        }
+        let rows_so_far = self.row_col.len();
+        let mut builder = StringChunkedBuilder::new(name.into(), rows_so_far);
+        for _ in 0..rows_so_far {
+            builder.append_null();
+        }
+        self.index.insert(name.to_string(), self.columns.len());
+        self.columns.push(name.to_string());
+        self.builders.push(builder);
     }
 
     /// Notes which sheets a workbook has and which were read, for `check`.
@@ -133,7 +179,7 @@ impl TableBuilder {
         fields: &(impl Fields + ?Sized),
         reason: String,
         column: String,
-    ) {
+    ) -> Result<(), SourceError> {
         self.ragged.push(RawReject {
             file: file.file,
             row_number,
@@ -144,22 +190,14 @@ impl TableBuilder {
             category: super::UNCLOSED_QUOTE,
             column: Some(column),
         });
+        self.full()
     }
 
     /// Registers a file and its header; columns new to the table start with nulls for the
     /// rows of earlier files.
     pub fn start_file(&mut self, path: PathBuf, header: &Header, dialect: Dialect) -> FileColumns {
-        let rows_so_far = self.row_col.len();
         for name in &header.names {
-            if !self.index.contains_key(name) {
-                let mut builder = StringChunkedBuilder::new(name.as_str().into(), rows_so_far);
-                for _ in 0..rows_so_far {
-                    builder.append_null();
-                }
-                self.index.insert(name.clone(), self.columns.len());
-                self.columns.push(name.clone());
-                self.builders.push(builder);
-            }
+            self.add_column(name);
         }
         let mut slots = vec![None; self.columns.len()];
         for (field, name) in header.names.iter().enumerate() {
@@ -184,7 +222,7 @@ impl TableBuilder {
         file: &FileColumns,
         row_number: u64,
         fields: &(impl Fields + ?Sized),
-    ) {
+    ) -> Result<(), SourceError> {
         let count = fields.count();
         let extra_filled =
             (file.width..count).any(|i| fields.field(i).is_some_and(|f| !f.trim().is_empty()));
@@ -200,7 +238,7 @@ impl TableBuilder {
                 category: super::WRONG_FIELD_COUNT,
                 column: None,
             });
-            return;
+            return self.full();
         }
         // Decision: padding reads a missing trailing field as an empty cell; a row with
         // fields added in the middle cannot be told from one with fields missing at the end,
@@ -214,31 +252,58 @@ impl TableBuilder {
             .push(u32::try_from(file.file).unwrap_or(u32::MAX));
         self.row_col
             .push(u32::try_from(row_number).unwrap_or(u32::MAX));
+        self.full()
     }
 
-    pub fn finish(self) -> Result<Table, SourceError> {
+    /// Hands the rows so far to the sink when they make a chunk.
+    fn full(&mut self) -> Result<(), SourceError> {
+        if self.row_col.len() + self.ragged.len() >= self.chunk_rows {
+            self.emit()?;
+        }
+        Ok(())
+    }
+
+    /// The rows so far as a table, to the sink; the builders start again.
+    fn emit(&mut self) -> Result<(), SourceError> {
         let height = self.row_col.len();
         let mut columns: Vec<Column> = self
             .builders
-            .into_iter()
-            .map(|b| b.finish().into_column())
+            .iter_mut()
+            .zip(&self.columns)
+            .map(|(b, name)| {
+                let fresh = StringChunkedBuilder::new(name.as_str().into(), 0);
+                std::mem::replace(b, fresh).finish().into_column()
+            })
             .collect();
-        columns.push(Column::new(FILE_COL.into(), self.file_col));
-        columns.push(Column::new(ROW_COL.into(), self.row_col));
+        columns.push(Column::new(
+            FILE_COL.into(),
+            std::mem::take(&mut self.file_col),
+        ));
+        columns.push(Column::new(
+            ROW_COL.into(),
+            std::mem::take(&mut self.row_col),
+        ));
         let frame = DataFrame::new(height, columns).map_err(|e| SourceError::Frame {
             message: e.to_string(),
         })?;
-        let dialect = self.dialect.ok_or(SourceError::NoPaths)?;
-        Ok(Table {
-            columns: self.columns,
+        let dialect = self.dialect.clone().ok_or(SourceError::NoPaths)?;
+        let table = Table {
+            columns: self.columns.clone(),
             frame,
-            files: self.files,
-            ragged: self.ragged,
-            file_columns: self.file_columns,
+            files: self.files.clone(),
+            ragged: std::mem::take(&mut self.ragged),
+            file_columns: self.file_columns.clone(),
             dialect,
-            padded: self.padded,
-            workbooks: self.workbooks,
-        })
+            padded: std::mem::take(&mut self.padded),
+            workbooks: self.workbooks.clone(),
+        };
+        (self.sink)(table)
+    }
+
+    /// The last chunk (all the rows, when they never filled one), which
+    /// also carries every workbook read.
+    pub fn finish(mut self) -> Result<(), SourceError> {
+        self.emit()
     }
 }
 

@@ -33,7 +33,7 @@ pub(crate) fn read_file(
     path: &Path,
     member: &Member,
     spec: &SourceSpec,
-    table: &mut TableBuilder,
+    table: &mut TableBuilder<'_>,
 ) -> Result<Dialect, SourceError> {
     let bytes = read_bytes(path, member, None)?;
     let (text, dialect) = prepare(&bytes, path, spec, false)?;
@@ -42,10 +42,10 @@ pub(crate) fn read_file(
     let columns = table.start_file(path.to_path_buf(), &header, dialect.clone());
     while let Some(row) = rows.next()? {
         match rows.broken.take() {
-            None => table.push_row(&columns, row, &rows.record),
+            None => table.push_row(&columns, row, &rows.record)?,
             Some(quote) => {
                 let (column, reason) = broken_quote_reason(&quote, &header, row, spec);
-                table.push_reject(&columns, row, &rows.record, reason, column);
+                table.push_reject(&columns, row, &rows.record, reason, column)?;
             }
         }
     }

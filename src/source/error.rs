@@ -122,4 +122,8 @@ pub enum SourceError {
 
     #[error("internal error assembling the table: {message}")]
     Frame { message: String },
+
+    /// The chunks' consumer stopped taking them (see `read_chunks`).
+    #[error("the read was stopped before the end of the source")]
+    Stopped,
 }

@@ -181,10 +181,42 @@ pub struct Table {
     pub workbooks: Vec<Workbook>,
 }
 
+/// Rows per chunk when a source is read in chunks: enough for polars to
+/// work in bulk, few enough that a chunk is a few megabytes.
+pub const CHUNK_ROWS: usize = 65_536;
+
 /// Reads every file the spec names into one table (columns united by name).
 pub fn read(spec: &SourceSpec, base_dir: &Path) -> Result<Table, SourceError> {
+    let mut whole = None;
+    read_chunks(spec, base_dir, usize::MAX, &mut |t| {
+        whole = Some(t);
+        Ok(())
+    })?;
+    whole.ok_or(SourceError::NoPaths)
+}
+
+/// Reads the files the spec names as tables of `chunk_rows` rows at most
+/// (table rows and ragged rows together), handed to `each` in file order as
+/// they are read: memory holds one chunk, not the input. Every chunk has
+/// every column of every file (one a file lacks is empty); the last chunk,
+/// maybe empty, carries every workbook read. An error from `each` stops
+/// the read and is returned.
+pub fn read_chunks(
+    spec: &SourceSpec,
+    base_dir: &Path,
+    chunk_rows: usize,
+    each: &mut dyn FnMut(Table) -> Result<(), SourceError>,
+) -> Result<(), SourceError> {
     let inputs = files::resolve(spec, base_dir)?;
-    let mut table = TableBuilder::new(spec.pad_short_rows);
+    // One chunk needs no columns ahead; several must agree on them, so
+    // with more than one file (or sheet) the headers are read first.
+    let several = inputs.len() > 1 || spec.sheets.len() > 1 || spec.sheets.contains(&SheetRef::All);
+    let columns = if chunk_rows < usize::MAX && several {
+        union_of_headers(&inputs, spec)?
+    } else {
+        Vec::new()
+    };
+    let mut table = TableBuilder::new(spec.pad_short_rows, chunk_rows, &columns, each);
     for Input {
         path,
         format,
@@ -208,7 +240,10 @@ pub fn read(spec: &SourceSpec, base_dir: &Path) -> Result<Table, SourceError> {
 /// Only the header (for the pipeline checker to validate column mappings before reading
 /// everything): the union of the files' column names, named as [`read`] names them.
 pub fn read_columns(spec: &SourceSpec, base_dir: &Path) -> Result<Vec<String>, SourceError> {
-    let inputs = files::resolve(spec, base_dir)?;
+    union_of_headers(&files::resolve(spec, base_dir)?, spec)
+}
+
+fn union_of_headers(inputs: &[Input], spec: &SourceSpec) -> Result<Vec<String>, SourceError> {
     let mut columns: Vec<String> = Vec::new();
     let mut seen = HashSet::new();
     for Input {
@@ -218,8 +253,8 @@ pub fn read_columns(spec: &SourceSpec, base_dir: &Path) -> Result<Vec<String>, S
     } in inputs
     {
         let names = match format {
-            SourceFormat::Csv => csv::read_header(&path, &member, spec)?,
-            SourceFormat::Spreadsheet => xlsx::read_header(&path, spec)?,
+            SourceFormat::Csv => csv::read_header(path, member, spec)?,
+            SourceFormat::Spreadsheet => xlsx::read_header(path, spec)?,
         };
         for name in names {
             if seen.insert(name.clone()) {

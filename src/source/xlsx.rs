@@ -31,7 +31,7 @@ const REJECTS_DIALECT: Dialect = Dialect {
 pub(crate) fn read_file(
     path: &Path,
     spec: &SourceSpec,
-    table: &mut TableBuilder,
+    table: &mut TableBuilder<'_>,
 ) -> Result<Dialect, SourceError> {
     let (mut workbook, names, chosen) = open(path, spec)?;
     let several = chosen.len() > 1;
@@ -52,7 +52,7 @@ pub(crate) fn read_file(
             cells.clear();
             cells.extend(row.iter().take(sheet.width).map(cell_text));
             if !builder::is_blank(cells.as_slice()) {
-                table.push_row(&columns, row_number, cells.as_slice());
+                table.push_row(&columns, row_number, cells.as_slice())?;
             }
         }
     }

@@ -539,8 +539,8 @@ fn date_format_reads_an_exports_regional_dates_for_every_mapping_of_the_step() {
         panic!("an import step");
     };
     let prepared = listpipe::prepare::prepare_import(step, &p.base_dir).unwrap();
-    assert_eq!(prepared.stats.rejected_total(), 0);
-    let rows = listpipe::prepare::PreparedRows::new(step, &prepared.frame).unwrap();
+    assert_eq!(prepared.summary.stats.rejected_total(), 0);
+    let rows = listpipe::prepare::PreparedRows::new(step, &prepared.chunk.frame).unwrap();
     let r = rows.input(0, None);
     assert_eq!(r.registered, Some(ts("2024-02-01 10:00:00")));
     assert_eq!(r.activated, r.registered);

@@ -1,0 +1,304 @@
+//! An import step's source, prepared chunk by chunk: each chunk of the
+//! source is mapped, checked and deduplicated against every chunk before
+//! it, then handed on and dropped, so memory holds a chunk and a compact
+//! set of the addresses kept, not the input.
+//!
+//! A step whose rows cannot be decided one chunk at a time reads its source
+//! as one chunk, as a whole: `fill_down` (a key's first value may come
+//! later), orders on the receiver rows (a duplicate row's order lines join
+//! the receiver kept earlier), `dedupe = "last"` or `"merge"` (the row kept
+//! depends on rows later on) and `mirror` (its guard counts the whole
+//! source before anything is written).
+
+use super::columns::{Errors, attribute_columns, keep_mask, map_column, reject_rows};
+use super::orders::{JoinedOrders, map_orders};
+use super::{PrepareError, PrepareStats, Rejects, col, dedupe, domains, fill, mangled, tags};
+use crate::hash::KeySet;
+use crate::pipeline::{Dedupe, ImportStep, ReceiverField};
+use crate::source::{self, FILE_COL, ROW_COL, SourceError, Table, Workbook};
+use polars::prelude::*;
+use std::path::Path;
+use std::sync::Arc;
+
+pub use super::orders::OrderLines;
+
+/// One chunk of the source, prepared.
+pub struct ImportChunk {
+    /// The chunk's rows as read: a row the target refuses later is written
+    /// back to the rejects file from here.
+    pub table: Table,
+    /// One row per receiver to send: `__file`, `__row`, then the mapped
+    /// columns (see [`col`]), none of them an address kept before.
+    pub frame: DataFrame,
+    /// Row number and address of each row dropped as a duplicate.
+    pub duplicates: Vec<(u64, String)>,
+    /// The orders of the chunk's receivers, by normalised email.
+    pub orders: Arc<OrderLines>,
+}
+
+/// What the whole source came to, once every chunk is prepared.
+pub struct ImportSummary {
+    pub stats: PrepareStats,
+    pub rejects: Rejects,
+    pub order_rejects: Option<Rejects>,
+    pub workbooks: Vec<Workbook>,
+}
+
+/// Rows per chunk: [`source::CHUNK_ROWS`], or `LISTPIPE_CHUNK_ROWS` (a
+/// knob for tests and for trading memory against speed).
+pub fn chunk_rows() -> usize {
+    std::env::var("LISTPIPE_CHUNK_ROWS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|&n| n > 0)
+        .unwrap_or(source::CHUNK_ROWS)
+}
+
+/// A whole source prepared as one chunk (for `check`-like uses and tests).
+pub struct PreparedImport {
+    pub chunk: ImportChunk,
+    pub summary: ImportSummary,
+}
+
+/// Maps, validates and deduplicates one import step's source, whole.
+pub fn prepare_import(step: &ImportStep, base_dir: &Path) -> Result<PreparedImport, PrepareError> {
+    let mut whole = None;
+    let summary = import_chunks(step, base_dir, usize::MAX, &mut |c| {
+        whole = Some(c);
+        true
+    })?;
+    let chunk = whole.ok_or(PrepareError::Stopped)?;
+    Ok(PreparedImport { chunk, summary })
+}
+
+/// Reads and prepares an import step's source in chunks of `chunk_rows`
+/// rows (the whole source at once when the step needs it whole; see the
+/// module), handing each to `each` as it is ready. `each` answering false
+/// stops the read ([`PrepareError::Stopped`]).
+pub fn import_chunks(
+    step: &ImportStep,
+    base_dir: &Path,
+    chunk_rows: usize,
+    each: &mut dyn FnMut(ImportChunk) -> bool,
+) -> Result<ImportSummary, PrepareError> {
+    let joined = match step
+        .orders
+        .as_ref()
+        .and_then(|o| Some((o, o.source.as_ref()?)))
+    {
+        Some((spec, source)) => Some(JoinedOrders::read(spec, source::read(source, base_dir)?)?),
+        None => None,
+    };
+    let mut preparer = Preparer {
+        step,
+        stats: PrepareStats::default(),
+        rejects: None,
+        files: 0,
+        workbooks: Vec::new(),
+        kept: KeySet::default(),
+        joined,
+    };
+    let rows = if needs_whole(step) {
+        usize::MAX
+    } else {
+        chunk_rows
+    };
+    let mut failed = None;
+    let read = source::read_chunks(&step.source, base_dir, rows, &mut |table| {
+        let ok = match preparer.chunk(table) {
+            Ok(chunk) => each(chunk),
+            Err(e) => {
+                failed = Some(e);
+                false
+            }
+        };
+        if ok {
+            Ok(())
+        } else {
+            Err(SourceError::Stopped)
+        }
+    });
+    match (read, failed) {
+        (_, Some(e)) => Err(e),
+        (Err(SourceError::Stopped), None) => Err(PrepareError::Stopped),
+        (Err(e), None) => Err(e.into()),
+        (Ok(()), None) => preparer.finish(),
+    }
+}
+
+/// Whether the step's rows can only be decided with the whole source at
+/// hand (see the module).
+fn needs_whole(step: &ImportStep) -> bool {
+    step.fill_down.is_some()
+        || step.dedupe != Dedupe::First
+        || step.mirror.is_some()
+        || step.orders.as_ref().is_some_and(|o| o.source.is_none())
+}
+
+struct Preparer<'s> {
+    step: &'s ImportStep,
+    stats: PrepareStats,
+    /// Made with the first chunk (its columns are every file's, its dialect
+    /// the first file's); the rows of every chunk.
+    rejects: Option<Rejects>,
+    /// Files and workbooks read so far (each chunk knows the ones before it).
+    files: usize,
+    workbooks: Vec<Workbook>,
+    /// Every address kept so far (normalised): duplicates across chunks.
+    kept: KeySet,
+    joined: Option<JoinedOrders>,
+}
+
+impl Preparer<'_> {
+    fn chunk(&mut self, mut table: Table) -> Result<ImportChunk, PrepareError> {
+        let step = self.step;
+        if let Some(spec) = &step.fill_down {
+            fill::fill_down(&mut table, spec)?;
+        }
+        let height = table.frame.height();
+        let stats = &mut self.stats;
+        stats.rows_read += (height + table.ragged.len()) as u64;
+        stats.padded += table.padded;
+        mangled::merge(&mut stats.mangled_numbers, mangled::find(step, &table)?);
+        let mut errors = Errors::default();
+        let mut columns: Vec<Column> = vec![
+            table.frame.column(FILE_COL)?.clone(),
+            table.frame.column(ROW_COL)?.clone(),
+        ];
+        let mut email_by_row = StringChunked::full_null("email".into(), height);
+        for (field, m) in &step.fields {
+            let is_email = *field == ReceiverField::Email;
+            let ca = map_column(
+                &table,
+                m,
+                field.kind(),
+                field.as_str(),
+                is_email,
+                &mut errors,
+            )?;
+            if is_email {
+                email_by_row = ca.clone();
+            }
+            columns.push(ca.into_column());
+        }
+        columns.extend(attribute_columns(
+            &table,
+            &step.global_attributes,
+            col::global,
+            &mut errors,
+        )?);
+        columns.extend(attribute_columns(
+            &table,
+            &step.attributes,
+            col::group,
+            &mut errors,
+        )?);
+        if let Some(spec) = &step.tags {
+            let cols: Vec<&StringChunked> = spec
+                .columns
+                .iter()
+                .map(|c| table.frame.column(c).and_then(|c| c.str()))
+                .collect::<Result<_, _>>()?;
+            let mut joined: Vec<Option<String>> = Vec::with_capacity(height);
+            for i in 0..height {
+                let cells: Vec<Option<&str>> = cols.iter().map(|c| c.get(i)).collect();
+                let (tags, changed) = tags::row_tags(spec, &cells);
+                stats.tags_changed += changed as u64;
+                joined.push((!tags.is_empty()).then(|| tags.join(&tags::JOIN.to_string())));
+            }
+            let mut ca: StringChunked = joined.into_iter().collect();
+            ca.rename(col::TAGS.into());
+            columns.push(ca.into_column());
+        }
+        // Orders on the receiver rows: mapped per row, errors reject the row.
+        let row_orders = match &step.orders {
+            Some(o) if o.source.is_none() => Some(map_orders(&table, o, &mut errors)?),
+            _ => None,
+        };
+        domains::merge(
+            &mut stats.domain_typos,
+            domains::find(&table.frame, &email_by_row)?,
+        );
+        let rejected = reject_rows(&table, &errors, &mut self.stats)?;
+        self.rejects
+            .get_or_insert_with(|| Rejects::new(&table, step.rejects_bom))
+            .rows
+            .extend(rejected);
+        self.files = table.files.len();
+        self.workbooks.clone_from(&table.workbooks);
+        let mask = keep_mask(height, &errors);
+        let frame = DataFrame::new(height, columns)?.filter(&mask)?;
+        let (frame, duplicates) = match step.dedupe {
+            Dedupe::First => first_only(frame, &mut self.kept)?,
+            how => {
+                let duplicates = dedupe::dropped_rows(&frame, how)?;
+                let frame = dedupe::dedupe(frame, how)?;
+                for e in frame.column(ReceiverField::Email.as_str())?.str()?.iter() {
+                    self.kept.insert(e.unwrap_or(""));
+                }
+                (frame, duplicates)
+            }
+        };
+        self.stats.duplicates += duplicates.len() as u64;
+        let orders = match (row_orders, &self.joined) {
+            (Some(mut lines), _) => {
+                // Rows dropped as duplicates keep their order lines (the receiver is one).
+                let kept = (0..height)
+                    .filter(|&i| mask.get(i) == Some(true))
+                    .filter_map(|i| Some((i, email_by_row.get(i)?)));
+                let n = lines.assign(kept);
+                self.stats.orders_read += n;
+                self.stats.orders_accepted += n;
+                Arc::new(lines)
+            }
+            (None, Some(j)) => j.lines.clone(),
+            (None, None) => Arc::default(),
+        };
+        Ok(ImportChunk {
+            table,
+            frame,
+            duplicates,
+            orders,
+        })
+    }
+
+    fn finish(mut self) -> Result<ImportSummary, PrepareError> {
+        let mut rejects = self.rejects.take().ok_or(PrepareError::Stopped)?;
+        rejects.multi_file = self.files > 1;
+        self.stats.files_read(self.files);
+        let order_rejects = match self.joined {
+            Some(j) => Some(j.finish(&self.kept, self.step.rejects_bom, &mut self.stats)?),
+            None => None,
+        };
+        Ok(ImportSummary {
+            stats: self.stats,
+            rejects,
+            order_rejects,
+            workbooks: self.workbooks,
+        })
+    }
+}
+
+/// `dedupe = "first"` across chunks: a row whose address was kept before,
+/// in this chunk or an earlier one, is dropped.
+fn first_only(
+    frame: DataFrame,
+    kept: &mut KeySet,
+) -> PolarsResult<(DataFrame, Vec<(u64, String)>)> {
+    let emails = frame.column(ReceiverField::Email.as_str())?.str()?;
+    let rows = frame.column(ROW_COL)?.u32()?;
+    let mut duplicates = Vec::new();
+    let keep: BooleanChunked = emails
+        .iter()
+        .zip(rows.iter())
+        .map(|(e, row)| {
+            let fresh = kept.insert(e.unwrap_or(""));
+            if !fresh {
+                duplicates.push((u64::from(row.unwrap_or(0)), e.unwrap_or("").to_string()));
+            }
+            fresh
+        })
+        .collect();
+    duplicates.sort();
+    Ok((frame.filter(&keep)?, duplicates))
+}
