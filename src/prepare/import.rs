@@ -302,3 +302,103 @@ fn first_only(
     duplicates.sort();
     Ok((frame.filter(&keep)?, duplicates))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pipeline::{self, Step};
+
+    /// A pipeline over `rows` generated rows: every 97th address invalid,
+    /// and the last quarter repeating the first quarter's addresses, so
+    /// duplicates lie chunks apart.
+    fn generated(dir: &Path, rows: usize) -> ImportStep {
+        let mut csv = String::from("email,name,city\n");
+        for i in 0..rows {
+            let n = if i >= rows * 3 / 4 {
+                i - rows * 3 / 4
+            } else {
+                i
+            };
+            if i % 97 == 0 {
+                csv.push_str(&format!("not-an-address-{i},N{i},Bonn\n"));
+            } else {
+                csv.push_str(&format!("user{n}@example.com,N{i},Köln\n"));
+            }
+        }
+        std::fs::write(dir.join("in.csv"), csv).unwrap();
+        std::fs::write(
+            dir.join("p.toml"),
+            "[target]\nurl = \"builtin\"\n[[import]]\nname = \"i\"\nsource = \"in.csv\"\ngroup = \"G\"\n[import.receiver]\nemail = \"email\"\n[import.attributes]\nname = \"name\"\ncity = \"city\"\n",
+        )
+        .unwrap();
+        let p = pipeline::load(&dir.join("p.toml")).unwrap();
+        match p.steps.into_iter().next() {
+            Some(Step::Import(s)) => s,
+            _ => panic!("an import step"),
+        }
+    }
+
+    /// Row numbers sent and dropped, and the counts, of a read in chunks
+    /// of `chunk_rows`; every chunk is checked against the bound.
+    fn read(step: &ImportStep, dir: &Path, chunk_rows: usize) -> (Vec<u32>, Vec<u64>, u64, u64) {
+        let (mut sent, mut dropped) = (Vec::new(), Vec::new());
+        let summary = import_chunks(step, dir, chunk_rows, &mut |c| {
+            assert!(c.table.frame.height() + c.table.ragged.len() <= chunk_rows);
+            assert!(c.frame.height() <= chunk_rows);
+            sent.extend(
+                c.frame
+                    .column(ROW_COL)
+                    .unwrap()
+                    .u32()
+                    .unwrap()
+                    .into_no_null_iter(),
+            );
+            dropped.extend(c.duplicates.iter().map(|(row, _)| *row));
+            true
+        })
+        .unwrap();
+        let stats = summary.stats;
+        assert_eq!(stats.duplicates, dropped.len() as u64);
+        (sent, dropped, stats.rows_read, stats.rejected_total())
+    }
+
+    #[test]
+    fn a_source_read_in_bounded_chunks_sends_what_a_whole_read_sends() {
+        let dir = tempfile::tempdir().unwrap();
+        let rows = 200_000;
+        let step = generated(dir.path(), rows);
+        let chunked = read(&step, dir.path(), source::CHUNK_ROWS);
+        let whole = read(&step, dir.path(), usize::MAX);
+        assert_eq!(chunked, whole);
+        let (sent, dropped, read_rows, rejected) = chunked;
+        assert_eq!(read_rows, rows as u64);
+        assert_eq!(rejected, rows.div_ceil(97) as u64);
+        // The last quarter repeats the first: each valid one is dropped
+        // (unless its first row was the invalid one).
+        assert!(dropped.len() > rows / 4 - rows / 97 - 2 && dropped.len() <= rows / 4);
+        assert_eq!(sent.len() + dropped.len() + rejected as usize, rows);
+        // A step that needs the whole source comes as one chunk.
+        let mut last = step.clone();
+        last.dedupe = Dedupe::Last;
+        let mut chunks = 0;
+        import_chunks(&last, dir.path(), 1_000, &mut |_| {
+            chunks += 1;
+            true
+        })
+        .unwrap();
+        assert_eq!(chunks, 1);
+    }
+
+    #[test]
+    fn a_consumer_that_stops_stops_the_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let step = generated(dir.path(), 10_000);
+        let mut chunks = 0;
+        let r = import_chunks(&step, dir.path(), 1_000, &mut |_| {
+            chunks += 1;
+            chunks < 3
+        });
+        assert!(matches!(r, Err(PrepareError::Stopped)));
+        assert_eq!(chunks, 3);
+    }
+}
