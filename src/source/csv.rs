@@ -18,6 +18,7 @@ use super::builder::{self, Header, TableBuilder};
 use super::encoding;
 use super::quotes::{self, QuoteEnd};
 use super::sniff;
+use super::stream;
 use super::zipped;
 use super::{Dialect, SourceError, SourceFormat, SourceSpec};
 
@@ -35,6 +36,13 @@ pub(crate) fn read_file(
     spec: &SourceSpec,
     table: &mut TableBuilder<'_>,
 ) -> Result<Dialect, SourceError> {
+    let large = std::fs::metadata(path).is_ok_and(|m| m.len() > stream::STREAM_ABOVE);
+    if member.is_none()
+        && large
+        && let Some(plan) = stream::plan(path, spec)?
+    {
+        return stream::read(path, spec, plan, stream::WINDOW, table);
+    }
     let bytes = read_bytes(path, member, None)?;
     let (text, dialect) = prepare(&bytes, path, spec, false)?;
     let mut rows = Rows::new(&text, dialect.delimiter, path, spec);
@@ -53,7 +61,7 @@ pub(crate) fn read_file(
 }
 
 /// The reject reason of a row whose quote ran away, and the column where it opened.
-fn broken_quote_reason(
+pub(super) fn broken_quote_reason(
     quote: &BrokenQuote,
     header: &Header,
     row: u64,
@@ -175,7 +183,7 @@ fn prepare<'a>(
 
 /// Excel's `sep=;` first line: the delimiter and the line's length. Excel hides the line, so
 /// it is not a row here either.
-fn excel_sep_line(text: &str) -> Option<(u8, usize)> {
+pub(super) fn excel_sep_line(text: &str) -> Option<(u8, usize)> {
     let rest = text.strip_prefix("sep=")?;
     let delimiter = *rest
         .as_bytes()
@@ -193,7 +201,10 @@ fn excel_sep_line(text: &str) -> Option<(u8, usize)> {
 }
 
 /// Skips the rows above the header row; the first non-blank row from there is the header.
-fn find_header(rows: &mut Rows<'_>, spec: &SourceSpec) -> Result<Option<Header>, SourceError> {
+pub(super) fn find_header(
+    rows: &mut Rows<'_>,
+    spec: &SourceSpec,
+) -> Result<Option<Header>, SourceError> {
     while let Some(row) = rows.next()? {
         if row >= spec.header_row() {
             return Ok(Some(builder::header(&rows.record)));
@@ -202,7 +213,7 @@ fn find_header(rows: &mut Rows<'_>, spec: &SourceSpec) -> Result<Option<Header>,
     Ok(None)
 }
 
-fn empty_or_beyond(rows: &Rows<'_>, spec: &SourceSpec, path: &Path) -> SourceError {
+pub(super) fn empty_or_beyond(rows: &Rows<'_>, spec: &SourceSpec, path: &Path) -> SourceError {
     if rows.last_row == 0 {
         SourceError::Empty {
             file: path.to_path_buf(),
@@ -216,8 +227,10 @@ fn empty_or_beyond(rows: &Rows<'_>, spec: &SourceSpec, path: &Path) -> SourceErr
     }
 }
 
-/// The non-blank records of a text with their row numbers.
-struct Rows<'t> {
+/// The non-blank records of a text with their row numbers. The text is the
+/// whole file, or one window of it (`stream.rs`): then a record reaching the
+/// window's end may be cut, and is left for the next window instead.
+pub(super) struct Rows<'t> {
     reader: ::csv::Reader<&'t [u8]>,
     text: &'t [u8],
     delimiter: u8,
@@ -234,7 +247,21 @@ struct Rows<'t> {
     max_quoted_lines: u64,
     /// The quote that did not close in the record just read (then `record` holds that
     /// record's opening line read with the quote as text).
-    broken: Option<BrokenQuote>,
+    pub(super) broken: Option<BrokenQuote>,
+    /// The text ends where the file does (false: a window with more to come).
+    last: bool,
+    /// In a window: where the record that reached its end starts (the next
+    /// window starts there).
+    pub(super) cut: Option<usize>,
+}
+
+/// What a window's rows hand on to the next window's.
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct Carry {
+    /// Lines before the window's text.
+    pub lines: u64,
+    pub embedded: u64,
+    pub last_row: u64,
 }
 
 /// A row whose quoted field ran away (see `quotes`).
@@ -255,19 +282,48 @@ fn reader(text: &[u8], delimiter: u8, quoting: bool) -> ::csv::Reader<&[u8]> {
 
 impl<'t> Rows<'t> {
     fn new(text: &'t str, delimiter: u8, path: &'t Path, spec: &SourceSpec) -> Self {
+        Self::window(text, delimiter, path, spec, Carry::default(), true)
+    }
+
+    /// The rows of a window of the file, going on from where the window
+    /// before left (`carry`); `last`: the window ends where the file does.
+    pub(super) fn window(
+        text: &'t str,
+        delimiter: u8,
+        path: &'t Path,
+        spec: &SourceSpec,
+        carry: Carry,
+        last: bool,
+    ) -> Self {
         Rows {
             reader: reader(text.as_bytes(), delimiter, true),
             text: text.as_bytes(),
             delimiter,
             record: StringRecord::new(),
             path,
-            embedded: 0,
-            last_row: 0,
+            embedded: carry.embedded,
+            last_row: carry.last_row,
             base_byte: 0,
-            base_line: 0,
+            base_line: carry.lines,
             max_quoted_lines: spec.max_quoted_lines(),
             broken: None,
+            last,
+            cut: None,
         }
+    }
+
+    /// What the next window's rows go on from, when it starts at `cut`.
+    pub(super) fn carry(&self, cut: usize, lines_before_window: u64) -> Carry {
+        let newlines = self.text[..cut].iter().filter(|&&b| b == b'\n').count();
+        Carry {
+            lines: lines_before_window + newlines as u64,
+            embedded: self.embedded,
+            last_row: self.last_row,
+        }
+    }
+
+    pub(super) fn record(&self) -> &StringRecord {
+        &self.record
     }
 
     /// Byte offset where the next record starts.
@@ -277,7 +333,7 @@ impl<'t> Rows<'t> {
     }
 
     /// Reads the next non-blank record into `self.record`; returns its row number.
-    fn next(&mut self) -> Result<Option<u64>, SourceError> {
+    pub(super) fn next(&mut self) -> Result<Option<u64>, SourceError> {
         self.broken = None;
         loop {
             let line_before = self.reader.position().line();
@@ -290,6 +346,12 @@ impl<'t> Rows<'t> {
                     row: self.last_row + 1,
                     message: e.to_string(),
                 })?;
+            // In a window, a record reaching its end may go on in the
+            // next one: it is read again there, whole.
+            if !self.last && (!more || self.position() >= self.text.len()) {
+                self.cut = Some(start);
+                return Ok(None);
+            }
             if !more {
                 return Ok(None);
             }

@@ -27,7 +27,27 @@ fn read_bytes(
     std::fs::write(dir.path().join(name), bytes).unwrap();
     let mut spec = spec(&[name]);
     tweak(&mut spec);
-    read(&spec, dir.path())
+    let whole = read(&spec, dir.path());
+    // Large files are read in windows: every fixture read so, in windows
+    // of a few bytes, must give the same table or the same error.
+    for window in [1, 2, 5, 64] {
+        let Some(windowed) = super::super::stream::read_in_windows(&spec, dir.path(), window)
+        else {
+            break;
+        };
+        match (&whole, windowed) {
+            (Ok(a), Ok(b)) => {
+                assert_eq!(a.columns, b.columns, "window {window}");
+                assert_eq!(a.frame, b.frame, "window {window}");
+                assert_eq!(a.ragged, b.ragged, "window {window}");
+                assert_eq!(a.dialect, b.dialect, "window {window}");
+                assert_eq!(a.padded, b.padded, "window {window}");
+            }
+            (Err(a), Err(b)) => assert_eq!(a.to_string(), b.to_string(), "window {window}"),
+            (a, b) => panic!("window {window}: whole {a:?}, windowed {b:?}"),
+        }
+    }
+    whole
 }
 
 fn read_ok(name: &str, bytes: &[u8]) -> Table {

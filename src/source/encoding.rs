@@ -147,7 +147,10 @@ fn decode_utf8(bytes: &[u8], truncated: bool) -> Result<&str, usize> {
 }
 
 /// The encoding a BOM or NUL bytes show; `None` when only UTF-8 validity can tell.
-fn detect_by_bytes(bytes: &[u8], file: &Path) -> Result<Option<TextEncoding>, SourceError> {
+pub(crate) fn detect_by_bytes(
+    bytes: &[u8],
+    file: &Path,
+) -> Result<Option<TextEncoding>, SourceError> {
     if bytes.starts_with(UTF8_BOM) {
         return Ok(Some(TextEncoding::Utf8Bom));
     }

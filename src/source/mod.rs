@@ -14,6 +14,7 @@ mod files;
 mod quotes;
 mod rejects;
 mod sniff;
+mod stream;
 mod xlsx;
 mod zipped;
 

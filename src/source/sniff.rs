@@ -28,6 +28,49 @@ pub(crate) fn sniff_delimiter(text: &str, header_row: u64) -> u8 {
     best.1
 }
 
+/// Whether `text`, a file's first bytes, holds every line [`sniff_delimiter`]
+/// looks at: then it answers for the prefix what it would for the file.
+pub(crate) fn sample_is_complete(text: &str, header_row: u64) -> bool {
+    sample_counts(text.as_bytes(), header_row).len() >= SAMPLE_LINES
+}
+
+/// [`has_space_before_quote`] fed a file's bytes piece by piece (the
+/// encodings read this way keep `"`, spaces, tabs, line ends and an ASCII
+/// delimiter as the same single bytes).
+pub(crate) struct SpaceBeforeQuote {
+    delimiter: u8,
+    /// Since the last delimiter or line end (or the start) only pads came.
+    boundary: bool,
+    pads: usize,
+    pub found: bool,
+}
+
+impl SpaceBeforeQuote {
+    pub(crate) fn new(delimiter: u8) -> Self {
+        SpaceBeforeQuote {
+            delimiter,
+            boundary: true,
+            pads: 0,
+            found: false,
+        }
+    }
+
+    pub(crate) fn feed(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            if b == b'"' {
+                self.found |= self.boundary && self.pads > 0;
+                self.boundary = false;
+            } else if b == b'\n' || b == b'\r' || b == self.delimiter {
+                (self.boundary, self.pads) = (true, 0);
+            } else if is_pad(b, self.delimiter) {
+                self.pads += usize::from(self.boundary);
+            } else {
+                self.boundary = false;
+            }
+        }
+    }
+}
+
 /// How many lines share the most common non-zero count (the larger count on a tie).
 fn consistency(counts: impl Iterator<Item = usize> + Clone) -> usize {
     let mut best = (0, 0);

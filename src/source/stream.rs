@@ -1,0 +1,303 @@
+//! Reading a large CSV file in windows of a few megabytes instead of whole,
+//! so memory holds a window and a chunk of rows, not the file.
+//!
+//! What `csv.rs` decides from the whole text is decided first: the encoding
+//! (BOM, else whether every byte is valid UTF-8, else Windows-1252) and
+//! whether spaces stand before quotes, in one pass over the bytes; the
+//! delimiter and line ending from the first megabyte. Then each window is
+//! decoded and parsed by the same [`Rows`] as a whole file, a record that
+//! reaches the window's end being read again, whole, in the next one. A
+//! file this path cannot read the same way (UTF-16, old-Mac line ends,
+//! spaces before quotes to strip, a first megabyte too short to sniff, a
+//! zip member) is read whole, as before.
+
+use std::fs::File;
+use std::io::Read;
+use std::path::Path;
+
+use encoding_rs::WINDOWS_1252;
+
+use super::builder::{self, TableBuilder};
+use super::csv::{Carry, Rows, broken_quote_reason, empty_or_beyond, excel_sep_line};
+use super::encoding::{self, UTF8_BOM};
+use super::sniff::{self, SpaceBeforeQuote};
+use super::{Dialect, LineEnding, SourceError, SourceFormat, SourceSpec, TextEncoding};
+
+/// Files larger than this are read in windows; smaller ones whole.
+pub(super) const STREAM_ABOVE: u64 = 16 << 20;
+/// Bytes read per window (a window grows when one record is longer).
+pub(super) const WINDOW: usize = 4 << 20;
+/// The first bytes, for the dialect.
+const PREFIX: usize = 1 << 20;
+
+/// How the file will be read, decided before its rows are.
+pub(super) struct Plan {
+    dialect: Dialect,
+    /// A UTF-8 byte order mark to skip.
+    bom: bool,
+}
+
+fn io_error(path: &Path) -> impl Fn(std::io::Error) -> SourceError + '_ {
+    move |source| SourceError::Io {
+        file: path.to_path_buf(),
+        source,
+    }
+}
+
+/// The plan for reading `path` in windows, or `None` when it must be read
+/// whole (see the module).
+pub(super) fn plan(path: &Path, spec: &SourceSpec) -> Result<Option<Plan>, SourceError> {
+    let mut file = File::open(path).map_err(io_error(path))?;
+    let mut prefix = Vec::with_capacity(PREFIX);
+    (&mut file)
+        .take(PREFIX as u64)
+        .read_to_end(&mut prefix)
+        .map_err(io_error(path))?;
+    let detected = match spec.encoding {
+        Some(TextEncoding::Utf8) if prefix.starts_with(UTF8_BOM) => Some(TextEncoding::Utf8Bom),
+        Some(e) => Some(e),
+        None => encoding::detect_by_bytes(&prefix, path)?,
+    };
+    if matches!(
+        detected,
+        Some(TextEncoding::Utf16Le | TextEncoding::Utf16Be)
+    ) {
+        return Ok(None);
+    }
+    let bom = prefix.starts_with(UTF8_BOM)
+        && matches!(
+            detected,
+            None | Some(TextEncoding::Utf8 | TextEncoding::Utf8Bom)
+        );
+    let body = &prefix[if bom { 3 } else { 0 }..];
+    // Only ASCII bytes matter to the dialect: a lossy reading of the first
+    // bytes sees them as any decoding would.
+    let head = String::from_utf8_lossy(body);
+    let line_ending = match head.bytes().position(|b| b == b'\n' || b == b'\r') {
+        None => return Ok(None),
+        Some(i) if head.as_bytes()[i] == b'\r' && head.as_bytes().get(i + 1) != Some(&b'\n') => {
+            return Ok(None);
+        }
+        Some(i) if head.as_bytes()[i] == b'\r' => LineEnding::Crlf,
+        Some(_) => LineEnding::Lf,
+    };
+    let (named, head) = match excel_sep_line(&head) {
+        Some((d, len)) => (Some(d), &head[len..]),
+        None => (None, &head[..]),
+    };
+    let delimiter = match spec.delimiter.or(named) {
+        Some(d) => d,
+        // The first bytes answer as the file does when they hold the lines
+        // the sniffer looks at, or are the whole file.
+        None if prefix.len() < PREFIX || sniff::sample_is_complete(head, spec.header_row()) => {
+            sniff::sniff_delimiter(head, spec.header_row())
+        }
+        None => return Ok(None),
+    };
+    if !delimiter.is_ascii() {
+        return Ok(None);
+    }
+    // One pass over every byte: UTF-8 validity, spaces before quotes.
+    let mut spaces = SpaceBeforeQuote::new(delimiter);
+    let mut utf8 = Utf8Check::default();
+    let check_utf8 = !matches!(detected, Some(TextEncoding::Windows1252));
+    let mut block = prefix;
+    loop {
+        spaces.feed(&block);
+        if check_utf8 {
+            utf8.feed(&block);
+        }
+        block.clear();
+        if (&mut file)
+            .take(PREFIX as u64)
+            .read_to_end(&mut block)
+            .map_err(io_error(path))?
+            == 0
+        {
+            break;
+        }
+    }
+    if spaces.found {
+        return Ok(None);
+    }
+    let encoding = match (detected, utf8.invalid_at()) {
+        (Some(TextEncoding::Windows1252), _) => TextEncoding::Windows1252,
+        (None, None) => TextEncoding::Utf8,
+        (None, Some(_)) => TextEncoding::Windows1252,
+        (Some(e), None) => e,
+        (Some(_), Some(offset)) => {
+            return Err(SourceError::InvalidUtf8 {
+                file: path.to_path_buf(),
+                offset,
+            });
+        }
+    };
+    Ok(Some(Plan {
+        dialect: Dialect {
+            format: SourceFormat::Csv,
+            delimiter,
+            encoding,
+            line_ending,
+        },
+        bom,
+    }))
+}
+
+/// UTF-8 validity of bytes fed piece by piece.
+#[derive(Default)]
+struct Utf8Check {
+    /// Bytes before `pending`.
+    seen: usize,
+    /// The start of a character cut at the end of the last piece.
+    pending: Vec<u8>,
+    invalid: Option<usize>,
+}
+
+impl Utf8Check {
+    fn feed(&mut self, bytes: &[u8]) {
+        if self.invalid.is_some() {
+            return;
+        }
+        let mut joined = std::mem::take(&mut self.pending);
+        joined.extend_from_slice(bytes);
+        match std::str::from_utf8(&joined) {
+            Ok(_) => self.seen += joined.len(),
+            Err(e) if e.error_len().is_none() => {
+                self.seen += e.valid_up_to();
+                self.pending = joined[e.valid_up_to()..].to_vec();
+            }
+            Err(e) => self.invalid = Some(self.seen + e.valid_up_to()),
+        }
+    }
+
+    /// Where the first invalid byte is (a character cut by the end of the
+    /// file is one).
+    fn invalid_at(&self) -> Option<usize> {
+        self.invalid
+            .or_else(|| (!self.pending.is_empty()).then_some(self.seen))
+    }
+}
+
+/// Reads the file window by window into the table; `window`: bytes read per
+/// window.
+pub(super) fn read(
+    path: &Path,
+    spec: &SourceSpec,
+    plan: Plan,
+    window: usize,
+    table: &mut TableBuilder<'_>,
+) -> Result<Dialect, SourceError> {
+    let Plan { dialect, bom } = plan;
+    let mut file = File::open(path).map_err(io_error(path))?;
+    if bom {
+        let mut skip = [0u8; 3];
+        file.read_exact(&mut skip).map_err(io_error(path))?;
+    }
+    let mut text = String::new();
+    let mut undecoded: Vec<u8> = Vec::new();
+    let mut block = Vec::with_capacity(window);
+    let mut eof = false;
+    let mut first = true;
+    let mut carry = Carry::default();
+    let mut columns = None;
+    loop {
+        // Fill: at least one more block, so a record longer than a window
+        // gets the room it needs.
+        let want = text.len() + window;
+        // The first window holds the first line whole (Excel's `sep=` line).
+        while (text.len() < want || (first && !text.contains('\n'))) && !eof {
+            block.clear();
+            let n = (&mut file)
+                .take(window as u64)
+                .read_to_end(&mut block)
+                .map_err(io_error(path))?;
+            eof = n == 0;
+            decode_into(&mut text, &mut undecoded, &block, dialect.encoding);
+        }
+        if first {
+            first = false;
+            if let Some((_, len)) = excel_sep_line(&text) {
+                text.drain(..len);
+            }
+        }
+        let mut rows = Rows::window(&text, dialect.delimiter, path, spec, carry, eof);
+        while let Some(row) = rows.next()? {
+            let Some(file_columns) = &columns else {
+                if row >= spec.header_row() {
+                    let header = builder::header(rows.record());
+                    columns = Some((
+                        table.start_file(path.to_path_buf(), &header, dialect.clone()),
+                        header,
+                    ));
+                }
+                continue;
+            };
+            let (file_columns, header) = file_columns;
+            match rows.broken.take() {
+                None => table.push_row(file_columns, row, rows.record())?,
+                Some(quote) => {
+                    let (column, reason) = broken_quote_reason(&quote, header, row, spec);
+                    table.push_reject(file_columns, row, rows.record(), reason, column)?;
+                }
+            }
+        }
+        match rows.cut {
+            Some(cut) => {
+                carry = rows.carry(cut, carry.lines);
+                text.drain(..cut);
+            }
+            None if columns.is_none() => return Err(empty_or_beyond(&rows, spec, path)),
+            None => return Ok(dialect),
+        }
+    }
+}
+
+/// Appends `bytes` decoded to `text`; a UTF-8 character cut at the end
+/// waits in `undecoded` for the rest (the plan checked the bytes are valid).
+fn decode_into(text: &mut String, undecoded: &mut Vec<u8>, bytes: &[u8], encoding: TextEncoding) {
+    match encoding {
+        TextEncoding::Windows1252 => {
+            text.push_str(&WINDOWS_1252.decode_without_bom_handling(bytes).0);
+        }
+        _ => {
+            undecoded.extend_from_slice(bytes);
+            let valid = match std::str::from_utf8(undecoded) {
+                Ok(s) => s.len(),
+                Err(e) => e.valid_up_to(),
+            };
+            text.push_str(&String::from_utf8_lossy(&undecoded[..valid]));
+            undecoded.drain(..valid);
+        }
+    }
+}
+
+/// The file of a one-file spec read in windows of `window` bytes, as
+/// `source::read` would give it; `None` when the file is read whole.
+#[cfg(test)]
+pub(crate) fn read_in_windows(
+    spec: &SourceSpec,
+    base_dir: &Path,
+    window: usize,
+) -> Option<Result<super::Table, SourceError>> {
+    let path = base_dir.join(spec.paths.first()?);
+    let csv = spec.format.or_else(|| SourceFormat::from_path(&path)) == Some(SourceFormat::Csv);
+    if !csv || spec.paths.len() > 1 || super::zipped::is_zip(&path) {
+        return None;
+    }
+    let plan = match plan(&path, spec) {
+        Ok(Some(p)) => p,
+        Ok(None) => return None,
+        Err(e) => return Some(Err(e)),
+    };
+    let mut whole = None;
+    let mut sink = |t| {
+        whole = Some(t);
+        Ok(())
+    };
+    let result = (|| {
+        let mut table = TableBuilder::new(spec.pad_short_rows, usize::MAX, &[], &mut sink);
+        read(&path, spec, plan, window, &mut table)?;
+        table.finish()
+    })();
+    Some(result.map(|()| whole.expect("a table")))
+}
