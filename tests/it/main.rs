@@ -28,6 +28,7 @@ mod oauth;
 mod openapi;
 mod output;
 mod overload;
+mod pg;
 mod pipeline_errors;
 mod pipeline_keys;
 mod presets;
