@@ -3,13 +3,13 @@
 
 use super::keys::SOURCE_KEYS;
 use super::parse::Parser;
-use super::reader::{Table, choices, type_name};
+use super::reader::{Ctx, Table, choices, type_name};
 use super::*;
-use crate::source::{SheetRef, SourceFormat, TextEncoding};
+use crate::source::{PgSource, PgUrl, SheetRef, SourceFormat, TextEncoding};
 use toml::Spanned;
 use toml::de::DeValue;
 
-const FORMATS: &[&str] = &["csv", "xlsx", "xls", "ods"];
+const FORMATS: &[&str] = &["csv", "xlsx", "xls", "ods", "parquet", "jsonl"];
 
 impl Parser<'_> {
     /// `source = "file.csv"` or `source = { path = ..., ... }`; returns the spec and its
@@ -45,13 +45,22 @@ impl Parser<'_> {
                         .into_iter()
                         .map(Spanned::into_inner),
                 );
-                if spec.paths.is_empty() {
-                    t.missing(ctx, "path", " (or `paths`)");
+                spec.postgres = postgres_source(&t, ctx);
+                if spec.postgres.is_some() && !spec.paths.is_empty() {
+                    ctx.error(
+                        v.span(),
+                        format!("{} has both a query and `path`; give one", t.name),
+                    );
+                }
+                if spec.paths.is_empty() && spec.postgres.is_none() {
+                    t.missing(ctx, "path", " (or `paths`, or `postgres` with `query`)");
                 }
                 if let Some(f) = t.str(ctx, "format") {
                     match f.get_ref().to_ascii_lowercase().as_str() {
                         "csv" => spec.format = Some(SourceFormat::Csv),
                         "xlsx" | "xls" | "ods" => spec.format = Some(SourceFormat::Spreadsheet),
+                        "parquet" => spec.format = Some(SourceFormat::Parquet),
+                        "jsonl" | "ndjson" => spec.format = Some(SourceFormat::JsonLines),
                         other => ctx.error(
                             f.span(),
                             format!(
@@ -138,4 +147,51 @@ impl Parser<'_> {
         }
         Some(spec)
     }
+}
+
+/// `postgres = "URL"` or `postgres_env = "VAR"`, with `query`: a query source, or `None`
+/// when the table names none (problems reported).
+fn postgres_source(t: &Table, ctx: &mut Ctx) -> Option<PgSource> {
+    let given = t.str(ctx, "postgres").map(Spanned::into_inner);
+    let env = t.str(ctx, "postgres_env").map(Spanned::into_inner);
+    let query = t.str(ctx, "query");
+    let url = match (given, env) {
+        (Some(_), Some(_)) => {
+            let span = t.get("postgres_env").map_or(0..0, |v| v.span());
+            ctx.error(
+                span,
+                format!(
+                    "{} has both `postgres` and `postgres_env`; give one",
+                    t.name
+                ),
+            );
+            return None;
+        }
+        (Some(url), None) => PgUrl::Given(url),
+        (None, Some(var)) => PgUrl::Env(var),
+        (None, None) => {
+            if let Some(q) = query {
+                ctx.error(
+                    q.span(),
+                    format!(
+                        "{} has a `query` but no database; add postgres = \"postgres://user:password@host:port/database\" or postgres_env = \"VARIABLE\"",
+                        t.name
+                    ),
+                );
+            }
+            return None;
+        }
+    };
+    let Some(query) = query.filter(|q| !q.get_ref().trim().is_empty()) else {
+        t.missing(
+            ctx,
+            "query",
+            " (the SQL whose rows are the source, such as \"select * from subscribers\")",
+        );
+        return None;
+    };
+    Some(PgSource {
+        url,
+        query: query.into_inner(),
+    })
 }

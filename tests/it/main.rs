@@ -42,5 +42,6 @@ mod state;
 mod tags;
 mod target_errors;
 mod third_party;
+mod warehouse;
 mod wire;
 mod writes;
