@@ -52,7 +52,9 @@ impl Parser<'_> {
                         format!("{} has both a query and `path`; give one", t.name),
                     );
                 }
-                if spec.paths.is_empty() && spec.postgres.is_none() {
+                // A database named without a query was reported above.
+                let names_database = t.get("postgres").is_some() || t.get("postgres_env").is_some();
+                if spec.paths.is_empty() && !names_database {
                     t.missing(ctx, "path", " (or `paths`, or `postgres` with `query`)");
                 }
                 if let Some(f) = t.str(ctx, "format") {
@@ -127,6 +129,10 @@ impl Parser<'_> {
                         }
                         other => ctx.error(s.span(), format!("`sheets` must be a non-empty list of sheet names or numbers, such as [\"2024\", \"2025\"], not {}", type_name(other))),
                     }
+                }
+                if names_database && spec.postgres.is_none() {
+                    // Reported above; nothing to read.
+                    return None;
                 }
                 spec.pad_short_rows = t.bool(ctx, "pad_short_rows").unwrap_or(false);
                 spec.max_quoted_lines = t
