@@ -117,6 +117,9 @@ pub(super) const SOURCE_KEYS: &[&str] = &[
     "sheets",
     "pad_short_rows",
     "max_quoted_lines",
+    "postgres",
+    "postgres_env",
+    "query",
 ];
 /// One `only_if` condition.
 pub(super) const CONDITION_KEYS: &[&str] = &["column", "equals", "not_equals", "in_file", "any"];

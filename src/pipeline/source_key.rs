@@ -3,13 +3,13 @@
 
 use super::keys::SOURCE_KEYS;
 use super::parse::Parser;
-use super::reader::{Table, choices, type_name};
+use super::reader::{Ctx, Table, choices, type_name};
 use super::*;
-use crate::source::{SheetRef, SourceFormat, TextEncoding};
+use crate::source::{PgSource, PgUrl, SheetRef, SourceFormat, TextEncoding};
 use toml::Spanned;
 use toml::de::DeValue;
 
-const FORMATS: &[&str] = &["csv", "xlsx", "xls", "ods"];
+const FORMATS: &[&str] = &["csv", "xlsx", "xls", "ods", "parquet", "jsonl"];
 
 impl Parser<'_> {
     /// `source = "file.csv"` or `source = { path = ..., ... }`; returns the spec and its
@@ -45,13 +45,24 @@ impl Parser<'_> {
                         .into_iter()
                         .map(Spanned::into_inner),
                 );
-                if spec.paths.is_empty() {
-                    t.missing(ctx, "path", " (or `paths`)");
+                spec.postgres = postgres_source(&t, ctx);
+                if spec.postgres.is_some() && !spec.paths.is_empty() {
+                    ctx.error(
+                        v.span(),
+                        format!("{} has both a query and `path`; give one", t.name),
+                    );
+                }
+                // A database named without a query was reported above.
+                let names_database = t.get("postgres").is_some() || t.get("postgres_env").is_some();
+                if spec.paths.is_empty() && !names_database {
+                    t.missing(ctx, "path", " (or `paths`, or `postgres` with `query`)");
                 }
                 if let Some(f) = t.str(ctx, "format") {
                     match f.get_ref().to_ascii_lowercase().as_str() {
                         "csv" => spec.format = Some(SourceFormat::Csv),
                         "xlsx" | "xls" | "ods" => spec.format = Some(SourceFormat::Spreadsheet),
+                        "parquet" => spec.format = Some(SourceFormat::Parquet),
+                        "jsonl" | "ndjson" => spec.format = Some(SourceFormat::JsonLines),
                         other => ctx.error(
                             f.span(),
                             format!(
@@ -119,6 +130,10 @@ impl Parser<'_> {
                         other => ctx.error(s.span(), format!("`sheets` must be a non-empty list of sheet names or numbers, such as [\"2024\", \"2025\"], not {}", type_name(other))),
                     }
                 }
+                if names_database && spec.postgres.is_none() {
+                    // Reported above; nothing to read.
+                    return None;
+                }
                 spec.pad_short_rows = t.bool(ctx, "pad_short_rows").unwrap_or(false);
                 spec.max_quoted_lines = t
                     .int(ctx, "max_quoted_lines", 1..100_000_001)
@@ -138,4 +153,51 @@ impl Parser<'_> {
         }
         Some(spec)
     }
+}
+
+/// `postgres = "URL"` or `postgres_env = "VAR"`, with `query`: a query source, or `None`
+/// when the table names none (problems reported).
+fn postgres_source(t: &Table, ctx: &mut Ctx) -> Option<PgSource> {
+    let given = t.str(ctx, "postgres").map(Spanned::into_inner);
+    let env = t.str(ctx, "postgres_env").map(Spanned::into_inner);
+    let query = t.str(ctx, "query");
+    let url = match (given, env) {
+        (Some(_), Some(_)) => {
+            let span = t.get("postgres_env").map_or(0..0, |v| v.span());
+            ctx.error(
+                span,
+                format!(
+                    "{} has both `postgres` and `postgres_env`; give one",
+                    t.name
+                ),
+            );
+            return None;
+        }
+        (Some(url), None) => PgUrl::Given(url),
+        (None, Some(var)) => PgUrl::Env(var),
+        (None, None) => {
+            if let Some(q) = query {
+                ctx.error(
+                    q.span(),
+                    format!(
+                        "{} has a `query` but no database; add postgres = \"postgres://user:password@host:port/database\" or postgres_env = \"VARIABLE\"",
+                        t.name
+                    ),
+                );
+            }
+            return None;
+        }
+    };
+    let Some(query) = query.filter(|q| !q.get_ref().trim().is_empty()) else {
+        t.missing(
+            ctx,
+            "query",
+            " (the SQL whose rows are the source, such as \"select * from subscribers\")",
+        );
+        return None;
+    };
+    Some(PgSource {
+        url,
+        query: query.into_inner(),
+    })
 }

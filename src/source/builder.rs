@@ -39,6 +39,15 @@ impl Fields for [Option<String>] {
     }
 }
 
+impl Fields for [Option<&str>] {
+    fn count(&self) -> usize {
+        self.len()
+    }
+    fn field(&self, i: usize) -> Option<&str> {
+        self.get(i).copied().flatten()
+    }
+}
+
 /// Whether a row holds nothing but whitespace: skipped, neither a table row nor ragged.
 pub(crate) fn is_blank(fields: &(impl Fields + ?Sized)) -> bool {
     (0..fields.count()).all(|i| fields.field(i).is_none_or(|f| f.trim().is_empty()))

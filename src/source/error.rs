@@ -123,6 +123,17 @@ pub enum SourceError {
     #[error("internal error assembling the table: {message}")]
     Frame { message: String },
 
+    /// A PostgreSQL query source failed: `source_name` is its URL without the password.
+    #[error("{source_name}: {message}")]
+    Postgres {
+        source_name: String,
+        message: String,
+    },
+
+    /// A Parquet or JSON-lines file that cannot be read.
+    #[error("{}: {message}", .file.display())]
+    Data { file: PathBuf, message: String },
+
     /// The chunks' consumer stopped taking them (see `read_chunks`).
     #[error("the read was stopped before the end of the source")]
     Stopped,

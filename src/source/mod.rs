@@ -3,7 +3,9 @@
 //!
 //! Everything about bytes ends here: encodings and BOMs (`encoding`), delimiters and
 //! non-RFC quoting (`sniff`), CSV parsing and row numbers (`csv`), sheets and cell types
-//! (`xlsx`), the union of several files (`builder`), zip archives of CSV files (`zipped`). Later stages see column names and cell
+//! (`xlsx`), the union of several files (`builder`), zip archives of CSV files (`zipped`),
+//! Parquet (`parquet`) and JSON lines (`jsonl`), and a PostgreSQL query (`postgres`), which
+//! names no file at all. Later stages see column names and cell
 //! text only, and send bad rows back through `rejects` in the input's own dialect.
 
 mod builder;
@@ -11,6 +13,9 @@ mod csv;
 mod encoding;
 mod error;
 mod files;
+mod jsonl;
+mod parquet;
+mod postgres;
 mod quotes;
 mod rejects;
 mod sniff;
@@ -25,6 +30,7 @@ use polars::prelude::DataFrame;
 
 pub use encoding::TextEncoding;
 pub use error::SourceError;
+pub use postgres::{PgSource, PgUrl};
 pub use quotes::DEFAULT_MAX_QUOTED_LINES;
 pub use rejects::{RejectRow, write_rejects};
 
@@ -57,6 +63,8 @@ pub struct SourceSpec {
     /// A quoted field spanning more lines than this is taken for a quote that never
     /// closed; 0: [`DEFAULT_MAX_QUOTED_LINES`].
     pub max_quoted_lines: u64,
+    /// A PostgreSQL query read instead of files (`paths` is then empty).
+    pub postgres: Option<PgSource>,
 }
 
 impl SourceSpec {
@@ -81,6 +89,10 @@ pub enum SourceFormat {
     Csv,
     /// A workbook calamine reads: xlsx, xlsm, xlsb, xls, ods.
     Spreadsheet,
+    /// Apache Parquet.
+    Parquet,
+    /// One JSON object per line (JSON lines, NDJSON).
+    JsonLines,
 }
 
 impl SourceFormat {
@@ -91,6 +103,8 @@ impl SourceFormat {
         match extension.as_str() {
             "csv" | "txt" | "tsv" => Some(SourceFormat::Csv),
             "xlsx" | "xlsm" | "xlsb" | "xls" | "ods" => Some(SourceFormat::Spreadsheet),
+            "parquet" => Some(SourceFormat::Parquet),
+            "jsonl" | "ndjson" => Some(SourceFormat::JsonLines),
             _ => None,
         }
     }
@@ -208,6 +222,11 @@ pub fn read_chunks(
     chunk_rows: usize,
     each: &mut dyn FnMut(Table) -> Result<(), SourceError>,
 ) -> Result<(), SourceError> {
+    if let Some(query) = &spec.postgres {
+        let mut table = TableBuilder::new(false, chunk_rows, &[], each);
+        postgres::read(query, &mut table)?;
+        return table.finish();
+    }
     let inputs = files::resolve(spec, base_dir)?;
     // One chunk needs no columns ahead; several must agree on them, so
     // with more than one file (or sheet) the headers are read first.
@@ -227,6 +246,8 @@ pub fn read_chunks(
         let dialect = match format {
             SourceFormat::Csv => csv::read_file(&path, &member, spec, &mut table)?,
             SourceFormat::Spreadsheet => xlsx::read_file(&path, spec, &mut table)?,
+            SourceFormat::Parquet => parquet::read_file(&path, &mut table)?,
+            SourceFormat::JsonLines => jsonl::read_file(&path, &mut table)?,
         };
         tracing::debug!(
             file = %path.display(),
@@ -241,6 +262,9 @@ pub fn read_chunks(
 /// Only the header (for the pipeline checker to validate column mappings before reading
 /// everything): the union of the files' column names, named as [`read`] names them.
 pub fn read_columns(spec: &SourceSpec, base_dir: &Path) -> Result<Vec<String>, SourceError> {
+    if let Some(query) = &spec.postgres {
+        return postgres::read_header(query);
+    }
     union_of_headers(&files::resolve(spec, base_dir)?, spec)
 }
 
@@ -256,6 +280,8 @@ fn union_of_headers(inputs: &[Input], spec: &SourceSpec) -> Result<Vec<String>, 
         let names = match format {
             SourceFormat::Csv => csv::read_header(path, member, spec)?,
             SourceFormat::Spreadsheet => xlsx::read_header(path, spec)?,
+            SourceFormat::Parquet => parquet::read_header(path)?,
+            SourceFormat::JsonLines => jsonl::read_header(path)?,
         };
         for name in names {
             if seen.insert(name.clone()) {
@@ -329,6 +355,14 @@ mod tests {
         assert_eq!(
             SourceFormat::from_path(Path::new("a.ods")),
             Some(SourceFormat::Spreadsheet)
+        );
+        assert_eq!(
+            SourceFormat::from_path(Path::new("a.NDJSON")),
+            Some(SourceFormat::JsonLines)
+        );
+        assert_eq!(
+            SourceFormat::from_path(Path::new("a.parquet")),
+            Some(SourceFormat::Parquet)
         );
         assert_eq!(SourceFormat::from_path(Path::new("a.dat")), None);
     }
