@@ -34,6 +34,37 @@ pub struct BenchOptions {
     /// A naive importer (`benches/naive_import.py`) to run side by side on
     /// the same data and server, into a group of its own.
     pub naive: Option<PathBuf>,
+    /// The stages to run, in their usual order (empty: every stage the
+    /// other options leave in). The re-imports and exports read what the
+    /// batch import wrote: pick it with them.
+    pub stages: Vec<Stage>,
+}
+
+/// A stage of the benchmark, to pick with `--stages`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Stage {
+    Check,
+    CheckXlsx,
+    Single,
+    Batch,
+    Naive,
+    Reimport,
+    Changed,
+    ExportCsv,
+    ExportParquet,
+    Blacklist,
+}
+
+impl BenchOptions {
+    fn runs(&self, stage: Stage) -> bool {
+        let left_out = match stage {
+            Stage::CheckXlsx => self.no_xlsx,
+            Stage::Single => self.no_single,
+            Stage::Naive => self.naive.is_none(),
+            _ => false,
+        };
+        !left_out && (self.stages.is_empty() || self.stages.contains(&stage))
+    }
 }
 
 /// One stage's figures.
@@ -80,7 +111,12 @@ pub fn run(opts: &BenchOptions) -> anyhow::Result<BenchReport> {
         dir.display()
     );
     let t = std::time::Instant::now();
-    let files = data::generate(&dir, opts.rows, opts.blacklist_rows, !opts.no_xlsx)?;
+    let files = data::generate(
+        &dir,
+        opts.rows,
+        opts.blacklist_rows,
+        opts.runs(Stage::CheckXlsx),
+    )?;
     let generate_seconds = t.elapsed().as_secs_f64();
     let import = |name: &str, source: &Path, group: &str| {
         data::write_file(
@@ -113,13 +149,15 @@ pub fn run(opts: &BenchOptions) -> anyhow::Result<BenchReport> {
     };
     let n = opts.rows;
     let mut stages = Vec::new();
-    stages.push(bench.stage("check CSV", n, &["check", "--preview", "0"], &first)?);
-    if !opts.no_xlsx {
+    if opts.runs(Stage::Check) {
+        stages.push(bench.stage("check CSV", n, &["check", "--preview", "0"], &first)?);
+    }
+    if opts.runs(Stage::CheckXlsx) {
         stages.push(bench.stage("check XLSX", n, &["check", "--preview", "0"], &xlsx)?);
     }
     // Each first import starts from an empty database of its own: one run
     // before it must not have created its contacts and attribute values.
-    if !opts.no_single {
+    if opts.runs(Stage::Single) {
         let fresh = Server::start(&exe, &dir.join("server-single"), &opts.serve_args)?;
         let b = Bench {
             server: &fresh,
@@ -127,8 +165,10 @@ pub fn run(opts: &BenchOptions) -> anyhow::Result<BenchReport> {
         };
         stages.push(b.run_stage("first import, single requests", n, &single, "single")?);
     }
-    stages.push(bench.run_stage("first import, batch upsert", n, &first, "auto")?);
-    if let Some(script) = &opts.naive {
+    if opts.runs(Stage::Batch) {
+        stages.push(bench.run_stage("first import, batch upsert", n, &first, "auto")?);
+    }
+    if let Some(script) = opts.naive.as_ref().filter(|_| opts.runs(Stage::Naive)) {
         let server = Server::start(&exe, &dir.join("server-naive"), &opts.serve_args)?;
         let mut py = Command::new("python3");
         py.current_dir(&dir)
@@ -148,9 +188,19 @@ pub fn run(opts: &BenchOptions) -> anyhow::Result<BenchReport> {
         };
         stages.push(b.measure("first import, naive Python importer", n, &mut py)?);
     }
-    stages.push(bench.run_stage("re-import, unchanged", n, &first, "auto")?);
-    stages.push(bench.run_stage("re-import, 5% changed", n, &changed, "auto")?);
-    for (label, ext) in [("export CSV", "csv"), ("export Parquet", "parquet")] {
+    if opts.runs(Stage::Reimport) {
+        stages.push(bench.run_stage("re-import, unchanged", n, &first, "auto")?);
+    }
+    if opts.runs(Stage::Changed) {
+        stages.push(bench.run_stage("re-import, 5% changed", n, &changed, "auto")?);
+    }
+    for (label, ext, stage) in [
+        ("export CSV", "csv", Stage::ExportCsv),
+        ("export Parquet", "parquet", Stage::ExportParquet),
+    ] {
+        if !opts.runs(stage) {
+            continue;
+        }
         let out = dir.join(format!("export.{ext}"));
         let mut args: Vec<String> = ["export", "--group", "Bench", "--quiet"]
             .map(String::from)
@@ -158,7 +208,14 @@ pub fn run(opts: &BenchOptions) -> anyhow::Result<BenchReport> {
         args.extend(["--out".into(), out.display().to_string()]);
         stages.push(bench.export_stage(label, n, &args)?);
     }
-    stages.push(bench.run_stage("blacklist import", opts.blacklist_rows, &blacklist, "auto")?);
+    if opts.runs(Stage::Blacklist) {
+        stages.push(bench.run_stage(
+            "blacklist import",
+            opts.blacklist_rows,
+            &blacklist,
+            "auto",
+        )?);
+    }
     drop(server);
 
     let report = BenchReport {

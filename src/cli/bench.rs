@@ -36,6 +36,11 @@ pub struct BenchArgs {
     /// on the same data and server, for comparison.
     #[arg(long, value_name = "SCRIPT")]
     pub naive: Option<PathBuf>,
+    /// Only these stages, comma-separated (re-imports and exports read what
+    /// `batch` wrote): check, check-xlsx, single, batch, naive, reimport,
+    /// changed, export-csv, export-parquet, blacklist.
+    #[arg(long, value_enum, value_delimiter = ',')]
+    pub stages: Vec<crate::bench::Stage>,
 }
 
 /// A benchmark that cannot run is exit code 3 (its server or its target failed).
@@ -60,6 +65,7 @@ fn bench(args: BenchArgs) -> anyhow::Result<()> {
             .map(|a| a.split_whitespace().map(String::from).collect())
             .unwrap_or_default(),
         naive: args.naive.map(|p| std::fs::canonicalize(&p).unwrap_or(p)),
+        stages: args.stages,
     })?;
     crate::outln!(
         "{} rows ({} order lines), {} blacklist entries; {} build; {}\n",
