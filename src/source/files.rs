@@ -1,6 +1,7 @@
 //! Which files a source means: each entry of `paths` is a file or a glob pattern, relative to
 //! the pipeline's directory; matches are sorted so runs read files in a stable order, and a
-//! file named twice is read once. The format comes from the extension unless the step sets it.
+//! file named twice is read once. The format comes from the extension (under a `.gz` or
+//! `.zst` suffix) unless the step sets it.
 //! A zip archive stands for the CSV files inside it (see `zipped`).
 
 use std::collections::HashSet;
@@ -8,6 +9,7 @@ use std::path::{Path, PathBuf};
 
 use glob::{MatchOptions, Pattern};
 
+use super::compressed::{self, Compression};
 use super::zipped;
 use super::{SourceError, SourceFormat, SourceSpec};
 
@@ -52,8 +54,11 @@ pub(crate) fn resolve(spec: &SourceSpec, base_dir: &Path) -> Result<Vec<Input>, 
             }
             let format = spec
                 .format
-                .or_else(|| SourceFormat::from_path(&path))
+                .or_else(|| SourceFormat::from_path(&compressed::inner_name(&path)))
                 .ok_or_else(|| SourceError::UnknownFormat { file: path.clone() })?;
+            if format == SourceFormat::Spreadsheet && Compression::from_path(&path).is_some() {
+                return Err(SourceError::CompressedSpreadsheet { file: path });
+            }
             inputs.push(Input {
                 path,
                 format,

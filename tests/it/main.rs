@@ -34,6 +34,7 @@ mod presets;
 mod properties;
 mod receivers;
 mod reliability;
+mod remote;
 mod safety;
 mod scheduled;
 mod sources;
