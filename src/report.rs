@@ -130,7 +130,7 @@ impl StepReport {
             "{}: export: {} rows written to {} ({}, {} pages, {} retries, {} ms)",
             self.name,
             e.rows,
-            e.file.display(),
+            crate::export::shown(&e.file),
             e.format,
             e.pages,
             e.retries,

@@ -23,6 +23,7 @@ mod forms;
 mod groups;
 mod hostile;
 mod import;
+mod job_runners;
 mod load_state;
 mod oauth;
 mod openapi;
