@@ -9,7 +9,7 @@ use crate::load::lock::LockError;
 use crate::load::target::{self, TargetOverrides};
 use crate::load::{self, Action, LoadError, PlanRow, Stop, WriteMode, WriteOptions};
 use crate::pipeline::{self, Pipeline, STATE_DIR, Step};
-use crate::prepare::{self, Rejects};
+use crate::prepare::{self, PrepareError, Rejects};
 use crate::remote::{self, Fetched, RemoteError};
 use crate::report::{RunReport, StepReport};
 use crate::state_file;
@@ -165,7 +165,11 @@ pub async fn run(args: RunArgs) -> super::Outcome {
             }
             // A URL source that could not be had: a wrong address or credentials
             // (exit 2); nothing of it was read.
-            Err(StepError::Remote(e)) => {
+            // ... or a column the step maps is not in what was downloaded: the
+            // pipeline file's error, found only now.
+            Err(
+                e @ (StepError::Remote(_) | StepError::Prepare(PrepareError::MissingColumn(_))),
+            ) => {
                 cause::report_in(step.name(), &e);
                 code = code.max(exit::USAGE);
             }

@@ -13,7 +13,8 @@
 //! read whole: the local files may have changed.
 //!
 //! Loading a pipeline stays offline: URL sources are downloaded by `run` only (`check` says
-//! so), so the column names a step maps are not checked against them before the run.
+//! so), so the column names a step maps are checked only when the download is read
+//! (`PrepareError::MissingColumn`, exit 2).
 
 mod download;
 pub mod url;
@@ -169,7 +170,7 @@ pub async fn fetch(spec: &SourceSpec, ctx: &Context<'_>) -> Result<Fetched, Remo
                     etag,
                     last_modified,
                 } => {
-                    tracing::info!(url = %shown, file = %dest.display(), "downloaded");
+                    tracing::debug!(url = %shown, file = %dest.display(), "downloaded");
                     let v = Validators {
                         url: shown,
                         etag,

@@ -357,3 +357,29 @@ fn state_text(dir: &Path) -> String {
     }
     text
 }
+
+#[tokio::test]
+async fn a_column_missing_from_a_downloaded_source_fails_the_step_with_exit_2() {
+    let t = TestServer::start().await;
+    let (base, _) = file_server().await;
+    let pipeline = t.dir.path().join("p.toml");
+    std::fs::write(
+        &pipeline,
+        format!(
+            "[[import]]\nname = \"web\"\nsource = \"{base}/export.csv\"\ngroup = \"Web\"\ncreate_group = true\n[import.receiver]\nemail = \"e-mail\"\n"
+        ),
+    )
+    .unwrap();
+    let (code, _, stderr) = run(&t, &pipeline, &[]).await;
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains("web: the source has no column the step names (\"e-mail\" not found); check the step's column names against the source's header"),
+        "{stderr}"
+    );
+    assert!(!dir_has_validators(t.dir.path()));
+}
+
+/// Whether any step's validators were saved.
+fn dir_has_validators(dir: &Path) -> bool {
+    dir.join(".listpipe/remote/p/web.json").exists()
+}
