@@ -29,7 +29,9 @@ pub(crate) fn resolve(spec: &SourceSpec, base_dir: &Path) -> Result<Vec<Input>, 
     let mut seen = HashSet::new();
     let mut inputs = Vec::new();
     for entry in &spec.paths {
-        let paths = if is_pattern(entry) {
+        // A file that exists under the very name is that file, even with `[` or `*` in
+        // its name (a download's copy under a folder named so, `report[1].csv`).
+        let paths = if is_pattern(entry) && !base_dir.join(entry).is_file() {
             expand(entry, base_dir)?
         } else {
             let path = base_dir.join(entry);
@@ -134,6 +136,14 @@ mod tests {
             .map(|i| i.path.file_name().unwrap().to_owned())
             .collect();
         assert_eq!(names, ["a.csv", "b.csv", "c.txt"]);
+    }
+
+    #[test]
+    fn a_file_named_like_a_pattern_is_read_as_that_file() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("report[1].csv"), "x\n").unwrap();
+        let inputs = resolve(&spec(&["report[1].csv"]), dir.path()).unwrap();
+        assert_eq!(inputs[0].path, dir.path().join("report[1].csv"));
     }
 
     #[test]

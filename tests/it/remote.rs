@@ -383,3 +383,29 @@ async fn a_column_missing_from_a_downloaded_source_fails_the_step_with_exit_2() 
 fn dir_has_validators(dir: &Path) -> bool {
     dir.join(".listpipe/remote/p/web.json").exists()
 }
+
+#[test]
+fn url_sources_are_checked_offline_for_what_they_cannot_do() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("p.toml");
+    std::fs::write(
+        &file,
+        "[[import]]\nsource = \"https://exports.example.com/a.csv\"\ngroup = \"News\"\nother_columns = \"global_attributes\"\n\
+         [import.receiver]\nemail = \"email\"\n\
+         [[import]]\nsource = \"https://ann:pw@exa mple.com/b.csv\"\ngroup = \"News\"\n[import.receiver]\nemail = \"email\"\n",
+    )
+    .unwrap();
+    let err = listpipe::pipeline::load(&file).unwrap_err().to_string();
+    let f = file.display();
+    assert_eq!(
+        err.lines().collect::<Vec<_>>(),
+        [
+            format!(
+                "{f}:2:10: `other_columns` needs the source's columns when the pipeline is loaded, and a URL source is downloaded only when the step runs; map its columns by name instead"
+            ),
+            format!(
+                "{f}:8:10: https://exa mple.com/b.csv is not a valid URL (invalid international domain name); write it as https://host/path/file.csv"
+            ),
+        ]
+    );
+}
