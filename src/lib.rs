@@ -3,6 +3,7 @@
 //!
 //! - [`pipeline`]: pipeline files, parsed and checked into steps.
 //! - [`source`]: CSV and spreadsheet files read into polars frames.
+//! - [`remote`]: `http(s)://` sources downloaded for the run, with their ETags remembered.
 //! - [`prepare`]: mapping, validation and dedupe: rows to send and rejects.
 //! - [`email`]: addresses read once, as a careful sender checks them.
 //! - [`load`]: the target compared and written, with concurrency and retries.
@@ -27,6 +28,7 @@ pub mod hash;
 pub mod load;
 pub mod pipeline;
 pub mod prepare;
+pub mod remote;
 pub mod report;
 pub mod server;
 pub mod source;

@@ -45,6 +45,8 @@ fn main() -> ExitCode {
                 .map_err(cli::fail(exit::TARGET))
                 .and_then(|r| r),
             Command::Outbox(args) => cli::outbox::run(args).await,
+            Command::Completions(args) => cli::docs::completions(args),
+            Command::Man => cli::docs::man(),
         }
     });
     match result {

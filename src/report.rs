@@ -42,6 +42,10 @@ pub struct StepReport {
     /// An export step of a dry run: not written.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub export_skipped: bool,
+    /// Why the step read and wrote nothing: `source unchanged since <when>` (every URL of
+    /// its source answered 304 Not Modified).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub skipped: Option<String>,
     /// Written only when rows were rejected.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rejects_file: Option<PathBuf>,
@@ -126,7 +130,7 @@ impl StepReport {
             "{}: export: {} rows written to {} ({}, {} pages, {} retries, {} ms)",
             self.name,
             e.rows,
-            e.file.display(),
+            crate::export::shown(&e.file),
             e.format,
             e.pages,
             e.retries,
@@ -190,6 +194,9 @@ impl StepReport {
     pub fn summary(&self) -> Vec<String> {
         if self.kind == "export" {
             return self.export_summary();
+        }
+        if let Some(why) = &self.skipped {
+            return vec![format!("{}: skipped: {why}", self.name)];
         }
         let p = &self.prepare;
         let mut lines = vec![format!(

@@ -38,6 +38,19 @@ pub fn run(args: CheckArgs) -> super::Outcome {
             );
             continue;
         }
+        let source = match step {
+            Step::Import(s) => &s.source,
+            Step::Blacklist(s) => &s.source,
+            Step::Export(_) => continue,
+        };
+        if crate::remote::is_remote(source) {
+            // Checking stays offline: a URL is downloaded by `run`.
+            crate::outln!(
+                "\n[{}] source is a URL: downloaded and checked when run",
+                step.name()
+            );
+            continue;
+        }
         let outcome = match step {
             Step::Import(s) => {
                 // Chunk by chunk, as `run` reads it: the first rows are

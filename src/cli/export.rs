@@ -44,6 +44,7 @@ pub struct ExportArgs {
     #[arg(long = "type", value_name = "TYPE", default_value = "all")]
     pub kind: String,
     /// The file to write (default `export.<format>`); its extension picks the format.
+    /// `-`: standard output (csv or jsonl).
     #[arg(long)]
     pub out: Option<PathBuf>,
     /// csv, xlsx, parquet or jsonl (default: from --out, else csv).
@@ -190,6 +191,14 @@ pub fn step(a: &ExportArgs) -> Result<ExportStep, (u8, anyhow::Error)> {
     let format = format
         .or_else(|| a.out.as_deref().and_then(ExportFormat::from_path))
         .unwrap_or(ExportFormat::Csv);
+    if a.out.as_deref().is_some_and(export::is_stdout)
+        && matches!(format, ExportFormat::Xlsx | ExportFormat::Parquet)
+    {
+        return Err(bad(format!(
+            "--out - writes to standard output, which takes csv or jsonl; {} needs a file: give --out a file name",
+            format.extension()
+        )));
+    }
     let out = a
         .out
         .clone()
@@ -299,7 +308,7 @@ pub async fn run(args: ExportArgs) -> super::Outcome {
                 crate::errln!(
                     "export: {} rows written to {} ({}, {} ms)",
                     o.rows,
-                    o.file.display(),
+                    export::shown(&o.file),
                     o.format,
                     o.ms
                 );

@@ -5,6 +5,7 @@ pub mod accounts;
 pub mod auth;
 pub mod bench;
 pub mod check;
+pub mod docs;
 pub mod export;
 pub mod outbox;
 pub mod output;
@@ -44,6 +45,10 @@ pub enum Command {
     Bench(bench::BenchArgs),
     /// Print the double-opt-in mails the built-in server wrote (JSON lines, newest first).
     Outbox(outbox::OutboxArgs),
+    /// Print a shell completion script (bash, zsh, fish, powershell, elvish).
+    Completions(docs::CompletionsArgs),
+    /// Print the man page, listpipe(1), in roff.
+    Man,
 }
 
 /// How every subcommand ends: `Ok(code)` when it ran to its end (the code

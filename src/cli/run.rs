@@ -9,13 +9,14 @@ use crate::load::lock::LockError;
 use crate::load::target::{self, TargetOverrides};
 use crate::load::{self, Action, LoadError, PlanRow, Stop, WriteMode, WriteOptions};
 use crate::pipeline::{self, Pipeline, STATE_DIR, Step};
-use crate::prepare::{self, Rejects};
+use crate::prepare::{self, PrepareError, Rejects};
+use crate::remote::{self, Fetched, RemoteError};
 use crate::report::{RunReport, StepReport};
 use crate::state_file;
 use clap::Args;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 #[derive(Args, Debug)]
 pub struct RunArgs {
@@ -161,6 +162,16 @@ pub async fn run(args: RunArgs) -> super::Outcome {
                         .for_each(|l| crate::errln!("{l}"));
                 }
                 report.steps.push(step_report);
+            }
+            // A URL source that could not be had: a wrong address or credentials
+            // (exit 2); nothing of it was read.
+            // ... or a column the step maps is not in what was downloaded: the
+            // pipeline file's error, found only now.
+            Err(
+                e @ (StepError::Remote(_) | StepError::Prepare(PrepareError::MissingColumn(_))),
+            ) => {
+                cause::report_in(step.name(), &e);
+                code = code.max(exit::USAGE);
             }
             Err(StepError::Load(e @ LoadError::Guard(_))) => {
                 cause::report_in(step.name(), &e);
@@ -330,6 +341,8 @@ enum StepError {
     Prepare(#[from] prepare::PrepareError),
     #[error(transparent)]
     Load(#[from] LoadError),
+    #[error(transparent)]
+    Remote(#[from] RemoteError),
 }
 
 async fn run_step(
@@ -364,9 +377,45 @@ async fn run_step(
         report.export = Some(outcome);
         return Ok(report);
     }
+    // URLs in the source are downloaded first; every one unchanged skips the step.
+    let (source, kind) = match step {
+        Step::Import(s) => (&s.source, "import"),
+        Step::Blacklist(s) => (&s.source, "blacklist"),
+        Step::Export(_) => unreachable!("exports return above"),
+    };
+    report.kind = kind;
+    let context = remote::Context {
+        state_dir: Path::new(STATE_DIR),
+        pipeline: &pipeline.name,
+        step: step.name(),
+        timeout: Duration::from_secs(pipeline.target.timeout_secs),
+    };
+    let fetched = match remote::fetch(source, &context).await? {
+        Fetched::Unchanged { since } => {
+            report.skipped = Some(format!("source unchanged since {since}"));
+            return Ok(report);
+        }
+        Fetched::Ready(ready) => ready,
+    };
+    let local_step;
+    let step = if remote::is_remote(source) {
+        local_step = match step {
+            Step::Import(s) => Step::Import(crate::pipeline::ImportStep {
+                source: fetched.spec.clone(),
+                ..s.clone()
+            }),
+            Step::Blacklist(s) => Step::Blacklist(crate::pipeline::BlacklistStep {
+                source: fetched.spec.clone(),
+                ..s.clone()
+            }),
+            Step::Export(_) => unreachable!("exports return above"),
+        };
+        &local_step
+    } else {
+        step
+    };
     match step {
         Step::Import(s) => {
-            report.kind = "import";
             // The chain of stages: a thread reads and prepares the source
             // chunk by chunk (source -> map, check -> dedupe), a chunk
             // ahead at most; the loader diffs each chunk against the target
@@ -412,7 +461,6 @@ async fn run_step(
             }
         }
         Step::Blacklist(s) => {
-            report.kind = "blacklist";
             let mut prepared = prepare::prepare_blacklist(s, &pipeline.base_dir)?;
             report.timings_ms.prepare = started.elapsed().as_millis() as u64;
             let loading = Instant::now();
@@ -434,6 +482,19 @@ async fn run_step(
             .join(format!("{}.plan.csv", step.name()));
         load::write_plan(&path, &mut plan)?;
         report.plan_file = Some(path);
+    }
+    // The URLs' validators only once the step wrote everything: a failed run
+    // downloads again next time.
+    let failed = report
+        .import
+        .as_ref()
+        .is_some_and(|i| i.failed > 0 || i.failed_transient > 0 || i.stopped)
+        || report.blacklist.as_ref().is_some_and(|b| b.failed > 0);
+    if !opts.dry_run && !failed {
+        fetched.remember().map_err(|e| LoadError::Output {
+            path: e.path.clone(),
+            message: e.source.to_string(),
+        })?;
     }
     Ok(report)
 }

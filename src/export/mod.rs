@@ -5,6 +5,12 @@
 //! file beside the output that is renamed only when complete
 //! ([`crate::state_file`]): a failed export never leaves a half file that
 //! looks whole.
+//!
+//! `out = "-"` writes to standard output, for piping (CSV and JSON lines only:
+//! xlsx and Parquet are not streams). Decision: the rows still go to a
+//! temporary file first (under `.listpipe/exports/`), copied to standard
+//! output once the export is complete: memory stays flat, and a reader of
+//! the pipe never gets half an export that looks whole.
 
 pub mod columns;
 mod in_use;
@@ -68,6 +74,35 @@ pub struct ExportOutcome {
     pub ms: u64,
 }
 
+/// The `out` that means standard output.
+pub const STDOUT: &str = "-";
+
+/// Whether an export's `out` is standard output.
+pub fn is_stdout(out: &Path) -> bool {
+    out == Path::new(STDOUT)
+}
+
+/// How summaries name an export's output.
+pub fn shown(out: &Path) -> String {
+    if is_stdout(out) {
+        "standard output".to_string()
+    } else {
+        out.display().to_string()
+    }
+}
+
+/// Copies the finished export to standard output; a write that fails ends
+/// the process as every print does (a closed pipe quietly).
+fn copy_to_stdout(temp: &Path) -> Result<(), LoadError> {
+    use std::io::Write;
+    let mut file = std::fs::File::open(temp).map_err(|e| output(temp, e))?;
+    let mut out = std::io::stdout().lock();
+    if let Err(e) = std::io::copy(&mut file, &mut out).and_then(|_| out.flush()) {
+        crate::cli::output::fail(crate::cli::output::Stream::Out, &e);
+    }
+    Ok(())
+}
+
 /// Starts an output file: written under a temporary name beside it
 /// ([`state_file::Pending`]), removed when dropped uncommitted.
 fn pending(out: &Path) -> Result<state_file::Pending, LoadError> {
@@ -126,7 +161,15 @@ pub async fn run(
         timestamps: step.timestamps,
         csv: &step.csv,
     };
-    let main = pending(&step.out)?;
+    let to_stdout = is_stdout(&step.out);
+    let main = if to_stdout {
+        let staged = Path::new(crate::pipeline::STATE_DIR)
+            .join("exports")
+            .join(format!("{}.stdout", step.name));
+        pending(&staged)?
+    } else {
+        pending(&step.out)?
+    };
     let mut sink = writer::open(
         step.format,
         main.temp_path(),
@@ -226,8 +269,13 @@ pub async fn run(
         outcome.orders_file = Some(t.path().to_path_buf());
         committed(t)?;
     }
-    committed(main)?;
     bar.finish_and_clear();
+    if to_stdout {
+        // The temporary file is removed when `main` drops, never renamed.
+        copy_to_stdout(main.temp_path())?;
+    } else {
+        committed(main)?;
+    }
     outcome.retries = retried.load(Ordering::Relaxed);
     outcome.ms = started.elapsed().as_millis() as u64;
     Ok(outcome)

@@ -3,7 +3,7 @@
 //! requests. One module per step kind; [`target`] connects, [`retry`]
 //! decides what is tried again.
 
-mod backoff;
+pub(crate) mod backoff;
 pub mod blacklist;
 pub mod breaker;
 pub mod controller;

@@ -48,6 +48,8 @@ impl Parser<'_> {
                 }
             },
             None => match &out {
+                // Standard output has no extension: CSV unless `format` says otherwise.
+                Some((path, _)) if crate::export::is_stdout(path) => Some(ExportFormat::Csv),
                 Some((path, span)) => {
                     let f = ExportFormat::from_path(path);
                     if f.is_none() {
@@ -58,6 +60,18 @@ impl Parser<'_> {
                 None => None,
             },
         };
+        if let (Some((path, span)), Some(f @ (ExportFormat::Xlsx | ExportFormat::Parquet))) =
+            (&out, format)
+            && crate::export::is_stdout(path)
+        {
+            ctx.error(
+                span.clone(),
+                format!(
+                    "`out = \"-\"` writes to standard output, which takes csv or jsonl; {} is not a stream (it needs a file): give `out` a file name",
+                    f.extension()
+                ),
+            );
+        }
         let columns = self.export_columns(t);
         let ctx = &mut self.ctx;
         let tags_separator = t

@@ -114,8 +114,16 @@ impl Parser<'_> {
         let o = t.table(&mut self.ctx, "orders")?;
         o.check_keys(&mut self.ctx, super::keys::ORDERS_KEYS);
         let (source, own) = match o.get("source") {
-            Some(_) => {
+            Some(v) => {
                 let s = self.source(&o, "source");
+                if s.as_ref()
+                    .is_some_and(|(spec, _)| crate::remote::is_remote(spec))
+                {
+                    self.ctx.error(
+                        v.span(),
+                        "the `source` of `orders` must be local files; a URL is read as the step's own `source` only",
+                    );
+                }
                 let i = s.as_ref().map(|(_, i)| *i);
                 (s.map(|(spec, _)| spec), i)
             }
@@ -316,6 +324,11 @@ impl Parser<'_> {
     pub(super) fn check_columns(&mut self) {
         let mut headers: Vec<Option<Vec<String>>> = Vec::new();
         for (spec, span) in self.sources.clone() {
+            // A URL source is read at run time only: loading stays offline.
+            if crate::remote::is_remote(&spec) {
+                headers.push(None);
+                continue;
+            }
             match source::read_columns(&spec, &self.base_dir) {
                 Ok(cols) => headers.push(Some(cols)),
                 Err(e) => {

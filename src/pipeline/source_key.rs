@@ -1,10 +1,11 @@
-//! The `source` key of a step: a path (or glob, or zip), or a table with the reading
+//! The `source` key of a step: a path (or glob, or zip, or URL), or a table with the reading
 //! options. Read here into a [`SourceSpec`]; the column check reads each source's header.
 
 use super::keys::SOURCE_KEYS;
 use super::parse::Parser;
 use super::reader::{Ctx, Table, choices, type_name};
 use super::*;
+use crate::remote;
 use crate::source::{PgSource, PgUrl, SheetRef, SourceFormat, TextEncoding};
 use toml::Spanned;
 use toml::de::DeValue;
@@ -143,12 +144,23 @@ impl Parser<'_> {
                 self.ctx.error(
                     v.span(),
                     format!(
-                        "`{key}` in {} must be a file path or a table, not {}",
+                        "`{key}` in {} must be a file path, a URL or a table, not {}",
                         parent.name,
                         type_name(other)
                     ),
                 );
                 return None;
+            }
+        }
+        for entry in spec.paths.iter().filter(|p| remote::is_url(p)) {
+            if let Err(e) = reqwest::Url::parse(entry) {
+                self.ctx.error(
+                    v.span(),
+                    format!(
+                        "{} is not a valid URL ({e}); write it as https://host/path/file.csv",
+                        remote::url::shown_entry(entry)
+                    ),
+                );
             }
         }
         Some(spec)

@@ -117,9 +117,17 @@ impl Parser<'_> {
         ignore: &[String],
         into: &mut Vec<AttributeMapping>,
     ) {
-        let Some((spec, _)) = self.sources.get(src) else {
+        let Some((spec, span)) = self.sources.get(src) else {
             return;
         };
+        if crate::remote::is_remote(spec) {
+            let span = span.clone();
+            self.ctx.error(
+                span,
+                "`other_columns` needs the source's columns when the pipeline is loaded, and a URL source is downloaded only when the step runs; map its columns by name instead",
+            );
+            return;
+        }
         // An unreadable source is reported by the column check; nothing to add then.
         let Ok(header) = source::read_columns(spec, &self.base_dir) else {
             return;

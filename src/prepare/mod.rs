@@ -56,10 +56,25 @@ pub enum PrepareError {
     #[error(transparent)]
     Source(#[from] source::SourceError),
     #[error("internal data error: {0}")]
-    Frame(#[from] PolarsError),
+    Frame(PolarsError),
+    /// A column the step maps is not in the source: only a source read at run time
+    /// (a URL) gets here, a local one is checked when the pipeline is loaded.
+    #[error(
+        "the source has no column the step names ({0}); check the step's column names against the source's header"
+    )]
+    MissingColumn(String),
     /// The rows' consumer stopped taking chunks (its step failed or stopped).
     #[error("stopped before the end of the source")]
     Stopped,
+}
+
+impl From<PolarsError> for PrepareError {
+    fn from(e: PolarsError) -> Self {
+        match e {
+            PolarsError::ColumnNotFound(name) => PrepareError::MissingColumn(name.to_string()),
+            e => PrepareError::Frame(e),
+        }
+    }
 }
 
 /// Counts for the run report.

@@ -15,6 +15,7 @@ use std::path::{Path, PathBuf};
 use ::csv::{ReaderBuilder, StringRecord};
 
 use super::builder::{self, Header, TableBuilder};
+use super::compressed::{self, Compression};
 use super::encoding;
 use super::quotes::{self, QuoteEnd};
 use super::sniff;
@@ -127,6 +128,9 @@ pub(crate) fn read_header(
 fn read_bytes(path: &Path, member: &Member, limit: Option<u64>) -> Result<Vec<u8>, SourceError> {
     if let Some((archive, name)) = member {
         return zipped::read_member(archive, name, limit);
+    }
+    if let Some(compression) = Compression::from_path(path) {
+        return compressed::read(path, compression, limit);
     }
     let io_error = |source| SourceError::Io {
         file: path.to_path_buf(),

@@ -117,6 +117,22 @@ pub enum SourceError {
     )]
     NoCsvInArchive { file: PathBuf },
 
+    #[error(
+        "{} is not a readable {compression} file ({message}); check the file, or compress it again",
+        .file.display()
+    )]
+    Compressed {
+        file: PathBuf,
+        compression: &'static str,
+        message: String,
+    },
+
+    #[error(
+        "{} is a compressed spreadsheet; a workbook is compressed already: unpack it and name the workbook in `paths`",
+        .file.display()
+    )]
+    CompressedSpreadsheet { file: PathBuf },
+
     #[error("cannot write {}: {source}", .file.display())]
     Write { file: PathBuf, source: io::Error },
 

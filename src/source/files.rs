@@ -1,6 +1,7 @@
 //! Which files a source means: each entry of `paths` is a file or a glob pattern, relative to
 //! the pipeline's directory; matches are sorted so runs read files in a stable order, and a
-//! file named twice is read once. The format comes from the extension unless the step sets it.
+//! file named twice is read once. The format comes from the extension (under a `.gz` or
+//! `.zst` suffix) unless the step sets it.
 //! A zip archive stands for the CSV files inside it (see `zipped`).
 
 use std::collections::HashSet;
@@ -8,6 +9,7 @@ use std::path::{Path, PathBuf};
 
 use glob::{MatchOptions, Pattern};
 
+use super::compressed::{self, Compression};
 use super::zipped;
 use super::{SourceError, SourceFormat, SourceSpec};
 
@@ -27,7 +29,9 @@ pub(crate) fn resolve(spec: &SourceSpec, base_dir: &Path) -> Result<Vec<Input>, 
     let mut seen = HashSet::new();
     let mut inputs = Vec::new();
     for entry in &spec.paths {
-        let paths = if is_pattern(entry) {
+        // A file that exists under the very name is that file, even with `[` or `*` in
+        // its name (a download's copy under a folder named so, `report[1].csv`).
+        let paths = if is_pattern(entry) && !base_dir.join(entry).is_file() {
             expand(entry, base_dir)?
         } else {
             let path = base_dir.join(entry);
@@ -52,8 +56,11 @@ pub(crate) fn resolve(spec: &SourceSpec, base_dir: &Path) -> Result<Vec<Input>, 
             }
             let format = spec
                 .format
-                .or_else(|| SourceFormat::from_path(&path))
+                .or_else(|| SourceFormat::from_path(&compressed::inner_name(&path)))
                 .ok_or_else(|| SourceError::UnknownFormat { file: path.clone() })?;
+            if format == SourceFormat::Spreadsheet && Compression::from_path(&path).is_some() {
+                return Err(SourceError::CompressedSpreadsheet { file: path });
+            }
             inputs.push(Input {
                 path,
                 format,
@@ -129,6 +136,14 @@ mod tests {
             .map(|i| i.path.file_name().unwrap().to_owned())
             .collect();
         assert_eq!(names, ["a.csv", "b.csv", "c.txt"]);
+    }
+
+    #[test]
+    fn a_file_named_like_a_pattern_is_read_as_that_file() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("report[1].csv"), "x\n").unwrap();
+        let inputs = resolve(&spec(&["report[1].csv"]), dir.path()).unwrap();
+        assert_eq!(inputs[0].path, dir.path().join("report[1].csv"));
     }
 
     #[test]

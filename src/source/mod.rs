@@ -4,11 +4,12 @@
 //! Everything about bytes ends here: encodings and BOMs (`encoding`), delimiters and
 //! non-RFC quoting (`sniff`), CSV parsing and row numbers (`csv`), sheets and cell types
 //! (`xlsx`), the union of several files (`builder`), zip archives of CSV files (`zipped`),
-//! Parquet (`parquet`) and JSON lines (`jsonl`), and a PostgreSQL query (`postgres`), which
-//! names no file at all. Later stages see column names and cell
+//! gzip and zstd files (`compressed`), Parquet (`parquet`) and JSON lines (`jsonl`), and a
+//! PostgreSQL query (`postgres`), which names no file at all. Later stages see column names and cell
 //! text only, and send bad rows back through `rejects` in the input's own dialect.
 
 mod builder;
+mod compressed;
 mod csv;
 mod encoding;
 mod error;
@@ -47,7 +48,8 @@ pub const ROW_COL: &str = "__row";
 pub struct SourceSpec {
     /// One or more paths or glob patterns, relative to `base_dir` given to [`read`].
     pub paths: Vec<String>,
-    /// None: by extension (.csv .txt .tsv -> Csv; .xlsx .xlsm .xlsb .xls .ods -> Spreadsheet).
+    /// None: by extension (.csv .txt .tsv -> Csv; .xlsx .xlsm .xlsb .xls .ods -> Spreadsheet),
+    /// under a compression suffix (.gz .zst) if there is one.
     pub format: Option<SourceFormat>,
     /// CSV delimiter; None: sniffed among `,` `;` TAB `|` from the first lines (outside quotes).
     pub delimiter: Option<u8>,
@@ -336,6 +338,26 @@ mod tests {
         );
         assert_eq!(table.dialect.delimiter, b',');
         assert_eq!(read_columns(&spec, dir.path()).unwrap(), table.columns);
+    }
+
+    #[test]
+    fn compressed_files_in_a_glob_read_as_the_text_inside_with_header_reads_too() {
+        use std::io::Write;
+        let dir = tempfile::tempdir().unwrap();
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        gz.write_all(b"email,name\na@x.de,A\n").unwrap();
+        std::fs::write(dir.path().join("a.csv.gz"), gz.finish().unwrap()).unwrap();
+        let zst = zstd::encode_all(&b"email\tcity\nb@x.de\tBonn\n"[..], 3).unwrap();
+        std::fs::write(dir.path().join("b.tsv.zst"), zst).unwrap();
+        let spec = spec(&["*.*"]);
+        let table = read(&spec, dir.path()).unwrap();
+        assert_eq!(table.columns, ["email", "name", "city"]);
+        assert_eq!(cells(&table.frame, "email"), some(&["a@x.de", "b@x.de"]));
+        assert_eq!(cells(&table.frame, "city"), some(&["", "Bonn"]));
+        assert_eq!(read_columns(&spec, dir.path()).unwrap(), table.columns);
+        std::fs::write(dir.path().join("c.xlsx.gz"), b"x").unwrap();
+        let err = read(&super::csv::tests::spec(&["c.xlsx.gz"]), dir.path()).unwrap_err();
+        assert!(matches!(err, SourceError::CompressedSpreadsheet { .. }));
     }
 
     #[test]
