@@ -12,15 +12,38 @@ pub type FastSet<K> = std::collections::HashSet<K, foldhash::fast::RandomState>;
 /// million keys).
 #[derive(Default)]
 pub struct KeySet {
-    seeds: [foldhash::fast::RandomState; 2],
+    keys: Key128,
     set: FastSet<u128>,
 }
 
-impl KeySet {
-    fn key(&self, s: &str) -> u128 {
+/// Strings made 128-bit keys (see [`KeySet`]): two independently seeded
+/// 64-bit hashes, seeded at random per value of this type.
+#[derive(Default, Clone)]
+pub struct Key128([foldhash::fast::RandomState; 2]);
+
+impl Key128 {
+    pub fn of(&self, s: &str) -> u128 {
         use std::hash::BuildHasher;
-        let [a, b] = &self.seeds;
+        let [a, b] = &self.0;
         (u128::from(a.hash_one(s)) << 64) | u128::from(b.hash_one(s))
+    }
+}
+
+impl KeySet {
+    /// A set keyed as `keys` makes keys (to look up keys made elsewhere).
+    pub fn with_keys(keys: Key128) -> Self {
+        KeySet {
+            keys,
+            set: FastSet::default(),
+        }
+    }
+
+    fn key(&self, s: &str) -> u128 {
+        self.keys.of(s)
+    }
+
+    pub fn contains_key(&self, key: u128) -> bool {
+        self.set.contains(&key)
     }
 
     /// Adds `s`; false if it was there.

@@ -11,9 +11,9 @@
 //! source before anything is written).
 
 use super::columns::{Errors, attribute_columns, keep_mask, map_column, reject_rows};
-use super::orders::{JoinedOrders, map_orders};
+use super::orders::{self, JoinedOrders, map_orders};
 use super::{PrepareError, PrepareStats, Rejects, col, dedupe, domains, fill, mangled, tags};
-use crate::hash::KeySet;
+use crate::hash::{Key128, KeySet};
 use crate::pipeline::{Dedupe, ImportStep, ReceiverField};
 use crate::source::{self, FILE_COL, ROW_COL, SourceError, Table, Workbook};
 use polars::prelude::*;
@@ -81,21 +81,31 @@ pub fn import_chunks(
     chunk_rows: usize,
     each: &mut dyn FnMut(ImportChunk) -> bool,
 ) -> Result<ImportSummary, PrepareError> {
+    // One way of keying addresses for the receivers kept and the orders.
+    let keys = Key128::default();
     let joined = match step
         .orders
         .as_ref()
         .and_then(|o| Some((o, o.source.as_ref()?)))
     {
-        Some((spec, source)) => Some(JoinedOrders::read(spec, source::read(source, base_dir)?)?),
+        Some((spec, source)) => Some(JoinedOrders::read(
+            spec,
+            source,
+            base_dir,
+            keys.clone(),
+            step.rejects_bom,
+            chunk_rows.min(source::CHUNK_ROWS),
+        )?),
         None => None,
     };
     let mut preparer = Preparer {
         step,
+        base_dir,
         stats: PrepareStats::default(),
         rejects: None,
         files: 0,
         workbooks: Vec::new(),
-        kept: KeySet::default(),
+        kept: KeySet::with_keys(keys),
         joined,
     };
     let rows = if needs_whole(step) {
@@ -137,6 +147,7 @@ fn needs_whole(step: &ImportStep) -> bool {
 
 struct Preparer<'s> {
     step: &'s ImportStep,
+    base_dir: &'s Path,
     stats: PrepareStats,
     /// Made with the first chunk (its columns are every file's, its dialect
     /// the first file's); the rows of every chunk.
@@ -241,15 +252,15 @@ impl Preparer<'_> {
         };
         self.stats.duplicates += duplicates.len() as u64;
         let orders = match (row_orders, &self.joined) {
-            (Some(mut lines), _) => {
+            (Some(mapped), _) => {
                 // Rows dropped as duplicates keep their order lines (the receiver is one).
                 let kept = (0..height)
                     .filter(|&i| mask.get(i) == Some(true))
                     .filter_map(|i| Some((i, email_by_row.get(i)?)));
-                let n = lines.assign(kept);
+                let (lines, n) = orders::row_orders(&mapped, kept);
                 self.stats.orders_read += n;
                 self.stats.orders_accepted += n;
-                Arc::new(lines)
+                lines
             }
             (None, Some(j)) => j.lines.clone(),
             (None, None) => Arc::default(),
@@ -267,7 +278,7 @@ impl Preparer<'_> {
         rejects.multi_file = self.files > 1;
         self.stats.files_read(self.files);
         let order_rejects = match self.joined {
-            Some(j) => Some(j.finish(&self.kept, self.step.rejects_bom, &mut self.stats)?),
+            Some(j) => Some(j.finish(&self.kept, self.base_dir, &mut self.stats)?),
             None => None,
         };
         Ok(ImportSummary {
