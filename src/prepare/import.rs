@@ -412,4 +412,80 @@ mod tests {
         assert!(matches!(r, Err(PrepareError::Stopped)));
         assert_eq!(chunks, 3);
     }
+
+    #[test]
+    fn joined_orders_in_chunks_keep_file_order_and_reject_orders_without_their_receiver() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("r.csv"),
+            "email\na@x.de\nb@x.de\nnot-an-address\nc@x.de\n",
+        )
+        .unwrap();
+        std::fs::write(
+            dir.path().join("o.csv"),
+            "email,id,price\nb@x.de,B1,1.50\na@x.de,A1,2\nghost@x.de,G1,3\nb@x.de,B2,4\n\
+             not-an-address,N1,5\na@x.de,A2,oops\nc@x.de,C1,6\nb@x.de,B3,7\n",
+        )
+        .unwrap();
+        std::fs::write(
+            dir.path().join("p.toml"),
+            "[target]\nurl = \"builtin\"\n[[import]]\nname = \"i\"\nsource = \"r.csv\"\ngroup = \"G\"\n[import.receiver]\nemail = \"email\"\n[import.orders]\nsource = \"o.csv\"\nemail = \"email\"\norder_id = \"id\"\nprice = \"price\"\n",
+        )
+        .unwrap();
+        let p = pipeline::load(&dir.path().join("p.toml")).unwrap();
+        let Some(Step::Import(step)) = p.steps.into_iter().next() else {
+            panic!("an import step");
+        };
+        for chunk_rows in [2, 3, usize::MAX] {
+            let mut ids: Vec<(String, Vec<String>)> = Vec::new();
+            let summary = import_chunks(&step, dir.path(), chunk_rows, &mut |c| {
+                for e in ["a@x.de", "b@x.de", "c@x.de", "ghost@x.de"] {
+                    if let Some(lines) = c.orders.of(e) {
+                        ids.push((e.into(), lines.into_iter().map(|o| o.order_id).collect()));
+                    }
+                }
+                true
+            })
+            .unwrap();
+            // Every chunk shares the step's orders; the first answers.
+            ids.truncate(3);
+            assert_eq!(
+                ids,
+                [
+                    ("a@x.de".to_string(), vec!["A1".to_string()]),
+                    ("b@x.de".into(), vec!["B1".into(), "B2".into(), "B3".into()]),
+                    ("c@x.de".into(), vec!["C1".into()]),
+                ],
+                "chunks of {chunk_rows}"
+            );
+            let s = &summary.stats;
+            assert_eq!(
+                (s.orders_read, s.orders_accepted, s.orders_rejected),
+                (8, 5, 3),
+                "chunks of {chunk_rows}"
+            );
+            let rejects = summary.order_rejects.unwrap();
+            let rows: Vec<(u64, &str, &str)> = rejects
+                .rows
+                .iter()
+                .map(|r| (r.row_number, r.field.as_str(), r.reason.as_str()))
+                .collect();
+            assert_eq!(rows.len(), 3);
+            assert_eq!((rows[0].0, rows[0].1), (4, "email"));
+            assert_eq!(
+                rows[0].2,
+                "no receiver with the address \"ghost@x.de\" in this import"
+            );
+            assert_eq!((rows[1].0, rows[1].1), (6, "email"));
+            assert_eq!((rows[2].0, rows[2].1), (7, "price"));
+            assert_eq!(
+                rejects.rows[0].values,
+                [
+                    Some("ghost@x.de".into()),
+                    Some("G1".into()),
+                    Some("3".into())
+                ]
+            );
+        }
+    }
 }
