@@ -10,10 +10,14 @@ pub type FastSet<K> = std::collections::HashSet<K, foldhash::fast::RandomState>;
 /// fit in a few hundred megabytes. Seeded at random per set, two different
 /// keys sharing both halves is a chance of about n²/2¹²⁹ (10⁻²⁵ for ten
 /// million keys).
+///
+/// The keys are spread over 16 tables by their top bits: a table that grows
+/// copies a sixteenth of the keys, so growing never holds the whole set
+/// twice (at ten million keys, 300 MB instead of 430 MB at the peak).
 #[derive(Default)]
 pub struct KeySet {
     keys: Key128,
-    set: FastSet<u128>,
+    sets: [FastSet<u128>; 16],
 }
 
 /// Strings made 128-bit keys (see [`KeySet`]): two independently seeded
@@ -34,7 +38,7 @@ impl KeySet {
     pub fn with_keys(keys: Key128) -> Self {
         KeySet {
             keys,
-            set: FastSet::default(),
+            sets: Default::default(),
         }
     }
 
@@ -42,26 +46,30 @@ impl KeySet {
         self.keys.of(s)
     }
 
+    fn set(&self, key: u128) -> &FastSet<u128> {
+        &self.sets[(key >> 124) as usize]
+    }
+
     pub fn contains_key(&self, key: u128) -> bool {
-        self.set.contains(&key)
+        self.set(key).contains(&key)
     }
 
     /// Adds `s`; false if it was there.
     pub fn insert(&mut self, s: &str) -> bool {
         let key = self.key(s);
-        self.set.insert(key)
+        self.sets[(key >> 124) as usize].insert(key)
     }
 
     pub fn contains(&self, s: &str) -> bool {
-        self.set.contains(&self.key(s))
+        self.contains_key(self.key(s))
     }
 
     pub fn len(&self) -> usize {
-        self.set.len()
+        self.sets.iter().map(FastSet::len).sum()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.set.is_empty()
+        self.sets.iter().all(FastSet::is_empty)
     }
 }
 
