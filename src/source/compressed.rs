@@ -60,31 +60,54 @@ pub(crate) fn read(
     compression: Compression,
     limit: Option<u64>,
 ) -> Result<Vec<u8>, SourceError> {
-    let file = File::open(path).map_err(|source| SourceError::Io {
-        file: path.to_path_buf(),
-        source,
-    })?;
-    let corrupt = |e: std::io::Error| SourceError::Compressed {
-        file: path.to_path_buf(),
-        compression: compression.as_str(),
-        message: e.to_string(),
-    };
-    let mut reader: Box<dyn Read> = match compression {
-        Compression::Gzip => Box::new(MultiGzDecoder::new(BufReader::new(file))),
-        Compression::Zstd => Box::new(zstd::stream::read::Decoder::new(file).map_err(corrupt)?),
-    };
+    let reader = open(path, Some(compression))?;
     let mut bytes = Vec::new();
     match limit {
         Some(limit) => reader.take(limit).read_to_end(&mut bytes),
-        None => reader.read_to_end(&mut bytes),
+        None => { reader }.read_to_end(&mut bytes),
     }
-    .map_err(corrupt)?;
+    .map_err(|e| read_error(path, e))?;
     if bytes.is_empty() {
         return Err(SourceError::Empty {
             file: path.to_path_buf(),
         });
     }
     Ok(bytes)
+}
+
+/// The bytes of `path` as a reader, decompressed when `compression` says
+/// so; map its read errors with [`read_error`].
+pub(crate) fn open(
+    path: &Path,
+    compression: Option<Compression>,
+) -> Result<Box<dyn Read>, SourceError> {
+    let file = File::open(path).map_err(|source| SourceError::Io {
+        file: path.to_path_buf(),
+        source,
+    })?;
+    Ok(match compression {
+        None => Box::new(file),
+        Some(Compression::Gzip) => Box::new(MultiGzDecoder::new(BufReader::new(file))),
+        Some(Compression::Zstd) => {
+            Box::new(zstd::stream::read::Decoder::new(file).map_err(|e| read_error(path, e))?)
+        }
+    })
+}
+
+/// A read error of [`open`]'s reader: a corrupt stream for a compressed
+/// file, an I/O error for a plain one.
+pub(crate) fn read_error(path: &Path, e: std::io::Error) -> SourceError {
+    match Compression::from_path(path) {
+        Some(compression) => SourceError::Compressed {
+            file: path.to_path_buf(),
+            compression: compression.as_str(),
+            message: e.to_string(),
+        },
+        None => SourceError::Io {
+            file: path.to_path_buf(),
+            source: e,
+        },
+    }
 }
 
 #[cfg(test)]

@@ -19,7 +19,6 @@ use super::compressed::{self, Compression};
 use super::encoding;
 use super::quotes::{self, QuoteEnd};
 use super::sniff;
-use super::stream;
 use super::zipped;
 use super::{Dialect, SourceError, SourceFormat, SourceSpec};
 
@@ -30,20 +29,14 @@ const HEADER_PREFIX: u64 = 1 << 20;
 /// A zip member to read instead of the file at `path`: the archive and the member's name.
 pub(crate) type Member = Option<(PathBuf, String)>;
 
-/// Reads a CSV file (or zip member) into the table; returns its dialect.
+/// Reads a CSV file (or zip member) into the table, whole; returns its
+/// dialect. (`stream::read_file` reads large files in windows.)
 pub(crate) fn read_file(
     path: &Path,
     member: &Member,
     spec: &SourceSpec,
     table: &mut TableBuilder<'_>,
 ) -> Result<Dialect, SourceError> {
-    let large = std::fs::metadata(path).is_ok_and(|m| m.len() > stream::STREAM_ABOVE);
-    if member.is_none()
-        && large
-        && let Some(plan) = stream::plan(path, spec)?
-    {
-        return stream::read(path, spec, plan, stream::WINDOW, table);
-    }
     let bytes = read_bytes(path, member, None)?;
     let (text, dialect) = prepare(&bytes, path, spec, false)?;
     let mut rows = Rows::new(&text, dialect.delimiter, path, spec);

@@ -246,7 +246,7 @@ pub fn read_chunks(
     } in inputs
     {
         let dialect = match format {
-            SourceFormat::Csv => csv::read_file(&path, &member, spec, &mut table)?,
+            SourceFormat::Csv => stream::read_file(&path, &member, spec, &mut table)?,
             SourceFormat::Spreadsheet => xlsx::read_file(&path, spec, &mut table)?,
             SourceFormat::Parquet => parquet::read_file(&path, &mut table)?,
             SourceFormat::JsonLines => jsonl::read_file(&path, &mut table)?,

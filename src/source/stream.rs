@@ -9,16 +9,17 @@
 //! reaches the window's end being read again, whole, in the next one. A
 //! file this path cannot read the same way (UTF-16, old-Mac line ends,
 //! spaces before quotes to strip, a first megabyte too short to sniff, a
-//! zip member) is read whole, as before.
+//! zip member) is read whole, as before. A gzip or zstd file is read through
+//! its decoder, twice (the pass, then the windows), never decompressed whole.
 
-use std::fs::File;
 use std::io::Read;
 use std::path::Path;
 
 use encoding_rs::WINDOWS_1252;
 
 use super::builder::{self, TableBuilder};
-use super::csv::{Carry, Rows, broken_quote_reason, empty_or_beyond, excel_sep_line};
+use super::compressed::{self, Compression};
+use super::csv::{self, Carry, Member, Rows, broken_quote_reason, empty_or_beyond, excel_sep_line};
 use super::encoding::{self, UTF8_BOM};
 use super::sniff::{self, SpaceBeforeQuote};
 use super::{Dialect, LineEnding, SourceError, SourceFormat, SourceSpec, TextEncoding};
@@ -38,16 +39,31 @@ pub(super) struct Plan {
 }
 
 fn io_error(path: &Path) -> impl Fn(std::io::Error) -> SourceError + '_ {
-    move |source| SourceError::Io {
-        file: path.to_path_buf(),
-        source,
+    move |e| compressed::read_error(path, e)
+}
+
+/// Reads a CSV file (or zip member) into the table: a large file in
+/// windows when it can be, anything else whole (`csv::read_file`).
+pub(super) fn read_file(
+    path: &Path,
+    member: &Member,
+    spec: &SourceSpec,
+    table: &mut TableBuilder<'_>,
+) -> Result<Dialect, SourceError> {
+    let large = std::fs::metadata(path).is_ok_and(|m| m.len() > STREAM_ABOVE);
+    if member.is_none()
+        && large
+        && let Some(plan) = plan(path, spec)?
+    {
+        return read(path, spec, plan, WINDOW, table);
     }
+    csv::read_file(path, member, spec, table)
 }
 
 /// The plan for reading `path` in windows, or `None` when it must be read
 /// whole (see the module).
 pub(super) fn plan(path: &Path, spec: &SourceSpec) -> Result<Option<Plan>, SourceError> {
-    let mut file = File::open(path).map_err(io_error(path))?;
+    let mut file = compressed::open(path, Compression::from_path(path))?;
     let mut prefix = Vec::with_capacity(PREFIX);
     (&mut file)
         .take(PREFIX as u64)
@@ -188,7 +204,7 @@ pub(super) fn read(
     table: &mut TableBuilder<'_>,
 ) -> Result<Dialect, SourceError> {
     let Plan { dialect, bom } = plan;
-    let mut file = File::open(path).map_err(io_error(path))?;
+    let mut file = compressed::open(path, Compression::from_path(path))?;
     if bom {
         let mut skip = [0u8; 3];
         file.read_exact(&mut skip).map_err(io_error(path))?;
@@ -280,7 +296,10 @@ pub(crate) fn read_in_windows(
     window: usize,
 ) -> Option<Result<super::Table, SourceError>> {
     let path = base_dir.join(spec.paths.first()?);
-    let csv = spec.format.or_else(|| SourceFormat::from_path(&path)) == Some(SourceFormat::Csv);
+    let csv = spec
+        .format
+        .or_else(|| SourceFormat::from_path(&compressed::inner_name(&path)))
+        == Some(SourceFormat::Csv);
     if !csv || spec.paths.len() > 1 || super::zipped::is_zip(&path) {
         return None;
     }
@@ -300,4 +319,38 @@ pub(crate) fn read_in_windows(
         table.finish()
     })();
     Some(result.map(|()| whole.expect("a table")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    #[test]
+    fn a_gzip_file_read_in_windows_through_its_decoder_equals_the_plain_file_read_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut text = String::from("email;name;note\r\n");
+        for i in 0..2_000 {
+            text.push_str(&format!(
+                "u{i}@x.de;Jörg {i};\"line one\r\nline two;\"\"quoted\"\"\"\r\n"
+            ));
+        }
+        std::fs::write(dir.path().join("plain.csv"), &text).unwrap();
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        gz.write_all(text.as_bytes()).unwrap();
+        std::fs::write(dir.path().join("packed.csv.gz"), gz.finish().unwrap()).unwrap();
+        let spec = |name: &str| SourceSpec {
+            paths: vec![name.to_string()],
+            ..SourceSpec::default()
+        };
+        let whole = super::super::read(&spec("plain.csv"), dir.path()).unwrap();
+        assert_eq!(whole.frame.height(), 2_000);
+        for window in [7, 4096] {
+            let windowed = read_in_windows(&spec("packed.csv.gz"), dir.path(), window)
+                .expect("read in windows")
+                .unwrap();
+            assert_eq!(windowed.frame, whole.frame);
+            assert_eq!(windowed.dialect, whole.dialect);
+        }
+    }
 }
