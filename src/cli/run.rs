@@ -415,51 +415,7 @@ async fn run_step(
         step
     };
     match step {
-        Step::Import(s) => {
-            // The chain of stages: a thread reads and prepares the source
-            // chunk by chunk (source -> map, check -> dedupe), a chunk
-            // ahead at most; the loader diffs each chunk against the target
-            // and writes it while the next one is prepared.
-            let (tx, mut chunks) = tokio::sync::mpsc::channel(1);
-            let (step, base_dir) = (s.clone(), pipeline.base_dir.clone());
-            let preparing = tokio::task::spawn_blocking(move || {
-                let started = Instant::now();
-                let send = &mut |c| tx.blocking_send(c).is_ok();
-                let summary = prepare::import_chunks(&step, &base_dir, prepare::chunk_rows(), send);
-                (summary, started.elapsed().as_millis() as u64)
-            });
-            let prepared = |joined: Result<_, tokio::task::JoinError>| {
-                joined.map_err(|e| LoadError::step(format!("preparing the rows failed: {e}")))
-            };
-            let Some(first) = chunks.recv().await else {
-                // No chunk came: the source could not be read.
-                let (summary, _) = prepared(preparing.await)?;
-                return Err(summary
-                    .err()
-                    .unwrap_or(prepare::PrepareError::Stopped)
-                    .into());
-            };
-            let loading = Instant::now();
-            let mut refused = Vec::new();
-            let outcome =
-                load::import::run(conn, s, first, &mut chunks, opts, &mut plan, &mut refused).await;
-            drop(chunks);
-            let (summary, prepare_ms) = prepared(preparing.await)?;
-            let outcome = outcome?;
-            let mut summary = summary?;
-            report.timings_ms.prepare = prepare_ms;
-            report.timings_ms.load = loading.elapsed().as_millis() as u64;
-            report.prepare = summary.stats.clone();
-            report.import = Some(outcome);
-            if opts.dry_run {
-                plan.extend(invalid_rows(&summary.rejects));
-            }
-            summary.rejects.rows.extend(refused);
-            report.rejects_file = write_rejects(&s.rejects, &summary.rejects)?;
-            if let (Some(orders), Some(spec)) = (&summary.order_rejects, &s.orders) {
-                report.order_rejects_file = write_rejects(&spec.rejects, orders)?;
-            }
-        }
+        Step::Import(s) => import_step(pipeline, s, conn, opts, &mut report, &mut plan).await?,
         Step::Blacklist(s) => {
             let mut prepared = prepare::prepare_blacklist(s, &pipeline.base_dir)?;
             report.timings_ms.prepare = started.elapsed().as_millis() as u64;
@@ -497,6 +453,59 @@ async fn run_step(
         })?;
     }
     Ok(report)
+}
+
+/// An import step as a chain of stages: a thread reads and prepares the
+/// source chunk by chunk (source -> map, check -> dedupe), a chunk ahead at
+/// most; the loader diffs each chunk against the target and writes it while
+/// the next one is prepared; then the rejects.
+async fn import_step(
+    pipeline: &Pipeline,
+    s: &crate::pipeline::ImportStep,
+    conn: &target::Connected,
+    opts: &WriteOptions,
+    report: &mut StepReport,
+    plan: &mut Vec<PlanRow>,
+) -> Result<(), StepError> {
+    let (tx, mut chunks) = tokio::sync::mpsc::channel(1);
+    let (step, base_dir) = (s.clone(), pipeline.base_dir.clone());
+    let preparing = tokio::task::spawn_blocking(move || {
+        let started = Instant::now();
+        let send = &mut |c| tx.blocking_send(c).is_ok();
+        let summary = prepare::import_chunks(&step, &base_dir, prepare::chunk_rows(), send);
+        (summary, started.elapsed().as_millis() as u64)
+    });
+    let prepared = |joined: Result<_, tokio::task::JoinError>| {
+        joined.map_err(|e| LoadError::step(format!("preparing the rows failed: {e}")))
+    };
+    let Some(first) = chunks.recv().await else {
+        // No chunk came: the source could not be read.
+        let (summary, _) = prepared(preparing.await)?;
+        return Err(summary
+            .err()
+            .unwrap_or(prepare::PrepareError::Stopped)
+            .into());
+    };
+    let loading = Instant::now();
+    let mut refused = Vec::new();
+    let outcome = load::import::run(conn, s, first, &mut chunks, opts, plan, &mut refused).await;
+    drop(chunks);
+    let (summary, prepare_ms) = prepared(preparing.await)?;
+    let outcome = outcome?;
+    let mut summary = summary?;
+    report.timings_ms.prepare = prepare_ms;
+    report.timings_ms.load = loading.elapsed().as_millis() as u64;
+    report.prepare = summary.stats.clone();
+    report.import = Some(outcome);
+    if opts.dry_run {
+        plan.extend(invalid_rows(&summary.rejects));
+    }
+    summary.rejects.rows.extend(refused);
+    report.rejects_file = write_rejects(&s.rejects, &summary.rejects)?;
+    if let (Some(orders), Some(spec)) = (&summary.order_rejects, &s.orders) {
+        report.order_rejects_file = write_rejects(&spec.rejects, orders)?;
+    }
+    Ok(())
 }
 
 fn invalid_rows(rejects: &Rejects) -> impl Iterator<Item = PlanRow> + '_ {
