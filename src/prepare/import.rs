@@ -15,7 +15,7 @@ use super::orders::{self, JoinedOrders, map_orders};
 use super::{PrepareError, PrepareStats, Rejects, col, dedupe, domains, fill, mangled, tags};
 use crate::hash::{Key128, KeySet};
 use crate::pipeline::{Dedupe, ImportStep, ReceiverField};
-use crate::source::{self, FILE_COL, ROW_COL, SourceError, Table, Workbook};
+use crate::source::{self, FILE_COL, ROW_COL, Table, Workbook};
 use polars::prelude::*;
 use std::path::Path;
 use std::sync::Arc;
@@ -113,27 +113,10 @@ pub fn import_chunks(
     } else {
         chunk_rows
     };
-    let mut failed = None;
-    let read = source::read_chunks(&step.source, base_dir, rows, &mut |table| {
-        let ok = match preparer.chunk(table) {
-            Ok(chunk) => each(chunk),
-            Err(e) => {
-                failed = Some(e);
-                false
-            }
-        };
-        if ok {
-            Ok(())
-        } else {
-            Err(SourceError::Stopped)
-        }
-    });
-    match (read, failed) {
-        (_, Some(e)) => Err(e),
-        (Err(SourceError::Stopped), None) => Err(PrepareError::Stopped),
-        (Err(e), None) => Err(e.into()),
-        (Ok(()), None) => preparer.finish(),
-    }
+    super::read_chunks(&step.source, base_dir, rows, &mut |table| {
+        Ok(each(preparer.chunk(table)?))
+    })?;
+    preparer.finish()
 }
 
 /// Whether the step's rows can only be decided with the whole source at

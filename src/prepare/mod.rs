@@ -77,6 +77,32 @@ impl From<PolarsError> for PrepareError {
     }
 }
 
+/// Reads `spec` in chunks of `rows` through `each`, which answers whether to
+/// go on; an error of `each` stops the read and is the answer, as is a stop
+/// ([`PrepareError::Stopped`]).
+pub(crate) fn read_chunks(
+    spec: &source::SourceSpec,
+    base_dir: &Path,
+    rows: usize,
+    each: &mut dyn FnMut(Table) -> Result<bool, PrepareError>,
+) -> Result<(), PrepareError> {
+    let mut failed = None;
+    let read = source::read_chunks(spec, base_dir, rows, &mut |table| match each(table) {
+        Ok(true) => Ok(()),
+        Ok(false) => Err(source::SourceError::Stopped),
+        Err(e) => {
+            failed = Some(e);
+            Err(source::SourceError::Stopped)
+        }
+    });
+    match (read, failed) {
+        (_, Some(e)) => Err(e),
+        (Err(source::SourceError::Stopped), None) => Err(PrepareError::Stopped),
+        (Err(e), None) => Err(e.into()),
+        (Ok(()), None) => Ok(()),
+    }
+}
+
 /// Counts for the run report.
 #[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct PrepareStats {

@@ -6,7 +6,7 @@ use super::{PrepareError, PrepareStats, Rejects};
 use crate::api::Order;
 use crate::hash::{Key128, KeySet};
 use crate::pipeline::{OrderField, OrdersSpec, ValueKind};
-use crate::source::{self, RejectRow, SourceSpec, Table};
+use crate::source::{RejectRow, SourceSpec, Table};
 use polars::prelude::*;
 use std::path::Path;
 use std::sync::Arc;
@@ -212,48 +212,37 @@ impl JoinedOrders {
             chunk_rows,
         };
         let mut seen_rows = 0u64;
-        let mut failed = None;
-        let read = source::read_chunks(source, base_dir, chunk_rows, &mut |table| {
-            let mut step = || -> Result<(), PrepareError> {
-                let mut errors = Errors::default();
-                let by_row = map_column(
-                    &table,
-                    &email_mapping,
-                    ValueKind::Email,
-                    "email",
-                    true,
-                    &mut errors,
-                )?;
-                let mapped = map_orders(&table, spec, &mut errors)?;
-                let valid: Vec<(usize, &str)> = by_row
-                    .iter()
-                    .enumerate()
-                    .filter(|(i, _)| !errors.0.contains_key(i))
-                    .filter_map(|(i, e)| Some((i, e?)))
-                    .collect();
-                for &(i, e) in &valid {
-                    joined.addressed.push((keys.of(e), seen_rows + i as u64));
-                }
-                lines.add(&mapped, valid.into_iter());
-                joined.stats.orders_read += (table.frame.height() + table.ragged.len()) as u64;
-                let rows = reject_rows(&table, &errors, &mut joined.stats)?;
-                joined.rejected.extend(rows);
-                joined
-                    .rejects
-                    .get_or_insert_with(|| Rejects::new(&table, rejects_bom));
-                joined.files = table.files.len();
-                seen_rows += table.frame.height() as u64;
-                Ok(())
-            };
-            step().map_err(|e| {
-                failed = Some(e);
-                source::SourceError::Stopped
-            })
-        });
-        if let Some(e) = failed {
-            return Err(e);
-        }
-        read?;
+        super::read_chunks(source, base_dir, chunk_rows, &mut |table| {
+            let mut errors = Errors::default();
+            let by_row = map_column(
+                &table,
+                &email_mapping,
+                ValueKind::Email,
+                "email",
+                true,
+                &mut errors,
+            )?;
+            let mapped = map_orders(&table, spec, &mut errors)?;
+            let valid: Vec<(usize, &str)> = by_row
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| !errors.0.contains_key(i))
+                .filter_map(|(i, e)| Some((i, e?)))
+                .collect();
+            for &(i, e) in &valid {
+                joined.addressed.push((keys.of(e), seen_rows + i as u64));
+            }
+            lines.add(&mapped, valid.into_iter());
+            joined.stats.orders_read += (table.frame.height() + table.ragged.len()) as u64;
+            let rows = reject_rows(&table, &errors, &mut joined.stats)?;
+            joined.rejected.extend(rows);
+            joined
+                .rejects
+                .get_or_insert_with(|| Rejects::new(&table, rejects_bom));
+            joined.files = table.files.len();
+            seen_rows += table.frame.height() as u64;
+            Ok(true)
+        })?;
         joined.lines = Arc::new(lines.seal());
         Ok(joined)
     }
@@ -295,55 +284,43 @@ impl JoinedOrders {
     /// their rejects, "no receiver with the address".
     fn reject_orphans(&mut self, orphans: &[u64], base_dir: &Path) -> Result<(), PrepareError> {
         let mut seen_rows = 0u64;
-        let mut failed = None;
         let (email, rejected, stats) = (&self.email, &mut self.rejected, &mut self.stats);
-        let read =
-            source::read_chunks(&self.source, base_dir, self.chunk_rows, &mut |mut table| {
-                let height = table.frame.height() as u64;
-                let from = orphans.partition_point(|&r| r < seen_rows);
-                let here: Vec<usize> = orphans[from..]
-                    .iter()
-                    .take_while(|&&r| r < seen_rows + height)
-                    .map(|&r| (r - seen_rows) as usize)
-                    .collect();
-                seen_rows += height;
-                if here.is_empty() {
-                    return Ok(());
-                }
-                let mut step = || -> Result<(), PrepareError> {
-                    // The mapping's own errors and the ragged rows were counted
-                    // on the first read.
-                    let by_row = map_column(
-                        &table,
-                        email,
-                        ValueKind::Email,
+        super::read_chunks(&self.source, base_dir, self.chunk_rows, &mut |mut table| {
+            let height = table.frame.height() as u64;
+            let from = orphans.partition_point(|&r| r < seen_rows);
+            let here: Vec<usize> = orphans[from..]
+                .iter()
+                .take_while(|&&r| r < seen_rows + height)
+                .map(|&r| (r - seen_rows) as usize)
+                .collect();
+            seen_rows += height;
+            if here.is_empty() {
+                return Ok(true);
+            }
+            // The mapping's own errors and the ragged rows were counted
+            // on the first read.
+            let by_row = map_column(
+                &table,
+                email,
+                ValueKind::Email,
+                "email",
+                true,
+                &mut Errors::default(),
+            )?;
+            let mut errors = Errors::default();
+            for i in here.iter().copied() {
+                if let Some(e) = by_row.get(i) {
+                    errors.add(
+                        i,
                         "email",
-                        true,
-                        &mut Errors::default(),
-                    )?;
-                    let mut errors = Errors::default();
-                    for i in here.iter().copied() {
-                        if let Some(e) = by_row.get(i) {
-                            errors.add(
-                                i,
-                                "email",
-                                e,
-                                format!("no receiver with the address \"{e}\" in this import"),
-                            );
-                        }
-                    }
-                    table.ragged.clear();
-                    rejected.extend(reject_rows(&table, &errors, stats)?);
-                    Ok(())
-                };
-                step().map_err(|e| {
-                    failed = Some(e);
-                    source::SourceError::Stopped
-                })
-            });
-        if let Some(e) = failed {
-            return Err(e);
-        }
-        Ok(read?)
+                        e,
+                        format!("no receiver with the address \"{e}\" in this import"),
+                    );
+                }
+            }
+            table.ragged.clear();
+            rejected.extend(reject_rows(&table, &errors, stats)?);
+            Ok(true)
+        })
     }
 }
