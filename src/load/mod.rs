@@ -6,6 +6,7 @@
 pub(crate) mod backoff;
 pub mod blacklist;
 pub mod breaker;
+mod chunk;
 pub mod controller;
 mod diff;
 pub mod identity;
