@@ -4,7 +4,7 @@
 //! rejects files. No network.
 
 use super::exit;
-use super::run::write_rejects;
+use super::step::write_rejects;
 use crate::pipeline::{self, Step};
 use crate::prepare::{self, PreparedRows};
 use clap::Args;

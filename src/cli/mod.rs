@@ -11,6 +11,7 @@ pub mod outbox;
 pub mod output;
 pub mod run;
 pub mod serve;
+mod step;
 
 use clap::{Parser, Subcommand};
 

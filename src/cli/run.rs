@@ -1,22 +1,21 @@
-//! `listpipe run PIPELINE.toml`: every step in file order, read → prepare →
-//! load, then the report. Reading this file top to bottom is reading a run.
+//! `listpipe run PIPELINE.toml`: every step in file order (each in
+//! [`step`](super::step): source, prepare, load), then the report. Reading
+//! this file top to bottom is reading a run.
 
+use super::step::{StepError, run_step};
 use super::{exit, fail};
 use crate::cause;
-use crate::export::{self, ExportOptions};
 use crate::load::journal::{self, JournalOptions};
 use crate::load::lock::LockError;
 use crate::load::target::{self, TargetOverrides};
-use crate::load::{self, Action, LoadError, PlanRow, Stop, WriteMode, WriteOptions};
-use crate::pipeline::{self, Pipeline, STATE_DIR, Step};
-use crate::prepare::{self, PrepareError, Rejects};
-use crate::remote::{self, Fetched, RemoteError};
-use crate::report::{RunReport, StepReport};
+use crate::load::{self, LoadError, Stop, WriteMode, WriteOptions};
+use crate::pipeline::{self, Pipeline, Step};
+use crate::prepare::PrepareError;
+use crate::report::RunReport;
 use crate::state_file;
 use clap::Args;
 use std::io::IsTerminal;
-use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::path::PathBuf;
 
 #[derive(Args, Debug)]
 pub struct RunArgs {
@@ -333,204 +332,4 @@ async fn stop_on_signal(stop: Stop) {
             "listpipe: stopping: no new rows; finishing the requests in flight (again to quit at once)"
         );
     }
-}
-
-#[derive(Debug, thiserror::Error)]
-enum StepError {
-    #[error(transparent)]
-    Prepare(#[from] prepare::PrepareError),
-    #[error(transparent)]
-    Load(#[from] LoadError),
-    #[error(transparent)]
-    Remote(#[from] RemoteError),
-}
-
-async fn run_step(
-    pipeline: &Pipeline,
-    step: &Step,
-    conn: &target::Connected,
-    opts: &WriteOptions,
-) -> Result<StepReport, StepError> {
-    let started = Instant::now();
-    let mut report = StepReport {
-        name: step.name().to_string(),
-        dry_run: opts.dry_run,
-        ..Default::default()
-    };
-    let mut plan: Vec<PlanRow> = Vec::new();
-    if let Step::Export(s) = step {
-        report.kind = "export";
-        // An export changes nothing on the target, but in a dry run the
-        // steps before it wrote nothing either: its file would mislead.
-        if opts.dry_run {
-            report.export_skipped = true;
-            return Ok(report);
-        }
-        let export_opts = ExportOptions {
-            concurrency: opts.concurrency.min(export::reader::DEFAULT_CONCURRENCY),
-            retries: opts.retries,
-            progress: opts.progress,
-            ..Default::default()
-        };
-        let outcome = export::run(conn, s, &export_opts).await?;
-        report.timings_ms.load = outcome.ms;
-        report.export = Some(outcome);
-        return Ok(report);
-    }
-    // URLs in the source are downloaded first; every one unchanged skips the step.
-    let (source, kind) = match step {
-        Step::Import(s) => (&s.source, "import"),
-        Step::Blacklist(s) => (&s.source, "blacklist"),
-        Step::Export(_) => unreachable!("exports return above"),
-    };
-    report.kind = kind;
-    let context = remote::Context {
-        state_dir: Path::new(STATE_DIR),
-        pipeline: &pipeline.name,
-        step: step.name(),
-        timeout: Duration::from_secs(pipeline.target.timeout_secs),
-    };
-    let fetched = match remote::fetch(source, &context).await? {
-        Fetched::Unchanged { since } => {
-            report.skipped = Some(format!("source unchanged since {since}"));
-            return Ok(report);
-        }
-        Fetched::Ready(ready) => ready,
-    };
-    let local_step;
-    let step = if remote::is_remote(source) {
-        local_step = match step {
-            Step::Import(s) => Step::Import(crate::pipeline::ImportStep {
-                source: fetched.spec.clone(),
-                ..s.clone()
-            }),
-            Step::Blacklist(s) => Step::Blacklist(crate::pipeline::BlacklistStep {
-                source: fetched.spec.clone(),
-                ..s.clone()
-            }),
-            Step::Export(_) => unreachable!("exports return above"),
-        };
-        &local_step
-    } else {
-        step
-    };
-    match step {
-        Step::Import(s) => import_step(pipeline, s, conn, opts, &mut report, &mut plan).await?,
-        Step::Blacklist(s) => {
-            let mut prepared = prepare::prepare_blacklist(s, &pipeline.base_dir)?;
-            report.timings_ms.prepare = started.elapsed().as_millis() as u64;
-            let loading = Instant::now();
-            let outcome = load::blacklist::run(conn, s, &mut prepared, opts, &mut plan).await?;
-            report.timings_ms.load = loading.elapsed().as_millis() as u64;
-            report.prepare = prepared.stats.clone();
-            report.blacklist = Some(outcome);
-            if opts.dry_run {
-                plan.extend(invalid_rows(&prepared.rejects));
-            }
-            report.rejects_file = write_rejects(&s.rejects, &prepared.rejects)?;
-        }
-        Step::Export(_) => unreachable!("exports return above"),
-    }
-    if opts.dry_run {
-        let path = Path::new(STATE_DIR)
-            .join("plans")
-            .join(&pipeline.name)
-            .join(format!("{}.plan.csv", step.name()));
-        load::write_plan(&path, &mut plan)?;
-        report.plan_file = Some(path);
-    }
-    // The URLs' validators only once the step wrote everything: a failed run
-    // downloads again next time.
-    let failed = report
-        .import
-        .as_ref()
-        .is_some_and(|i| i.failed > 0 || i.failed_transient > 0 || i.stopped)
-        || report.blacklist.as_ref().is_some_and(|b| b.failed > 0);
-    if !opts.dry_run && !failed {
-        fetched.remember().map_err(|e| LoadError::Output {
-            path: e.path.clone(),
-            message: e.source.to_string(),
-        })?;
-    }
-    Ok(report)
-}
-
-/// An import step as a chain of stages: a thread reads and prepares the
-/// source chunk by chunk (source -> map, check -> dedupe), a chunk ahead at
-/// most; the loader diffs each chunk against the target and writes it while
-/// the next one is prepared; then the rejects.
-async fn import_step(
-    pipeline: &Pipeline,
-    s: &crate::pipeline::ImportStep,
-    conn: &target::Connected,
-    opts: &WriteOptions,
-    report: &mut StepReport,
-    plan: &mut Vec<PlanRow>,
-) -> Result<(), StepError> {
-    let (tx, mut chunks) = tokio::sync::mpsc::channel(1);
-    let (step, base_dir) = (s.clone(), pipeline.base_dir.clone());
-    let preparing = tokio::task::spawn_blocking(move || {
-        let started = Instant::now();
-        let send = &mut |c| tx.blocking_send(c).is_ok();
-        let summary = prepare::import_chunks(&step, &base_dir, prepare::chunk_rows(), send);
-        (summary, started.elapsed().as_millis() as u64)
-    });
-    let prepared = |joined: Result<_, tokio::task::JoinError>| {
-        joined.map_err(|e| LoadError::step(format!("preparing the rows failed: {e}")))
-    };
-    let Some(first) = chunks.recv().await else {
-        // No chunk came: the source could not be read.
-        let (summary, _) = prepared(preparing.await)?;
-        return Err(summary
-            .err()
-            .unwrap_or(prepare::PrepareError::Stopped)
-            .into());
-    };
-    let loading = Instant::now();
-    let mut refused = Vec::new();
-    let outcome = load::import::run(conn, s, first, &mut chunks, opts, plan, &mut refused).await;
-    drop(chunks);
-    let (summary, prepare_ms) = prepared(preparing.await)?;
-    let outcome = outcome?;
-    let mut summary = summary?;
-    report.timings_ms.prepare = prepare_ms;
-    report.timings_ms.load = loading.elapsed().as_millis() as u64;
-    report.prepare = summary.stats.clone();
-    report.import = Some(outcome);
-    if opts.dry_run {
-        plan.extend(invalid_rows(&summary.rejects));
-    }
-    summary.rejects.rows.extend(refused);
-    report.rejects_file = write_rejects(&s.rejects, &summary.rejects)?;
-    if let (Some(orders), Some(spec)) = (&summary.order_rejects, &s.orders) {
-        report.order_rejects_file = write_rejects(&spec.rejects, orders)?;
-    }
-    Ok(())
-}
-
-fn invalid_rows(rejects: &Rejects) -> impl Iterator<Item = PlanRow> + '_ {
-    rejects.rows.iter().map(|r| PlanRow {
-        row_number: r.row_number,
-        email: String::new(),
-        action: Action::Invalid,
-        detail: if r.field.is_empty() {
-            r.reason.clone()
-        } else {
-            format!("{}: {}", r.field, r.reason)
-        },
-    })
-}
-
-/// Writes the rejects file and returns its path, or removes a stale one
-/// when nothing was rejected.
-pub fn write_rejects(path: &Path, rejects: &Rejects) -> Result<Option<PathBuf>, LoadError> {
-    if rejects.rows.is_empty() {
-        let _ = std::fs::remove_file(path);
-        return Ok(None);
-    }
-    rejects.write(path).map_err(|e| LoadError::Output {
-        path: path.to_path_buf(),
-        message: e.to_string(),
-    })?;
-    Ok(Some(path.to_path_buf()))
 }
