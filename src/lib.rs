@@ -9,6 +9,7 @@
 //! - [`load`]: the target compared and written, with concurrency and retries.
 //! - [`export`]: groups, segments and blacklists read back out to files.
 //! - [`report`]: what a run did.
+//! - [`spill`]: a temporary on-disk table for state that grows with the input.
 //! - [`state_file`]: the one atomic-write path for the run's own files.
 //! - [`api`]: the v3 wire model, shared by the client and the server.
 //! - [`client`]: `ApiClient`, typed async calls to a v3 API over HTTP.
@@ -32,4 +33,5 @@ pub mod remote;
 pub mod report;
 pub mod server;
 pub mod source;
+pub mod spill;
 pub mod state_file;

@@ -1,0 +1,199 @@
+//! A temporary on-disk table for run state that would otherwise grow with the
+//! input (the receivers a target holds, the order lines of a joined file):
+//! values kept under 128-bit keys ([`crate::hash::Key128`]) in a SQLite file
+//! in a temporary directory (`TMPDIR`), removed when the [`Spill`] is dropped.
+//!
+//! SQLite because the server already builds it: a B-tree on disk with a
+//! bounded page cache, so memory stays flat whatever the table holds. The
+//! file is scratch, never state: no journal, no fsync; a crash loses it and
+//! the next run builds it again.
+
+use rusqlite::{Connection, OptionalExtension, params};
+use std::path::PathBuf;
+
+/// Page cache of the spill's connection: what it holds in memory at most.
+const CACHE_KIB: i64 = 32 * 1024;
+
+/// Entries a stage keeps in memory before it moves them to a [`Spill`]
+/// (receivers of the target, order lines): a million, about 150 to 250 MB.
+pub const SPILL_AFTER: usize = 1_000_000;
+
+/// [`SPILL_AFTER`], or `LISTPIPE_SPILL_AFTER` (a positive number): fewer
+/// keeps less in memory and reads more from disk. The tests set it tiny to
+/// run every spill path on small inputs.
+pub fn spill_after() -> usize {
+    std::env::var("LISTPIPE_SPILL_AFTER")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|n: &usize| *n > 0)
+        .unwrap_or(SPILL_AFTER)
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SpillError {
+    #[error("temporary spill file in {dir}: {source}")]
+    Io {
+        dir: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("temporary spill file {path}: {source}")]
+    Sql {
+        path: PathBuf,
+        source: rusqlite::Error,
+    },
+}
+
+/// A key → values table on disk. A key may hold several values, read back in
+/// the order they were added.
+pub struct Spill {
+    conn: Connection,
+    path: PathBuf,
+    // Dropped after `conn` (fields drop in order): the file goes with the dir.
+    _dir: tempfile::TempDir,
+}
+
+fn split(key: u128) -> (i64, i64) {
+    ((key >> 64) as u64 as i64, key as u64 as i64)
+}
+
+impl Spill {
+    /// An empty table in a new temporary directory.
+    pub fn new() -> Result<Self, SpillError> {
+        let dir = tempfile::Builder::new()
+            .prefix("listpipe-spill")
+            .tempdir()
+            .map_err(|source| SpillError::Io {
+                dir: std::env::temp_dir(),
+                source,
+            })?;
+        let path = dir.path().join("spill.sqlite");
+        let sql = |source| SpillError::Sql {
+            path: path.clone(),
+            source,
+        };
+        let conn = Connection::open(&path).map_err(sql)?;
+        conn.execute_batch(&format!(
+            "PRAGMA journal_mode = OFF;
+             PRAGMA synchronous = OFF;
+             PRAGMA temp_store = FILE;
+             PRAGMA cache_size = -{CACHE_KIB};
+             CREATE TABLE spill (hi INTEGER NOT NULL, lo INTEGER NOT NULL, v BLOB NOT NULL);
+             CREATE INDEX spill_key ON spill (hi, lo);"
+        ))
+        .map_err(sql)?;
+        Ok(Spill {
+            conn,
+            path,
+            _dir: dir,
+        })
+    }
+
+    fn sql(&self, source: rusqlite::Error) -> SpillError {
+        SpillError::Sql {
+            path: self.path.clone(),
+            source,
+        }
+    }
+
+    /// Adds every `(key, value)` in one transaction.
+    pub fn extend<'a>(
+        &mut self,
+        items: impl IntoIterator<Item = (u128, &'a [u8])>,
+    ) -> Result<(), SpillError> {
+        let path = &self.path;
+        let sql = |source| SpillError::Sql {
+            path: path.clone(),
+            source,
+        };
+        let tx = self.conn.transaction().map_err(sql)?;
+        {
+            let mut insert = tx
+                .prepare_cached("INSERT INTO spill (hi, lo, v) VALUES (?1, ?2, ?3)")
+                .map_err(sql)?;
+            for (key, value) in items {
+                let (hi, lo) = split(key);
+                insert.execute(params![hi, lo, value]).map_err(sql)?;
+            }
+        }
+        tx.commit().map_err(sql)
+    }
+
+    /// The values under `key`, in the order they were added, each passed to `each`.
+    pub fn for_each(&self, key: u128, mut each: impl FnMut(&[u8])) -> Result<(), SpillError> {
+        let (hi, lo) = split(key);
+        let mut select = self
+            .conn
+            .prepare_cached("SELECT v FROM spill WHERE hi = ?1 AND lo = ?2 ORDER BY rowid")
+            .map_err(|e| self.sql(e))?;
+        let mut rows = select.query(params![hi, lo]).map_err(|e| self.sql(e))?;
+        while let Some(row) = rows.next().map_err(|e| self.sql(e))? {
+            let v = row.get_ref(0).map_err(|e| self.sql(e))?;
+            each(v.as_blob().map_err(|e| self.sql(e.into()))?);
+        }
+        Ok(())
+    }
+
+    /// The first value under `key`, if any.
+    pub fn first(&self, key: u128) -> Result<Option<Vec<u8>>, SpillError> {
+        let (hi, lo) = split(key);
+        let mut select = self
+            .conn
+            .prepare_cached("SELECT v FROM spill WHERE hi = ?1 AND lo = ?2 ORDER BY rowid LIMIT 1")
+            .map_err(|e| self.sql(e))?;
+        select
+            .query_row(params![hi, lo], |row| row.get::<_, Vec<u8>>(0))
+            .optional()
+            .map_err(|e| self.sql(e))
+    }
+
+    /// Every distinct key and its values, in key order (one key at a time).
+    pub fn for_each_key(&self, mut each: impl FnMut(u128, &[u8])) -> Result<(), SpillError> {
+        let mut select = self
+            .conn
+            .prepare("SELECT hi, lo, v FROM spill ORDER BY hi, lo, rowid")
+            .map_err(|e| self.sql(e))?;
+        let mut rows = select.query([]).map_err(|e| self.sql(e))?;
+        while let Some(row) = rows.next().map_err(|e| self.sql(e))? {
+            let hi: i64 = row.get(0).map_err(|e| self.sql(e))?;
+            let lo: i64 = row.get(1).map_err(|e| self.sql(e))?;
+            let key = (u128::from(hi as u64) << 64) | u128::from(lo as u64);
+            let v = row.get_ref(2).map_err(|e| self.sql(e))?;
+            each(key, v.as_blob().map_err(|e| self.sql(e.into()))?);
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn values_come_back_under_their_key_in_the_order_they_were_added() {
+        let mut s = Spill::new().unwrap();
+        let big = u128::MAX - 3;
+        s.extend([(1u128, &b"a"[..]), (big, b"x"), (1, b"b")])
+            .unwrap();
+        s.extend([(1u128, &b"c"[..])]).unwrap();
+        let mut got = Vec::new();
+        s.for_each(1, |v| got.push(v.to_vec())).unwrap();
+        assert_eq!(got, [b"a".to_vec(), b"b".to_vec(), b"c".to_vec()]);
+        assert_eq!(s.first(big).unwrap(), Some(b"x".to_vec()));
+        assert_eq!(s.first(2).unwrap(), None);
+        let mut keys = Vec::new();
+        s.for_each_key(|k, v| keys.push((k, v.to_vec()))).unwrap();
+        // Keys come back in their stored order (signed halves), each key's values together.
+        assert_eq!(keys.len(), 4);
+        assert!(keys.iter().any(|(k, _)| *k == big));
+    }
+
+    #[test]
+    fn the_file_goes_when_the_spill_is_dropped() {
+        let s = Spill::new().unwrap();
+        let path = s.path.clone();
+        assert!(path.exists());
+        drop(s);
+        assert!(!path.exists());
+        assert!(!path.parent().unwrap().exists());
+    }
+}
