@@ -8,6 +8,7 @@
 pub mod data;
 pub mod measure;
 
+use anyhow::Context;
 use measure::Server;
 use serde::Serialize;
 use std::path::{Path, PathBuf};
@@ -232,7 +233,8 @@ pub fn run(opts: &BenchOptions) -> anyhow::Result<BenchReport> {
         },
         stages,
     };
-    std::fs::write(&opts.json, serde_json::to_string_pretty(&report)?)?;
+    std::fs::write(&opts.json, serde_json::to_string_pretty(&report)?)
+        .with_context(|| format!("cannot write the results to {}", opts.json.display()))?;
     Ok(report)
 }
 

@@ -15,9 +15,9 @@ pub struct BenchArgs {
     /// Where the data, pipelines, reports and the server's database go.
     #[arg(long, default_value = ".listpipe/bench")]
     pub dir: PathBuf,
-    /// Where the results are written as JSON.
-    #[arg(long, default_value = ".listpipe/bench/results.json")]
-    pub json: PathBuf,
+    /// Where the results are written as JSON [default: results.json in --dir].
+    #[arg(long)]
+    pub json: Option<PathBuf>,
     /// Leave out the XLSX check (writing the workbook takes a while).
     #[arg(long)]
     pub no_xlsx: bool,
@@ -51,11 +51,15 @@ pub fn run(args: BenchArgs) -> super::Outcome {
 }
 
 fn bench(args: BenchArgs) -> anyhow::Result<()> {
+    let json = args
+        .json
+        .clone()
+        .unwrap_or_else(|| args.dir.join("results.json"));
     let report = bench::run(&BenchOptions {
         rows: args.rows,
         blacklist_rows: args.blacklist_rows,
         dir: args.dir,
-        json: args.json.clone(),
+        json: json.clone(),
         no_xlsx: args.no_xlsx,
         no_single: args.no_single,
         concurrency: args.concurrency,
@@ -76,6 +80,6 @@ fn bench(args: BenchArgs) -> anyhow::Result<()> {
         report.machine
     );
     crate::outln!("{}", bench::table(&report));
-    crate::outln!("results: {}", args.json.display());
+    crate::outln!("results: {}", json.display());
     Ok(())
 }
