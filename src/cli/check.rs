@@ -107,31 +107,46 @@ pub fn run(args: CheckArgs) -> super::Outcome {
                     (p.stats, written)
                 })
             }
-            Step::Blacklist(s) => prepare::prepare_blacklist(s, &pipeline.base_dir).map(|p| {
-                crate::outln!(
-                    "\n[{}] blacklist{}",
-                    s.name,
-                    s.group
-                        .as_ref()
-                        .map(|g| format!(" of {g}"))
-                        .unwrap_or_default()
+            Step::Blacklist(s) => {
+                let mut entries = 0;
+                let mut preview = Vec::new();
+                let summary = prepare::blacklist_chunks(
+                    s,
+                    &pipeline.base_dir,
+                    prepare::chunk_rows(),
+                    &mut |chunk| {
+                        entries += chunk.entries.len();
+                        let room = args.preview.saturating_sub(preview.len());
+                        preview.extend(chunk.entries.into_iter().take(room));
+                        true
+                    },
                 );
-                for line in crate::report::workbook_lines(&p.table.workbooks) {
-                    crate::outln!("  {line}");
-                }
-                for (email, comment) in p.entries.iter().take(args.preview) {
+                summary.map(|p| {
                     crate::outln!(
-                        "  {email} {}",
-                        if comment.is_empty() {
-                            String::new()
-                        } else {
-                            format!("({comment})")
-                        }
+                        "\n[{}] blacklist{}",
+                        s.name,
+                        s.group
+                            .as_ref()
+                            .map(|g| format!(" of {g}"))
+                            .unwrap_or_default()
                     );
-                }
-                crate::outln!("  {} entries to send", p.entries.len());
-                (p.stats, vec![write_rejects(&s.rejects, &p.rejects)])
-            }),
+                    for line in crate::report::workbook_lines(&p.workbooks) {
+                        crate::outln!("  {line}");
+                    }
+                    for (email, comment) in &preview {
+                        crate::outln!(
+                            "  {email} {}",
+                            if comment.is_empty() {
+                                String::new()
+                            } else {
+                                format!("({comment})")
+                            }
+                        );
+                    }
+                    crate::outln!("  {entries} entries to send");
+                    (p.stats, vec![write_rejects(&s.rejects, &p.rejects)])
+                })
+            }
             Step::Export(_) => continue,
         };
         match outcome {

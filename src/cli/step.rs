@@ -28,7 +28,6 @@ pub(super) async fn run_step(
     conn: &target::Connected,
     opts: &WriteOptions,
 ) -> Result<StepReport, StepError> {
-    let started = Instant::now();
     let mut report = StepReport {
         name: step.name().to_string(),
         dry_run: opts.dry_run,
@@ -94,17 +93,7 @@ pub(super) async fn run_step(
     match step {
         Step::Import(s) => import_step(pipeline, s, conn, opts, &mut report, &mut plan).await?,
         Step::Blacklist(s) => {
-            let mut prepared = prepare::prepare_blacklist(s, &pipeline.base_dir)?;
-            report.timings_ms.prepare = started.elapsed().as_millis() as u64;
-            let loading = Instant::now();
-            let outcome = load::blacklist::run(conn, s, &mut prepared, opts, &mut plan).await?;
-            report.timings_ms.load = loading.elapsed().as_millis() as u64;
-            report.prepare = prepared.stats.clone();
-            report.blacklist = Some(outcome);
-            if opts.dry_run {
-                plan.extend(invalid_rows(&prepared.rejects));
-            }
-            report.rejects_file = write_rejects(&s.rejects, &prepared.rejects)?;
+            blacklist_step(pipeline, s, conn, opts, &mut report, &mut plan).await?
         }
         Step::Export(_) => unreachable!("exports return above"),
     }
@@ -182,6 +171,58 @@ async fn import_step(
     if let (Some(orders), Some(spec)) = (&summary.order_rejects, &s.orders) {
         report.order_rejects_file = write_rejects(&spec.rejects, orders)?;
     }
+    Ok(())
+}
+
+/// A blacklist step as a chain like an import's: a thread reads and checks
+/// the source chunk by chunk, the loader writes each chunk while the next
+/// one is read; then the rejects.
+async fn blacklist_step(
+    pipeline: &Pipeline,
+    s: &crate::pipeline::BlacklistStep,
+    conn: &target::Connected,
+    opts: &WriteOptions,
+    report: &mut StepReport,
+    plan: &mut Vec<PlanRow>,
+) -> Result<(), StepError> {
+    let (tx, mut chunks) = tokio::sync::mpsc::channel(1);
+    let (step, base_dir) = (s.clone(), pipeline.base_dir.clone());
+    let preparing = tokio::task::spawn_blocking(move || {
+        let started = Instant::now();
+        let send = &mut |c| tx.blocking_send(c).is_ok();
+        let summary = prepare::blacklist_chunks(&step, &base_dir, prepare::chunk_rows(), send);
+        (summary, started.elapsed().as_millis() as u64)
+    });
+    let loading = Instant::now();
+    let mut refused = Vec::new();
+    let loaded = async {
+        let mut load = load::blacklist::BlacklistLoad::start(conn, s, opts).await?;
+        while let Some(chunk) = chunks.recv().await {
+            load.chunk(chunk, &mut refused, plan).await?;
+        }
+        load.finish(&mut refused).await
+    }
+    .await;
+    drop(chunks);
+    let (summary, prepare_ms) = preparing
+        .await
+        .map_err(|e| LoadError::step(format!("preparing the rows failed: {e}")))?;
+    // A source that cannot be read is the step's error; a target that
+    // failed stopped the read, and is.
+    let (mut summary, outcome) = match (summary, loaded) {
+        (Err(prepare::PrepareError::Stopped), Err(e)) => return Err(e.into()),
+        (Err(e), _) => return Err(e.into()),
+        (Ok(summary), loaded) => (summary, loaded?),
+    };
+    report.timings_ms.prepare = prepare_ms;
+    report.timings_ms.load = loading.elapsed().as_millis() as u64;
+    report.prepare = summary.stats.clone();
+    report.blacklist = Some(outcome);
+    if opts.dry_run {
+        plan.extend(invalid_rows(&summary.rejects));
+    }
+    summary.rejects.rows.extend(refused);
+    report.rejects_file = write_rejects(&s.rejects, &summary.rejects)?;
     Ok(())
 }
 

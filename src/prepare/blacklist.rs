@@ -1,26 +1,75 @@
 //! Blacklist steps: addresses (or `*@domain` entries) and comments,
-//! validated and deduplicated.
+//! validated and deduplicated, chunk by chunk like an import's rows: memory
+//! holds one chunk and a 16-byte key per entry kept (for duplicates across
+//! chunks), not the source.
 
 use super::columns::{Errors, map_column, reject_rows};
 use super::condition::RowTest;
-use super::{PrepareError, PrepareStats, PreparedBlacklist, Rejects, value};
+use super::{PrepareError, PrepareStats, Rejects, value};
+use crate::hash::KeySet;
 use crate::pipeline::{BlacklistStep, ValueKind};
-use crate::source::{self, FILE_COL, ROW_COL};
-use std::collections::HashSet;
+use crate::source::{FILE_COL, ROW_COL, Table, Workbook};
 use std::path::Path;
 
-/// Maps and validates one blacklist step's source.
-pub fn prepare_blacklist(
+/// One chunk of a blacklist source, mapped and checked.
+pub struct BlacklistChunk {
+    /// The chunk's rows, for the rejects of entries the target refuses.
+    pub table: Table,
+    /// Address (or `*@domain`) and comment, deduplicated, in file order.
+    pub entries: Vec<(String, String)>,
+    /// The file index and row number of each entry.
+    pub rows: Vec<(u32, u64)>,
+}
+
+/// What the whole source came to, once every chunk was handed on.
+pub struct BlacklistSummary {
+    pub rejects: Rejects,
+    pub stats: PrepareStats,
+    pub workbooks: Vec<Workbook>,
+}
+
+/// Reads one blacklist step's source in chunks of `chunk_rows` rows, maps
+/// and checks each and hands it to `each`, which answers whether to go on.
+pub fn blacklist_chunks(
     step: &BlacklistStep,
     base_dir: &Path,
-) -> Result<PreparedBlacklist, PrepareError> {
-    let table = source::read(&step.source, base_dir)?;
+    chunk_rows: usize,
+    each: &mut dyn FnMut(BlacklistChunk) -> bool,
+) -> Result<BlacklistSummary, PrepareError> {
+    let mut stats = PrepareStats::default();
+    let mut seen = KeySet::default();
+    let mut rejects: Option<Rejects> = None;
+    let (mut files, mut workbooks) = (0, Vec::new());
+    super::read_chunks(&step.source, base_dir, chunk_rows, &mut |table| {
+        let (chunk, rejected) = prepare_chunk(step, table, &mut seen, &mut stats)?;
+        files = chunk.table.files.len();
+        workbooks.clone_from(&chunk.table.workbooks);
+        rejects
+            .get_or_insert_with(|| Rejects::new(&chunk.table, step.rejects_bom))
+            .rows
+            .extend(rejected);
+        Ok(each(chunk))
+    })?;
+    let mut rejects = rejects.ok_or(PrepareError::Stopped)?;
+    rejects.multi_file = files > 1;
+    stats.files_read(files);
+    Ok(BlacklistSummary {
+        rejects,
+        stats,
+        workbooks,
+    })
+}
+
+/// Maps and checks one chunk: its entries and its rejected rows.
+fn prepare_chunk(
+    step: &BlacklistStep,
+    table: Table,
+    seen: &mut KeySet,
+    stats: &mut PrepareStats,
+) -> Result<(BlacklistChunk, Vec<crate::source::RejectRow>), PrepareError> {
     let height = table.frame.height();
-    let mut stats = PrepareStats {
-        rows_read: (height + table.ragged.len()) as u64,
-        padded: table.padded,
-        ..Default::default()
-    };
+    stats.rows_read += (height + table.ragged.len()) as u64;
+    stats.padded += table.padded;
     let mut errors = Errors::default();
     let emails = map_column(
         &table,
@@ -47,10 +96,9 @@ pub fn prepare_blacklist(
         .map(|i| wanted.as_ref().is_some_and(|w| !w.holds(i)))
         .collect();
     errors.0.retain(|i, _| !skipped[*i]);
-    stats.skipped = skipped.iter().filter(|s| **s).count() as u64;
+    stats.skipped += skipped.iter().filter(|s| **s).count() as u64;
     let rows = table.frame.column(ROW_COL)?.u32()?;
     let files = table.frame.column(FILE_COL)?.u32()?;
-    let mut seen = HashSet::new();
     let mut entries = Vec::new();
     let mut kept_rows = Vec::new();
     for (i, email) in emails.iter().enumerate() {
@@ -68,28 +116,21 @@ pub fn prepare_blacklist(
         };
         match normalised {
             Err(reason) => errors.add(i, "email", email, reason),
-            Ok(e) if !seen.insert(e.clone()) => stats.duplicates += 1,
+            Ok(e) if !seen.insert(&e) => stats.duplicates += 1,
             Ok(e) => {
-                entries.push((
-                    e,
-                    comments
-                        .as_ref()
-                        .and_then(|c| c.get(i))
-                        .unwrap_or("")
-                        .to_string(),
-                ));
+                let comment = comments.as_ref().and_then(|c| c.get(i)).unwrap_or("");
+                entries.push((e, comment.to_string()));
                 kept_rows.push((files.get(i).unwrap_or(0), rows.get(i).unwrap_or(0) as u64));
             }
         }
     }
-    let mut rejects = Rejects::new(&table, step.rejects_bom);
-    rejects.rows = reject_rows(&table, &errors, &mut stats)?;
-    stats.files_read(table.files.len());
-    Ok(PreparedBlacklist {
-        table,
-        entries,
-        rows: kept_rows,
-        rejects,
-        stats,
-    })
+    let rejected = reject_rows(&table, &errors, stats)?;
+    Ok((
+        BlacklistChunk {
+            table,
+            entries,
+            rows: kept_rows,
+        },
+        rejected,
+    ))
 }

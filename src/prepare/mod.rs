@@ -23,7 +23,7 @@ pub mod time;
 pub mod value;
 
 use crate::source::{self, RejectRow, Table};
-pub use blacklist::prepare_blacklist;
+pub use blacklist::{BlacklistChunk, BlacklistSummary, blacklist_chunks};
 pub use columns::RejectLookup;
 pub use import::{
     ImportChunk, ImportSummary, PreparedImport, chunk_rows, import_chunks, prepare_import,
@@ -192,14 +192,4 @@ impl Rejects {
             &self.rows,
         )
     }
-}
-
-pub struct PreparedBlacklist {
-    pub table: Table,
-    /// Address (or `*@domain`) and comment, deduplicated, in file order.
-    pub entries: Vec<(String, String)>,
-    /// The file index and row number of each entry.
-    pub rows: Vec<(u32, u64)>,
-    pub rejects: Rejects,
-    pub stats: PrepareStats,
 }
