@@ -9,7 +9,7 @@
 //! the next run builds it again.
 
 use rusqlite::{Connection, OptionalExtension, params};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// Page cache of the spill's connection: what it holds in memory at most.
 const CACHE_KIB: i64 = 32 * 1024;
@@ -146,6 +146,23 @@ impl Spill {
             .map_err(|e| self.sql(e))
     }
 
+    /// The file the table is in (for messages).
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// How many distinct keys the table holds (a walk of the key index).
+    pub fn keys(&self) -> Result<u64, SpillError> {
+        self.conn
+            .query_row(
+                "SELECT COUNT(*) FROM (SELECT 1 FROM spill GROUP BY hi, lo)",
+                [],
+                |row| row.get::<_, i64>(0),
+            )
+            .map(|n| n.max(0) as u64)
+            .map_err(|e| self.sql(e))
+    }
+
     /// Every distinct key and its values, in key order (one key at a time).
     pub fn for_each_key(&self, mut each: impl FnMut(u128, &[u8])) -> Result<(), SpillError> {
         let mut select = self
@@ -180,6 +197,7 @@ mod tests {
         assert_eq!(got, [b"a".to_vec(), b"b".to_vec(), b"c".to_vec()]);
         assert_eq!(s.first(big).unwrap(), Some(b"x".to_vec()));
         assert_eq!(s.first(2).unwrap(), None);
+        assert_eq!(s.keys().unwrap(), 2);
         let mut keys = Vec::new();
         s.for_each_key(|k, v| keys.push((k, v.to_vec()))).unwrap();
         // Keys come back in their stored order (signed halves), each key's values together.

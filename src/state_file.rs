@@ -127,6 +127,64 @@ impl Pending {
     }
 }
 
+/// Appends `lines` (whole lines, each ending in `\n`) to the file at
+/// `path`, creating it and its folder; a file without a complete line yet
+/// gets `header` (a line) first. A last line without its newline (an
+/// append cut by a crash) is dropped first, so that the new lines never
+/// join it into one that was never written. Flushed and fsync'd.
+pub fn append_lines(path: &Path, header: &str, lines: &[u8]) -> Result<(), WriteError> {
+    use std::io::{Read, Seek, SeekFrom};
+    let err = |e| WriteError::new(path, e);
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
+    if let Some(dir) = dir {
+        std::fs::create_dir_all(dir).map_err(err)?;
+    }
+    let mut file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)
+        .map_err(err)?;
+    let len = file.metadata().map_err(err)?.len();
+    // The end of the last complete line: read backwards a block at a time.
+    let mut keep = 0;
+    let mut end = len;
+    let mut block = vec![0u8; 4096];
+    while end > 0 {
+        let start = end.saturating_sub(block.len() as u64);
+        let part = &mut block[..(end - start) as usize];
+        file.seek(SeekFrom::Start(start)).map_err(err)?;
+        file.read_exact(part).map_err(err)?;
+        if let Some(i) = part.iter().rposition(|b| *b == b'\n') {
+            keep = start + i as u64 + 1;
+            break;
+        }
+        end = start;
+    }
+    if keep < len {
+        file.set_len(keep).map_err(err)?;
+    }
+    let mut bytes = Vec::with_capacity(header.len() + lines.len());
+    if keep == 0 {
+        bytes.extend_from_slice(header.as_bytes());
+    }
+    bytes.extend_from_slice(lines);
+    file.seek(SeekFrom::Start(keep)).map_err(err)?;
+    file.write_all(&bytes).map_err(err)?;
+    file.flush().map_err(err)?;
+    file.sync_data().map_err(err)?;
+    // A new file's name is made durable by syncing its folder; a failure
+    // leaves the lines written, so it is not fatal.
+    #[cfg(unix)]
+    if len == 0
+        && let Ok(d) = std::fs::File::open(dir.unwrap_or(Path::new(".")))
+    {
+        let _ = d.sync_all();
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -180,6 +238,72 @@ mod tests {
             err.to_string()
                 .starts_with(&format!("cannot write {}: ", path.display())),
             "{err}"
+        );
+    }
+
+    #[test]
+    fn appended_lines_follow_the_header_and_a_cut_last_line_is_dropped() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("ledger/step.txt");
+        append_lines(&path, "# header\n", b"a@x.de\n").unwrap();
+        append_lines(&path, "# header\n", b"b@x.de\n").unwrap();
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            "# header\na@x.de\nb@x.de\n"
+        );
+        // A crash cut the next append: the cut line goes, the rest stays.
+        let mut cut = std::fs::read(&path).unwrap();
+        cut.extend_from_slice(b"c@x");
+        std::fs::write(&path, cut).unwrap();
+        append_lines(&path, "# header\n", b"d@x.de\n").unwrap();
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            "# header\na@x.de\nb@x.de\nd@x.de\n"
+        );
+        // A cut header (the very first append) is written again whole.
+        std::fs::write(&path, "# hea").unwrap();
+        append_lines(&path, "# header\n", b"e@x.de\n").unwrap();
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            "# header\ne@x.de\n"
+        );
+    }
+
+    #[test]
+    fn a_line_longer_than_a_block_is_kept_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("long.txt");
+        let long = format!("{}\n", "x".repeat(10_000));
+        append_lines(&path, "# h\n", long.as_bytes()).unwrap();
+        std::fs::write(
+            &path,
+            format!(
+                "{}{}",
+                std::fs::read_to_string(&path).unwrap(),
+                "y".repeat(9_000)
+            ),
+        )
+        .unwrap();
+        append_lines(&path, "# h\n", b"z\n").unwrap();
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            format!("# h\n{long}z\n")
+        );
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn an_append_that_fails_names_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("ledger.txt");
+        std::os::unix::fs::symlink("/dev/full", &path).unwrap();
+        let err = append_lines(&path, "# h\n", b"a@x.de\n").unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "cannot write {}: No space left on device (os error 28)",
+                path.display()
+            )
         );
     }
 }

@@ -3,13 +3,13 @@
 //! concurrency, and its result folded into the step's counters. The step
 //! itself (set-up, the chain of chunks, mirror mode) is [`import`](super::import).
 
-use super::diff::Held;
+use super::held::TargetIndex;
 use super::import::ImportOutcome;
 use super::journal::Journal;
 use super::rows::{Decision, RowResult, Rows};
 use super::target::Connected;
-use super::{Action, LoadError, PlanRow, WriteMode, WriteOptions, mirror};
-use crate::hash::{FastMap, FastSet};
+use super::{Action, LoadError, PlanRow, WriteMode, WriteOptions};
+use crate::hash::FastSet;
 use crate::pipeline::{ImportStep, ReceiverField};
 use crate::prepare::{ImportChunk, PreparedRows};
 use futures::StreamExt;
@@ -29,8 +29,9 @@ pub(super) struct Tally<'a> {
     /// Refused rows of the chunk (index, reason): their rejects are made
     /// from the chunk's source rows once it is written.
     pub(super) failed_rows: Vec<(usize, String)>,
-    /// The mirror ledger, outside a dry run: what this run imported.
-    pub(super) ledger: Option<&'a mut mirror::Ledger>,
+    /// Outside a dry run: the chunk's addresses this run imported, for
+    /// the mirror ledger (appended once the chunk is written).
+    pub(super) imported: Option<Vec<String>>,
     pub(super) plan_rows: &'a mut Vec<PlanRow>,
     pub(super) dry_run: bool,
     /// The group exists (a dry run may be about to create it).
@@ -39,10 +40,8 @@ pub(super) struct Tally<'a> {
 
 impl Tally<'_> {
     fn imported(&mut self, email: &str) {
-        if let Some(l) = self.ledger.as_mut()
-            && !l.emails.contains(email)
-        {
-            l.emails.insert(email.to_string());
+        if let Some(l) = self.imported.as_mut() {
+            l.push(email.to_string());
         }
     }
 
@@ -119,7 +118,7 @@ pub(super) struct Shared<'a> {
     pub(super) step: &'a ImportStep,
     pub(super) conn: &'a Connected,
     pub(super) opts: &'a WriteOptions,
-    pub(super) existing: &'a FastMap<String, Held>,
+    pub(super) existing: &'a TargetIndex,
     pub(super) create_only: &'a [ReceiverField],
     pub(super) run_time: i64,
     pub(super) gid: Option<crate::api::Id>,
@@ -157,13 +156,15 @@ pub(super) async fn write_chunk(
     let cols =
         PreparedRows::new(step, &chunk.chunk.frame).map_err(|e| LoadError::step(e.to_string()))?;
     let emails = &chunk.emails;
+    // What the target holds for the chunk's rows, asked once.
+    let existing = shared.existing.chunk(emails)?;
     let rows = Rows {
         conn,
         opts,
         cols: &cols,
         emails,
         blocked,
-        existing: shared.existing,
+        existing: &existing,
         orders: &chunk.chunk.orders,
         create_only: shared.create_only,
         run_time: shared.run_time,

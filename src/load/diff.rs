@@ -5,7 +5,10 @@
 //! as they are, every text, attribute, tag and order as a 64-bit hash. A
 //! re-import of a million receivers compares against a million of these
 //! (about 200 bytes each) instead of a million full receivers with their
-//! maps of attributes (kilobytes each).
+//! maps of attributes (kilobytes each). They are kept by address in a
+//! [`TargetIndex`](super::held::TargetIndex): in memory up to a budget,
+//! past it on disk, as the bytes of [`Held::encode`] (88 bytes and 8 a
+//! part: no names, no lengths but the four part ends).
 
 use crate::api::{Order, Receiver, ReceiverInput};
 use crate::pipeline::ReceiverField;
@@ -34,7 +37,7 @@ fn order_hashes(o: &Order) -> (u64, u64) {
 }
 
 /// A receiver as the target holds it, reduced to what [`changes`] compares.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Held {
     /// registered, activated, deactivated, imported, bounced.
     stamps: [i64; 5],
@@ -88,7 +91,72 @@ impl From<&Receiver> for Held {
     }
 }
 
+/// The fixed part of an encoded [`Held`]: stamps, points, texts, part ends.
+const ENCODED_HEAD: usize = 5 * 8 + 8 + 4 * 8 + 4 * 4;
+
 impl Held {
+    /// The bytes of this receiver for a spill (little-endian: the stamps,
+    /// the points, the texts, the four part ends, then the parts).
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(ENCODED_HEAD + 8 * self.parts.len());
+        let words = self.stamps.iter().chain([&self.points]);
+        words.for_each(|w| out.extend_from_slice(&w.to_le_bytes()));
+        self.texts
+            .iter()
+            .for_each(|w| out.extend_from_slice(&w.to_le_bytes()));
+        self.ends
+            .iter()
+            .for_each(|e| out.extend_from_slice(&e.to_le_bytes()));
+        self.parts
+            .iter()
+            .for_each(|w| out.extend_from_slice(&w.to_le_bytes()));
+        out
+    }
+
+    /// A receiver from the bytes of [`Held::encode`]; `None` when they are
+    /// not such bytes (a damaged spill file), so that a lookup never
+    /// answers with a receiver that was not written.
+    pub fn decode(bytes: &[u8]) -> Option<Held> {
+        if bytes.len() < ENCODED_HEAD || !(bytes.len() - ENCODED_HEAD).is_multiple_of(8) {
+            return None;
+        }
+        let (head, parts) = bytes.split_at(ENCODED_HEAD);
+        let word = |i: usize| {
+            let b: [u8; 8] = head[8 * i..8 * i + 8].try_into().ok()?;
+            Some(u64::from_le_bytes(b))
+        };
+        let mut stamps = [0i64; 5];
+        for (i, s) in stamps.iter_mut().enumerate() {
+            *s = word(i)? as i64;
+        }
+        let points = word(5)? as i64;
+        let mut texts = [0u64; 4];
+        for (i, t) in texts.iter_mut().enumerate() {
+            *t = word(6 + i)?;
+        }
+        let mut ends = [0u32; 4];
+        for (i, e) in ends.iter_mut().enumerate() {
+            let at = 80 + 4 * i;
+            *e = u32::from_le_bytes(head[at..at + 4].try_into().ok()?);
+        }
+        let parts: Box<[u64]> = parts
+            .chunks_exact(8)
+            .map(|c| c.try_into().map(u64::from_le_bytes))
+            .collect::<Result<_, _>>()
+            .ok()?;
+        let ordered = ends.windows(2).all(|w| w[0] <= w[1]);
+        if !ordered || ends[3] as usize > parts.len() {
+            return None;
+        }
+        Some(Held {
+            stamps,
+            points,
+            texts,
+            parts,
+            ends,
+        })
+    }
+
     /// When the receiver was deactivated (0: not).
     pub fn deactivated(&self) -> i64 {
         self.stamps[2]
@@ -193,5 +261,50 @@ pub fn clear(input: &mut ReceiverInput, f: ReceiverField) {
         ReceiverField::Imported => input.imported = None,
         ReceiverField::Bounced => input.bounced = None,
         _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn receiver() -> Receiver {
+        let mut r: Receiver = serde_json::from_value(serde_json::json!({
+            "id": 7, "email": "anna@example.com", "registered": 1714521600,
+            "activated": 1714521601, "points": -3, "source": "shop",
+            "attributes": {"firstname": "Anna", "city": "Köln"},
+            "global_attributes": {"plz": "50667"},
+            "tags": ["vip", "newsletter"],
+        }))
+        .unwrap();
+        r.orders = Some(vec![Order {
+            order_id: "o1".into(),
+            product_id: "p1".into(),
+            product: "Tea".into(),
+            price: 4.5,
+            currency: "EUR".into(),
+            quantity: 2,
+            stamp: 1714521602,
+            ..Default::default()
+        }]);
+        r
+    }
+
+    #[test]
+    fn a_held_receiver_reads_back_from_its_bytes_unchanged() {
+        for r in [receiver(), Receiver::default()] {
+            let held = Held::from(&r);
+            let bytes = held.encode();
+            assert_eq!(Held::decode(&bytes), Some(held));
+        }
+    }
+
+    #[test]
+    fn bytes_that_are_not_a_held_receiver_are_refused() {
+        let bytes = Held::from(&receiver()).encode();
+        assert_eq!(Held::decode(&bytes[..bytes.len() - 1]), None);
+        assert_eq!(Held::decode(&bytes[..ENCODED_HEAD - 8]), None);
+        // The part ends point past the parts.
+        assert_eq!(Held::decode(&bytes[..ENCODED_HEAD]), None);
     }
 }

@@ -6,11 +6,10 @@
 //! resumed run sends no confirmed row again.
 
 use super::chunk::{Counters, Prepared, Shared, Tally, write_chunk};
-use super::diff::Held;
+use super::held::TargetIndex;
 use super::journal::Journal;
 use super::target::Connected;
 use super::{Action, LoadError, PlanRow, WriteOptions, mirror, plan, progress_bar};
-use crate::hash::FastMap;
 use crate::pipeline::{ImportStep, ReceiverField, ValueFrom};
 use crate::prepare::{ImportChunk, PreparedRows};
 use crate::source::RejectRow;
@@ -132,8 +131,10 @@ pub async fn run(
     // side by side.
     let existing = async {
         match &group {
-            Some(g) => plan::existing(conn, g, opts.concurrency, opts.retries).await,
-            None => Ok(FastMap::default()),
+            Some(g) => {
+                plan::existing(conn, g, opts.concurrency, opts.retries, opts.spill_after).await
+            }
+            None => Ok(TargetIndex::new(opts.spill_after)),
         }
     };
     let (blocked, existing) = futures::try_join!(
@@ -146,19 +147,27 @@ pub async fn run(
         ),
         existing
     )?;
-    let existing: FastMap<String, Held> = existing;
-    // What listpipe imported into this group before; mirror mode plans its
-    // removals now, so that its guard can refuse before anything is written.
+    let existing: TargetIndex = existing;
+    // What listpipe imported into this group before; mirror mode reads it
+    // and plans its removals now, so that its guard can refuse before
+    // anything is written. A plain import only appends to it.
     let mut ledger = group
         .as_ref()
-        .map(|g| mirror::Ledger::open(&opts.pipeline, &step.name, &opts.target, g.id))
+        .map(|g| {
+            let read = step.mirror.is_some();
+            mirror::Ledger::open(&opts.pipeline, &step.name, &opts.target, g.id, read)
+        })
         .transpose()?;
-    let removals = match (&step.mirror, &ledger) {
-        (Some(m), Some(l)) => {
+    let removals = match (
+        &step.mirror,
+        ledger.as_ref().and_then(|l| l.emails.as_ref()),
+    ) {
+        (Some(m), Some(imported)) => {
             let source = source_emails(step, &first.chunk, &first.emails);
-            let planned = mirror::planned(l, &source, &existing, m.removal);
+            let planned = mirror::planned(imported, &source, &existing, m.removal)?;
             if !opts.dry_run {
-                mirror::guard(m, planned.len(), existing.len(), opts.allow_mass_removal)
+                let total = existing.len()?;
+                mirror::guard(m, planned.len(), total, opts.allow_mass_removal)
                     .map_err(LoadError::Guard)?;
             }
             planned
@@ -186,7 +195,7 @@ pub async fn run(
         out: &mut out,
         seen: 0,
         failed_rows: Vec::new(),
-        ledger: ledger.as_mut().filter(|_| !opts.dry_run),
+        imported: (!opts.dry_run && ledger.is_some()).then(Vec::new),
         plan_rows: &mut *plan_rows,
         dry_run: opts.dry_run,
         group_known: gid.is_some(),
@@ -222,7 +231,14 @@ pub async fn run(
                 }));
         }
         tally.seen = 0;
-        write_chunk(&shared, &chunk, &blocked, &mut tally, &mut counters).await?;
+        let written = write_chunk(&shared, &chunk, &blocked, &mut tally, &mut counters).await;
+        // What the chunk imported goes to the ledger now, even when the
+        // step stops here: the target holds it.
+        if let (Some(l), Some(imported)) = (ledger.as_mut(), tally.imported.as_mut()) {
+            l.add(imported)?;
+            imported.clear();
+        }
+        written?;
         not_started += (n - tally.seen) as u64;
         // One pass over the chunk's source rows finds every refused row's
         // values (a lookup per refused row was a scan of the table each).
@@ -304,14 +320,17 @@ pub async fn run(
             removed = r.done;
         }
     }
+    // Mirror mode writes back the ledger it read, compacted, without what
+    // it deleted; a plain import appended its chunks already.
     if let (Some(l), false) = (ledger.as_mut(), opts.dry_run) {
-        if step
-            .mirror
-            .as_ref()
-            .is_some_and(|m| m.removal == mirror::Removal::Delete)
+        if let Some(emails) = l.emails.as_mut()
+            && step
+                .mirror
+                .as_ref()
+                .is_some_and(|m| m.removal == mirror::Removal::Delete)
         {
             removed.iter().for_each(|e| {
-                l.emails.remove(e);
+                emails.remove(e);
             });
         }
         l.save()?;

@@ -9,6 +9,7 @@ pub mod breaker;
 mod chunk;
 pub mod controller;
 mod diff;
+mod held;
 pub mod identity;
 pub mod import;
 pub mod journal;
@@ -131,6 +132,10 @@ pub struct WriteOptions {
     pub journal: Option<journal::JournalOptions>,
     /// Set by Ctrl-C or SIGTERM: take no new rows.
     pub stop: Stop,
+    /// Receivers of a target's group kept in memory for the diff; past
+    /// this they go to a temporary file (`load/held.rs`). Read from
+    /// `LISTPIPE_SPILL_AFTER` once by the CLI ([`crate::spill::spill_after`]).
+    pub spill_after: usize,
 }
 
 /// A stop request shared between the signal handler and the write loops.

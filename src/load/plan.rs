@@ -2,10 +2,11 @@
 //! blocked addresses and current receivers, read once per step.
 
 use super::diff::Held;
+use super::held::TargetIndex;
 use super::target::Connected;
 use super::{LoadError, PAGE, backoff, retry};
 use crate::api::{Attribute, AttributeInput, Group, GroupInput, ReceiverQuery, detail};
-use crate::hash::{FastMap, FastSet};
+use crate::hash::FastSet;
 use crate::pipeline::{AttributeMapping, GroupRef};
 use futures::{StreamExt, TryStreamExt};
 use std::collections::HashSet;
@@ -250,26 +251,23 @@ pub async fn blocked(
         .collect())
 }
 
-/// The most entries the group map is sized for before it is read: the
-/// count comes from the other side, and memory is never sized from what the
-/// other side says (a wrong or huge count would abort the run). Past this
-/// the map grows as pages arrive.
-const PRESIZE_LIMIT: usize = 65_536;
-
 /// Every receiver of the group with tags and orders, by lower-case email,
-/// reduced to what the comparison needs.
+/// reduced to what the comparison needs: in memory up to `spill_after`
+/// receivers, on disk past that ([`TargetIndex`]).
 ///
 /// The group's `total_count` only says how many pages to read side by side;
-/// the pages decide where the group ends. A count too small: pages past the
-/// last counted one are read one after another until one comes back short.
-/// A count too large: the read stops at the first short page (the few pages
-/// already asked for are dropped).
+/// the pages decide where the group ends, and memory is never sized from
+/// it. A count too small: pages past the last counted one are read one
+/// after another until one comes back short. A count too large: the read
+/// stops at the first short page (the few pages already asked for are
+/// dropped).
 pub async fn existing(
     conn: &Connected,
     group: &Group,
     concurrency: usize,
     retries: u32,
-) -> Result<FastMap<String, Held>, LoadError> {
+    spill_after: usize,
+) -> Result<TargetIndex, LoadError> {
     let retried = AtomicU64::new(0);
     let total = retry::retrying(conn, retries, &retried, || {
         conn.client.group_stats(group.id)
@@ -278,8 +276,7 @@ pub async fn existing(
     .total_count
     .max(0);
     let counted_pages = total / PAGE + i64::from(total % PAGE != 0);
-    let presize = usize::try_from(total).map_or(PRESIZE_LIMIT, |t| t.min(PRESIZE_LIMIT));
-    let mut out = FastMap::with_capacity_and_hasher(presize, Default::default());
+    let mut out = TargetIndex::new(spill_after);
     let read = |page: i64| {
         let retried = &retried;
         let q = ReceiverQuery {
@@ -304,9 +301,7 @@ pub async fn existing(
         let page = page?;
         next += 1;
         last_full = page.len() as i64 >= PAGE;
-        for r in page {
-            out.insert(r.email.to_lowercase(), Held::from(&r));
-        }
+        out.extend(page.iter().map(|r| (r.email.as_str(), Held::from(r))))?;
         if !last_full {
             break;
         }
@@ -316,9 +311,7 @@ pub async fn existing(
         let page = read(next).await?;
         next += 1;
         last_full = page.len() as i64 >= PAGE;
-        for r in page {
-            out.insert(r.email.to_lowercase(), Held::from(&r));
-        }
+        out.extend(page.iter().map(|r| (r.email.as_str(), Held::from(r))))?;
     }
     Ok(out)
 }

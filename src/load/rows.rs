@@ -4,12 +4,13 @@
 //! drives the rows through these.
 
 use super::diff::{Held, changes, clear};
+use super::held::ChunkHeld;
 use super::journal::{self, Journal, Prior};
 use super::target::Connected;
 use super::write::{self, WriteError};
 use super::{Action, WriteOptions};
 use crate::api::{Id, ReceiverInput};
-use crate::hash::{FastMap, FastSet};
+use crate::hash::FastSet;
 use crate::pipeline::ReceiverField;
 use crate::prepare::{OrderLines, PreparedRows, consent};
 use futures::StreamExt;
@@ -60,7 +61,8 @@ pub(super) struct Rows<'a> {
     pub(super) cols: &'a PreparedRows<'a>,
     pub(super) emails: &'a [String],
     pub(super) blocked: &'a FastSet<String>,
-    pub(super) existing: &'a FastMap<String, Held>,
+    /// What the target holds, by row of the chunk.
+    pub(super) existing: &'a ChunkHeld<'a>,
     pub(super) orders: &'a OrderLines,
     pub(super) create_only: &'a [ReceiverField],
     pub(super) run_time: i64,
@@ -101,7 +103,7 @@ impl Rows<'_> {
                 // emptied) no longer holds it, so it is sent again: the
                 // journal is never trusted over what the target holds.
                 Prior::Confirmed => {
-                    if let Some(have) = self.existing.get(email)
+                    if let Some(have) = self.existing.get(i)
                         && changes(stable.clone(), have).is_none()
                     {
                         return finished(RowResult::Resumed);
@@ -121,7 +123,7 @@ impl Rows<'_> {
         }
         let have = match &fetched {
             Some(r) => r.as_ref(),
-            None => self.existing.get(email),
+            None => self.existing.get(i),
         };
         let (action, body, detail) = match have {
             // Consent is the row's: one that states no state is created

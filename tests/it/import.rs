@@ -14,17 +14,34 @@ pub fn repo(path: &str) -> PathBuf {
 
 /// Runs the binary in `dir` (where `.listpipe/` goes) with `args`.
 pub fn listpipe(dir: &Path, args: &[&str]) -> Output {
+    listpipe_with(dir, args, &[])
+}
+
+/// [`listpipe`] with environment variables set for the child only (the
+/// test process's own environment is shared by every test).
+pub fn listpipe_with(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_listpipe"))
         .current_dir(dir)
         .args(args)
         .env_remove("LISTPIPE_URL")
         .env_remove("LISTPIPE_TOKEN")
+        .envs(env.iter().copied())
         .output()
         .unwrap()
 }
 
 /// `listpipe run` against the test server, returning the exit code and the JSON report.
 pub async fn run(t: &TestServer, pipeline: &Path, extra: &[&str]) -> (i32, Value, String) {
+    run_with(t, pipeline, extra, &[]).await
+}
+
+/// [`run`] with environment variables set for the child only.
+pub async fn run_with(
+    t: &TestServer,
+    pipeline: &Path,
+    extra: &[&str],
+    env: &[(&str, &str)],
+) -> (i32, Value, String) {
     let report = t.dir.path().join("report.json");
     let (url, token) = (t.base_url(), t.client.token());
     let mut args = vec![
@@ -40,8 +57,17 @@ pub async fn run(t: &TestServer, pipeline: &Path, extra: &[&str]) -> (i32, Value
     args.extend_from_slice(extra);
     let dir = t.dir.path().to_path_buf();
     let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+    let env: Vec<(String, String)> = env
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
     let out = tokio::task::spawn_blocking(move || {
-        listpipe(&dir, &args.iter().map(String::as_str).collect::<Vec<_>>())
+        let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        listpipe_with(
+            &dir,
+            &args.iter().map(String::as_str).collect::<Vec<_>>(),
+            &env,
+        )
     })
     .await
     .unwrap();

@@ -246,3 +246,145 @@ fn mirror_mode_knows_its_receivers_on_the_built_in_target_whatever_port_it_gets(
     let json: serde_json::Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
     assert_eq!(json["steps"][0]["import"]["removed"], 2, "{json}");
 }
+
+/// Rewrites `members.csv` with `emails`, each signed up on `signup(i)`.
+fn members_csv(t: &TestServer, emails: &[String], signup: impl Fn(usize) -> &'static str) {
+    let mut csv = String::from("email,signup\n");
+    for (i, e) in emails.iter().enumerate() {
+        csv.push_str(&format!("{e},{}\n", signup(i)));
+    }
+    std::fs::write(t.dir.path().join("members.csv"), csv).unwrap();
+}
+
+#[tokio::test]
+async fn a_group_spilled_to_disk_is_diffed_and_mirrored_as_one_held_in_memory() {
+    let t = TestServer::start().await;
+    let tmp = t.dir.path().join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    // One receiver in memory at most: every re-import reads the group into
+    // the spill, in a TMPDIR of the test's own.
+    let env = [
+        ("LISTPIPE_SPILL_AFTER", "1"),
+        ("LISTPIPE_LOG", "listpipe=info,listpipe::load::held=debug"),
+        ("TMPDIR", tmp.to_str().unwrap()),
+    ];
+    let spilled = "target index spilled to disk";
+    let all = members(40);
+    let path = mirror_pipeline(&t, &all, "");
+    let (code, report, stderr) = crate::import::run_with(&t, &path, &[], &env).await;
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(report["steps"][0]["import"]["created"], 40);
+    assert!(!stderr.contains(spilled), "an empty group: {stderr}");
+
+    let (code, report, stderr) = crate::import::run_with(&t, &path, &[], &env).await;
+    assert_eq!(code, 0, "{stderr}");
+    let import = &report["steps"][0]["import"];
+    assert_eq!(
+        (
+            import["unchanged"].as_u64(),
+            import["write_requests"].as_u64()
+        ),
+        (Some(40), Some(0)),
+        "{import}"
+    );
+    assert!(stderr.contains(spilled), "{stderr}");
+
+    // Three left the source, two signed up again later.
+    let kept = all[3..].to_vec();
+    let path = mirror_pipeline(&t, &kept, "");
+    members_csv(
+        &t,
+        &kept,
+        |i| if i < 2 { "2024-06-01" } else { "2024-05-01" },
+    );
+    let (code, report, stderr) = crate::import::run_with(&t, &path, &["--dry-run"], &env).await;
+    assert_eq!(code, 0, "{stderr}");
+    let import = &report["steps"][0]["import"];
+    assert_eq!(
+        (import["removed"].as_u64(), import["updated"].as_u64()),
+        (Some(3), Some(2)),
+        "{import}"
+    );
+    let (code, report, stderr) = crate::import::run_with(&t, &path, &[], &env).await;
+    assert_eq!(code, 0, "{stderr}");
+    let import = &report["steps"][0]["import"];
+    let counts = ["removed", "updated", "unchanged", "created"].map(|k| import[k].as_u64());
+    assert_eq!(counts, [Some(3), Some(2), Some(35), Some(0)], "{import}");
+    let now = states(&t).await;
+    for (email, deactivated) in &now {
+        assert_eq!(*deactivated > 0, all[..3].contains(email), "{email}");
+    }
+
+    // The guard counts the spilled group: 9 of 40 is more than 10%.
+    let path = mirror_pipeline(&t, &all[12..], "");
+    let (code, _, stderr) = crate::import::run_with(&t, &path, &[], &env).await;
+    assert_eq!(code, 5, "{stderr}");
+    assert!(
+        stderr.contains("would deactivate 9 of the group's 40 receivers (22.5%)"),
+        "{stderr}"
+    );
+    let left: Vec<String> = std::fs::read_dir(&tmp)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| name.starts_with("listpipe-spill"))
+        .collect();
+    assert!(left.is_empty(), "the spill files are removed: {left:?}");
+}
+
+/// The one ledger file of the "members" step.
+fn ledger_file(t: &TestServer) -> std::path::PathBuf {
+    let dir = t.dir.path().join(".listpipe/ledger/members");
+    let files: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(files.len(), 1, "{files:?}");
+    files[0].clone()
+}
+
+#[tokio::test]
+async fn a_plain_import_appends_to_the_ledger_and_mirror_mode_reads_past_a_cut_line_and_repeats() {
+    let t = TestServer::start().await;
+    let header = "# Receivers listpipe imported into this group (mirror mode removes only these).";
+    let all = members(10);
+    // The same pipeline (the ledger's name) in plain import mode.
+    let plain = mirror_pipeline(&t, &all, "");
+    let toml = std::fs::read_to_string(&plain).unwrap();
+    std::fs::write(&plain, toml.replace("mode = \"mirror\"\n", "")).unwrap();
+    let (code, _, stderr) = crate::import::run(&t, &plain, &[]).await;
+    assert_eq!(code, 0, "{stderr}");
+    let text = std::fs::read_to_string(ledger_file(&t)).unwrap();
+    let mut lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.remove(0), header);
+    lines.sort();
+    assert_eq!(lines, all.iter().map(String::as_str).collect::<Vec<_>>());
+
+    // Two rows change: they are appended again (a repeat), unread.
+    members_csv(
+        &t,
+        &all,
+        |i| if i < 2 { "2024-06-01" } else { "2024-05-01" },
+    );
+    let (code, _, stderr) = crate::import::run(&t, &plain, &[]).await;
+    assert_eq!(code, 0, "{stderr}");
+    let mut text = std::fs::read_to_string(ledger_file(&t)).unwrap();
+    assert_eq!(text.lines().count(), 1 + 10 + 2, "{text}");
+    // A crash cut the next append mid-line.
+    text.push_str("m1");
+    std::fs::write(ledger_file(&t), &text).unwrap();
+
+    // Mirror mode reads it: the cut line is ignored, the repeats are one.
+    let mirror = mirror_pipeline(&t, &all[1..], "");
+    let (code, report, stderr) = crate::import::run(&t, &mirror, &[]).await;
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(report["steps"][0]["import"]["removed"], 1);
+    let mut want = vec![header.to_string()];
+    want.extend(all.iter().cloned());
+    want[1..].sort();
+    let text = std::fs::read_to_string(ledger_file(&t)).unwrap();
+    assert_eq!(
+        text.lines().collect::<Vec<_>>(),
+        want,
+        "rewritten compacted"
+    );
+}

@@ -1,0 +1,292 @@
+//! What the target's group holds, by address, for the diff of a step: the
+//! [`TargetIndex`]. A re-import compares every row with it, mirror mode
+//! plans its removals from it.
+//!
+//! Bounded memory: entries are kept under 128-bit keys of the lower-case
+//! address ([`Key128`]), never the address, in memory up to a budget of
+//! receivers (`LISTPIPE_SPILL_AFTER`, [`crate::spill::SPILL_AFTER`] by
+//! default, about 200 bytes each). The receiver past the budget moves every
+//! entry to a [`Spill`] on disk, and the rest of the group goes there too:
+//! a group of ten million costs the spill's page cache, not two gigabytes.
+//! The budget is counted in receivers read, never sized from what the
+//! server says the group holds.
+//!
+//! A chunk of rows asks for its receivers once ([`TargetIndex::chunk`]): in
+//! memory a hash lookup per row; spilled, one indexed SELECT per row, done
+//! before the chunk's rows are decided.
+//!
+//! A receiver read twice (the group changed between two page reads) is
+//! held as last read, as a map insert would; in the spill both are kept and
+//! the last one answers.
+
+use super::LoadError;
+use super::diff::Held;
+use crate::hash::{FastMap, Key128};
+use crate::spill::{Spill, SpillError};
+use std::borrow::Cow;
+use std::path::PathBuf;
+use std::sync::Mutex;
+
+/// Entries moved to the spill per transaction when the budget is passed.
+const MOVE_BATCH: usize = 16_384;
+
+#[derive(Debug, thiserror::Error)]
+pub enum IndexError {
+    #[error(transparent)]
+    Spill(#[from] SpillError),
+    #[error("temporary spill file {path}: a receiver written there could not be read back")]
+    Damaged { path: PathBuf },
+}
+
+impl From<IndexError> for LoadError {
+    /// The spill is the run's own scratch: a failure (most often a full
+    /// `TMPDIR`) stops the run naming the file, like any state it writes.
+    fn from(e: IndexError) -> LoadError {
+        let (path, message) = match &e {
+            IndexError::Spill(SpillError::Io { dir, source }) => (dir.clone(), source.to_string()),
+            IndexError::Spill(SpillError::Sql { path, source }) => {
+                (path.clone(), source.to_string())
+            }
+            IndexError::Damaged { path } => (path.clone(), e.to_string()),
+        };
+        LoadError::Output {
+            path,
+            message: format!(
+                "{message} (the temporary file of a large group's receivers: set TMPDIR to a folder with room)"
+            ),
+        }
+    }
+}
+
+/// The receivers of one group, by address (see the module's doc).
+pub struct TargetIndex {
+    keys: Key128,
+    /// Receivers kept in memory at most.
+    budget: usize,
+    memory: FastMap<u128, Held>,
+    /// Every entry once the budget was passed (`memory` is then empty).
+    /// Behind a mutex because a SQLite connection is not `Sync`; only one
+    /// chunk asks at a time, so it is never contended.
+    spill: Option<Mutex<Spill>>,
+}
+
+/// The receivers the target holds for the rows of one chunk, by row.
+pub enum ChunkHeld<'a> {
+    Memory {
+        memory: &'a FastMap<u128, Held>,
+        keys: Vec<u128>,
+    },
+    Spilled(Vec<Option<Held>>),
+}
+
+impl ChunkHeld<'_> {
+    /// The receiver the target holds for row `i` of the chunk.
+    pub fn get(&self, i: usize) -> Option<&Held> {
+        match self {
+            ChunkHeld::Memory { memory, keys } => keys.get(i).and_then(|k| memory.get(k)),
+            ChunkHeld::Spilled(held) => held.get(i).and_then(Option::as_ref),
+        }
+    }
+}
+
+impl TargetIndex {
+    /// An empty index keeping `budget` receivers in memory at most (at
+    /// least one).
+    pub fn new(budget: usize) -> TargetIndex {
+        TargetIndex {
+            keys: Key128::default(),
+            budget: budget.max(1),
+            memory: FastMap::default(),
+            spill: None,
+        }
+    }
+
+    /// The key of an address: of its lower-case form, as the group is read.
+    fn key(&self, email: &str) -> u128 {
+        if email.chars().any(char::is_uppercase) {
+            self.keys.of(&email.to_lowercase())
+        } else {
+            self.keys.of(email)
+        }
+    }
+
+    /// Whether the entries are on disk.
+    pub fn is_spilled(&self) -> bool {
+        self.spill.is_some()
+    }
+
+    /// Adds receivers (a page of the group), each by its address.
+    pub fn extend<S: AsRef<str>>(
+        &mut self,
+        entries: impl IntoIterator<Item = (S, Held)>,
+    ) -> Result<(), IndexError> {
+        let mut to_spill: Vec<(u128, Vec<u8>)> = Vec::new();
+        for (email, held) in entries {
+            let key = self.key(email.as_ref());
+            if self.spill.is_none() {
+                if self.memory.len() < self.budget || self.memory.contains_key(&key) {
+                    self.memory.insert(key, held);
+                    continue;
+                }
+                self.move_to_spill()?;
+            }
+            to_spill.push((key, held.encode()));
+        }
+        if let Some(spill) = self.spill.as_mut().filter(|_| !to_spill.is_empty()) {
+            let spill = spill.get_mut().unwrap_or_else(|p| p.into_inner());
+            spill.extend(to_spill.iter().map(|(k, v)| (*k, v.as_slice())))?;
+        }
+        Ok(())
+    }
+
+    /// Moves every entry held in memory to a new spill, a batch at a time
+    /// (so that their bytes are never all in memory beside them).
+    fn move_to_spill(&mut self) -> Result<(), IndexError> {
+        let mut spill = Spill::new()?;
+        let mut memory = std::mem::take(&mut self.memory).into_iter();
+        loop {
+            let batch: Vec<(u128, Vec<u8>)> = memory
+                .by_ref()
+                .take(MOVE_BATCH)
+                .map(|(k, held)| (k, held.encode()))
+                .collect();
+            if batch.is_empty() {
+                break;
+            }
+            spill.extend(batch.iter().map(|(k, v)| (*k, v.as_slice())))?;
+        }
+        tracing::debug!(budget = self.budget, path = %spill.path().display(), "target index spilled to disk");
+        self.spill = Some(Mutex::new(spill));
+        Ok(())
+    }
+
+    /// How many receivers the group holds (distinct addresses).
+    pub fn len(&self) -> Result<usize, IndexError> {
+        match &self.spill {
+            None => Ok(self.memory.len()),
+            Some(spill) => {
+                let spill = spill.lock().unwrap_or_else(|p| p.into_inner());
+                Ok(usize::try_from(spill.keys()?).unwrap_or(usize::MAX))
+            }
+        }
+    }
+
+    /// The receiver the group holds at `email`.
+    pub fn get(&self, email: &str) -> Result<Option<Cow<'_, Held>>, IndexError> {
+        let key = self.key(email);
+        match &self.spill {
+            None => Ok(self.memory.get(&key).map(Cow::Borrowed)),
+            Some(spill) => {
+                let spill = spill.lock().unwrap_or_else(|p| p.into_inner());
+                Ok(spilled(&spill, key)?.map(Cow::Owned))
+            }
+        }
+    }
+
+    /// The receivers the group holds for a chunk's addresses, by row.
+    pub fn chunk(&self, emails: &[String]) -> Result<ChunkHeld<'_>, IndexError> {
+        match &self.spill {
+            None => Ok(ChunkHeld::Memory {
+                memory: &self.memory,
+                keys: emails.iter().map(|e| self.key(e)).collect(),
+            }),
+            Some(spill) => {
+                let spill = spill.lock().unwrap_or_else(|p| p.into_inner());
+                let held = emails
+                    .iter()
+                    .map(|e| spilled(&spill, self.key(e)))
+                    .collect::<Result<_, _>>()?;
+                Ok(ChunkHeld::Spilled(held))
+            }
+        }
+    }
+}
+
+/// The last receiver written under `key` (see the module's doc).
+fn spilled(spill: &Spill, key: u128) -> Result<Option<Held>, IndexError> {
+    let mut last: Option<Option<Held>> = None;
+    spill.for_each(key, |bytes| last = Some(Held::decode(bytes)))?;
+    match last {
+        None => Ok(None),
+        Some(Some(held)) => Ok(Some(held)),
+        Some(None) => Err(IndexError::Damaged {
+            path: spill.path().to_path_buf(),
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::Receiver;
+
+    fn receiver(i: usize, points: i64) -> (String, Held) {
+        let email = format!("User{i}@Example.com");
+        let r = Receiver {
+            email: email.clone(),
+            points,
+            registered: 1_700_000_000 + i as i64,
+            tags: Some(vec![format!("t{}", i % 3)]),
+            ..Default::default()
+        };
+        (email, Held::from(&r))
+    }
+
+    /// The group of `n` receivers, the first read twice (the second time
+    /// with other points), into an index of `budget`.
+    fn index(n: usize, budget: usize) -> TargetIndex {
+        let mut index = TargetIndex::new(budget);
+        let pages: Vec<(String, Held)> = (0..n)
+            .map(|i| receiver(i, 1))
+            .chain([receiver(0, 2)])
+            .collect();
+        for page in pages.chunks(3) {
+            index
+                .extend(page.iter().map(|(e, h)| (e, h.clone())))
+                .unwrap();
+        }
+        index
+    }
+
+    #[test]
+    fn the_index_answers_the_same_in_memory_and_spilled() {
+        let n = 20;
+        let asked: Vec<String> = (0..n + 5).map(|i| format!("user{i}@example.com")).collect();
+        let answers = |index: &TargetIndex| {
+            let by_row: Vec<Option<Held>> = {
+                let chunk = index.chunk(&asked).unwrap();
+                (0..asked.len()).map(|i| chunk.get(i).cloned()).collect()
+            };
+            let one_by_one: Vec<Option<Held>> = asked
+                .iter()
+                .map(|e| index.get(e).unwrap().map(Cow::into_owned))
+                .collect();
+            assert_eq!(by_row, one_by_one);
+            (index.len().unwrap(), by_row)
+        };
+        let memory = index(n, 1_000);
+        assert!(!memory.is_spilled());
+        let (len, held) = answers(&memory);
+        assert_eq!(len, n);
+        assert_eq!(held.iter().flatten().count(), n);
+        // Read twice: the last read answers.
+        assert_eq!(held[0], Some(receiver(0, 2).1));
+        assert_eq!(held[1], Some(receiver(1, 1).1));
+        assert_eq!(
+            memory.get("USER3@example.COM").unwrap().as_deref(),
+            Some(&receiver(3, 1).1)
+        );
+        for budget in [1, 7, n - 1] {
+            let spilled = index(n, budget);
+            assert!(spilled.is_spilled(), "budget {budget}");
+            assert_eq!(answers(&spilled), (len, held.clone()), "budget {budget}");
+        }
+    }
+
+    #[test]
+    fn a_group_within_the_budget_stays_in_memory() {
+        let index = index(10, 10);
+        assert!(!index.is_spilled());
+        assert_eq!(index.len().unwrap(), 10);
+    }
+}
