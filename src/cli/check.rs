@@ -44,9 +44,9 @@ pub fn run(args: CheckArgs) -> super::Outcome {
             Step::Export(_) => continue,
         };
         if crate::remote::is_remote(source) {
-            // Checking stays offline: a URL is downloaded by `run`.
+            // Checking stays offline: a URL or an object is downloaded by `run`.
             crate::outln!(
-                "\n[{}] source is a URL: downloaded and checked when run",
+                "\n[{}] source is a URL or an object in a store: downloaded and checked when run",
                 step.name()
             );
             continue;

@@ -203,6 +203,10 @@ pub fn step(a: &ExportArgs) -> Result<ExportStep, (u8, anyhow::Error)> {
         .out
         .clone()
         .unwrap_or_else(|| PathBuf::from(format!("export.{}", format.extension())));
+    export::check_out(&out).map_err(|e| bad(format!("--out: {e}")))?;
+    if let Some(orders) = &a.orders_out {
+        export::check_out(orders).map_err(|e| bad(format!("--orders-out: {e}")))?;
+    }
     let csv = CsvOptions {
         delimiter: model::parse_delimiter(&a.delimiter).ok_or_else(|| {
             bad(format!(
@@ -299,6 +303,7 @@ pub async fn run(args: ExportArgs) -> super::Outcome {
         concurrency: args.concurrency.max(1),
         retries: args.retries,
         progress: !args.quiet && std::io::stderr().is_terminal(),
+        ..Default::default()
     };
     let result = export::run(&conn, &step, &opts).await;
     conn.close().await;

@@ -46,6 +46,7 @@ pub(super) async fn run_step(
             concurrency: opts.concurrency.min(export::reader::DEFAULT_CONCURRENCY),
             retries: opts.retries,
             progress: opts.progress,
+            timeout: Duration::from_secs(pipeline.target.timeout_secs),
             ..Default::default()
         };
         let outcome = export::run(conn, s, &export_opts).await?;

@@ -7,12 +7,14 @@
 //! looks whole.
 //!
 //! `out = "-"` writes to standard output, for piping (CSV and JSON lines only:
-//! xlsx and Parquet are not streams). Decision: the rows still go to a
-//! temporary file first (under `.listpipe/exports/`), copied to standard
-//! output once the export is complete: memory stays flat, and a reader of
-//! the pipe never gets half an export that looks whole.
+//! xlsx and Parquet are not streams), and `out = "s3://bucket/key.csv"` (or
+//! `gs://`, `az://`) uploads to an object store. Decision: the rows still go to
+//! a temporary file first, copied or uploaded once the export is complete
+//! ([`destination`]): memory stays flat, and a reader of the pipe or the
+//! bucket never gets half an export that looks whole.
 
 pub mod columns;
+mod destination;
 mod in_use;
 pub mod reader;
 pub mod writer;
@@ -25,15 +27,17 @@ use crate::load::retry::retrying;
 use crate::load::target::Connected;
 use crate::pipeline::export::{ExportStep, ExportWhat, FilterRef};
 use crate::pipeline::{ExportFormat, GroupRef};
-use crate::state_file;
 use columns::{Column, Kind, ORDER_COLUMNS, Source};
 use futures::StreamExt;
 use reader::{Query, ReadOptions};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 use writer::{Layout, Sink};
+
+use destination::Staged;
+pub use destination::{STDOUT, check_out, is_stdout, shown};
 
 /// How an export reads (the step says what and where).
 #[derive(Debug, Clone, Copy)]
@@ -45,6 +49,8 @@ pub struct ExportOptions {
     pub retries: u32,
     /// Show a progress bar (a terminal and not `--quiet`).
     pub progress: bool,
+    /// For connecting to an object store an `out` names, and each wait for its answer.
+    pub timeout: Duration,
 }
 
 impl Default for ExportOptions {
@@ -54,6 +60,7 @@ impl Default for ExportOptions {
             concurrency: reader::DEFAULT_CONCURRENCY,
             retries: crate::pipeline::DEFAULT_RETRIES,
             progress: false,
+            timeout: Duration::from_secs(crate::pipeline::DEFAULT_TIMEOUT_SECS),
         }
     }
 }
@@ -74,46 +81,7 @@ pub struct ExportOutcome {
     pub ms: u64,
 }
 
-/// The `out` that means standard output.
-pub const STDOUT: &str = "-";
-
-/// Whether an export's `out` is standard output.
-pub fn is_stdout(out: &Path) -> bool {
-    out == Path::new(STDOUT)
-}
-
-/// How summaries name an export's output.
-pub fn shown(out: &Path) -> String {
-    if is_stdout(out) {
-        "standard output".to_string()
-    } else {
-        out.display().to_string()
-    }
-}
-
-/// Copies the finished export to standard output; a write that fails ends
-/// the process as every print does (a closed pipe quietly).
-fn copy_to_stdout(temp: &Path) -> Result<(), LoadError> {
-    use std::io::Write;
-    let mut file = std::fs::File::open(temp).map_err(|e| output(temp, e))?;
-    let mut out = std::io::stdout().lock();
-    if let Err(e) = std::io::copy(&mut file, &mut out).and_then(|_| out.flush()) {
-        crate::cli::output::fail(crate::cli::output::Stream::Out, &e);
-    }
-    Ok(())
-}
-
-/// Starts an output file: written under a temporary name beside it
-/// ([`state_file::Pending`]), removed when dropped uncommitted.
-fn pending(out: &Path) -> Result<state_file::Pending, LoadError> {
-    state_file::Pending::new(out, state_file::Access::Shared).map_err(|e| output(out, e.source))
-}
-
-fn committed(p: state_file::Pending) -> Result<(), LoadError> {
-    p.commit().map_err(|e| output(&e.path, e.source))
-}
-
-fn output(path: &Path, e: impl std::fmt::Display) -> LoadError {
+pub(crate) fn output(path: &Path, e: impl std::fmt::Display) -> LoadError {
     LoadError::Output {
         path: path.to_path_buf(),
         message: e.to_string(),
@@ -161,15 +129,7 @@ pub async fn run(
         timestamps: step.timestamps,
         csv: &step.csv,
     };
-    let to_stdout = is_stdout(&step.out);
-    let main = if to_stdout {
-        let staged = Path::new(crate::pipeline::STATE_DIR)
-            .join("exports")
-            .join(format!("{}.stdout", step.name));
-        pending(&staged)?
-    } else {
-        pending(&step.out)?
-    };
+    let main = Staged::open(&step.out, &format!("{}.out", step.name))?;
     let mut sink = writer::open(
         step.format,
         main.temp_path(),
@@ -181,25 +141,24 @@ pub async fn run(
     )
     .map_err(|e| output(&step.out, e))?;
     // The sink first: fields drop in order, so the file is closed before the temp guard removes it.
-    let mut orders: Option<(Box<dyn Sink>, state_file::Pending)> =
-        match (&step.orders_out, &plan.query) {
-            (Some(path), Some(_)) => {
-                let t = pending(path)?;
-                let s = writer::open(
-                    orders_format(step, path),
-                    t.temp_path(),
-                    layout(
-                        ORDER_COLUMNS
-                            .iter()
-                            .map(|(n, k)| (n.to_string(), *k))
-                            .collect(),
-                    ),
-                )
-                .map_err(|e| output(path, e))?;
-                Some((s, t))
-            }
-            _ => None,
-        };
+    let mut orders: Option<(Box<dyn Sink>, Staged)> = match (&step.orders_out, &plan.query) {
+        (Some(path), Some(_)) => {
+            let t = Staged::open(path, &format!("{}.orders", step.name))?;
+            let s = writer::open(
+                orders_format(step, path),
+                t.temp_path(),
+                layout(
+                    ORDER_COLUMNS
+                        .iter()
+                        .map(|(n, k)| (n.to_string(), *k))
+                        .collect(),
+                ),
+            )
+            .map_err(|e| output(path, e))?;
+            Some((s, t))
+        }
+        _ => None,
+    };
     let bar = progress(opts.progress, plan.total, &step.name);
 
     match &plan.query {
@@ -249,7 +208,7 @@ pub async fn run(
                                 .map(|o| columns::order_row(&r.email, o))
                         })
                         .collect();
-                    s.write(&lines).map_err(|e| output(t.path(), e))?;
+                    s.write(&lines).map_err(|e| output(t.out(), e))?;
                     order_rows += lines.len() as u64;
                 }
                 outcome.rows += page.len() as u64;
@@ -264,18 +223,13 @@ pub async fn run(
         }
     }
     sink.finish().map_err(|e| output(&step.out, e))?;
-    if let Some((s, t)) = orders {
-        s.finish().map_err(|e| output(t.path(), e))?;
-        outcome.orders_file = Some(t.path().to_path_buf());
-        committed(t)?;
-    }
     bar.finish_and_clear();
-    if to_stdout {
-        // The temporary file is removed when `main` drops, never renamed.
-        copy_to_stdout(main.temp_path())?;
-    } else {
-        committed(main)?;
+    if let Some((s, t)) = orders {
+        s.finish().map_err(|e| output(t.out(), e))?;
+        outcome.orders_file = Some(t.out().to_path_buf());
+        t.deliver(opts.timeout).await?;
     }
+    main.deliver(opts.timeout).await?;
     outcome.retries = retried.load(Ordering::Relaxed);
     outcome.ms = started.elapsed().as_millis() as u64;
     Ok(outcome)

@@ -21,7 +21,13 @@ impl Parser<'_> {
         let out = match t.str(ctx, "out") {
             // Outputs go where listpipe runs (like `.listpipe/`), not beside
             // the pipeline file: running a shipped example writes nothing into the repository.
-            Some(o) => Some((PathBuf::from(o.get_ref()), o.span())),
+            Some(o) => {
+                let path = PathBuf::from(o.get_ref());
+                if let Err(e) = crate::export::check_out(&path) {
+                    ctx.error(o.span(), e);
+                }
+                Some((path, o.span()))
+            }
             None => {
                 t.missing(
                     ctx,
@@ -116,7 +122,13 @@ impl Parser<'_> {
                 ctx.error(v.span(), "`timestamps` has no effect on Parquet, which always keeps a time as Unix seconds in a typed integer column; remove it");
             }
         }
-        let orders_out = t.str(ctx, "orders_out").map(|o| PathBuf::from(o.get_ref()));
+        let orders_out = t.str(ctx, "orders_out").map(|o| {
+            let path = PathBuf::from(o.get_ref());
+            if let Err(e) = crate::export::check_out(&path) {
+                ctx.error(o.span(), e);
+            }
+            path
+        });
         if matches!(what, ExportWhat::Blacklist | ExportWhat::Blocklist { .. })
             && let Some(v) = t.get("orders_out")
         {

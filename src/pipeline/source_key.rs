@@ -1,4 +1,4 @@
-//! The `source` key of a step: a path (or glob, or zip, or URL), or a table with the reading
+//! The `source` key of a step: a path (or glob, or zip, or URL, or object URL), or a table with the reading
 //! options. Read here into a [`SourceSpec`]; the column check reads each source's header.
 
 use super::keys::SOURCE_KEYS;
@@ -161,6 +161,15 @@ impl Parser<'_> {
                         remote::url::shown_entry(entry)
                     ),
                 );
+            }
+        }
+        for entry in spec
+            .paths
+            .iter()
+            .filter(|p| remote::object::is_object_url(p))
+        {
+            if let Err(message) = remote::object::ObjectUrl::parse(entry) {
+                self.ctx.error(v.span(), message);
             }
         }
         Some(spec)

@@ -1,22 +1,26 @@
-//! URL sources: a step whose `source` (or an entry of `paths`) is an `http://` or `https://`
-//! URL reads a copy downloaded for the run. [`fetch`] downloads every URL of a step's
+//! URL and object sources: a step whose `source` (or an entry of `paths`) is an `http://` or
+//! `https://` URL, or an object in a store (`s3://`, `gs://`, `az://`, see [`object`]), reads
+//! a copy downloaded for the run. [`fetch`] downloads every URL and object of a step's
 //! source into a temporary folder under `.listpipe/downloads/` and hands back the same
-//! source with the URLs replaced by the copies, which the source stage then reads as local
-//! files (compressed or not, by the URL's file name or `format`). The folder is removed
-//! when the step is done with it.
+//! source with them replaced by the copies, which the source stage then reads as local
+//! files (compressed or not, by the file name or `format`). An object URL with a glob in
+//! its key (`s3://b/exports/*.csv.gz`) becomes every object it matches, in key order. The
+//! folder is removed when the step is done with it.
 //!
-//! When every entry of the source is a URL, the step remembers their `ETag` and
-//! `Last-Modified` (see [`validators`]): the next run asks conditionally, and when every URL
-//! answers `304 Not Modified` the step is skipped as unchanged. The validators are saved by
-//! [`Ready::remember`], which the run calls only once the step finished without failures, so
-//! a failed run downloads again next time. A source mixing local files and URLs is always
-//! read whole: the local files may have changed.
+//! When every entry of the source is remote, the step remembers their `ETag` and
+//! `Last-Modified` (see [`validators`]): the next run asks conditionally, and when every one
+//! answers `304 Not Modified` the step is skipped as unchanged (an object gone from a glob's
+//! matches is a change). The validators are saved by [`Ready::remember`], which the run
+//! calls only once the step finished without failures, so a failed run downloads again
+//! next time. A source mixing local files and remote ones is always read whole: the local
+//! files may have changed.
 //!
-//! Loading a pipeline stays offline: URL sources are downloaded by `run` only (`check` says
-//! so), so the column names a step maps are checked only when the download is read
+//! Loading a pipeline stays offline: remote sources are downloaded by `run` only (`check`
+//! says so), so the column names a step maps are checked only when the download is read
 //! (`PrepareError::MissingColumn`, exit 2).
 
 mod download;
+pub mod object;
 pub mod url;
 pub mod validators;
 
@@ -29,6 +33,8 @@ use tempfile::TempDir;
 use crate::source::SourceSpec;
 use crate::state_file::WriteError;
 use download::Got;
+use object::ObjectUrl;
+use object::store::Stores;
 use validators::{Remembered, Validators};
 
 pub use url::is_url;
@@ -51,6 +57,10 @@ pub enum RemoteError {
 
     #[error("cannot start an HTTP client for the downloads: {0}")]
     Client(String),
+
+    /// An object URL written wrong (found when the pipeline is loaded, normally).
+    #[error("{message}; check `source`")]
+    BadObject { message: String },
 }
 
 /// Where and for whom a step's URLs are downloaded.
@@ -90,12 +100,87 @@ impl Ready {
     }
 }
 
-/// Whether a source names any URL.
-pub fn is_remote(spec: &SourceSpec) -> bool {
-    spec.paths.iter().any(|p| is_url(p))
+/// Whether a `paths` entry is read from elsewhere: a URL or an object URL.
+pub fn is_remote_entry(entry: &str) -> bool {
+    is_url(entry) || object::is_object_url(entry)
 }
 
-/// Downloads the URLs of `spec` (see the module); a source without URLs comes back as it is.
+/// Whether a source names any URL or object.
+pub fn is_remote(spec: &SourceSpec) -> bool {
+    spec.paths.iter().any(|p| is_remote_entry(p))
+}
+
+/// One thing to download: a URL, or one object (a glob's matches are one each).
+enum Remote {
+    Http(Url),
+    Object(ObjectUrl),
+}
+
+impl Remote {
+    /// How messages and the validators file show it (never with credentials).
+    fn shown(&self) -> String {
+        match self {
+            Remote::Http(url) => url::shown(url),
+            Remote::Object(o) => o.to_string(),
+        }
+    }
+
+    /// The key its validators are remembered under.
+    fn key(&self) -> String {
+        match self {
+            Remote::Http(url) => validators::key(url.as_str()),
+            Remote::Object(o) => validators::key(&o.to_string()),
+        }
+    }
+
+    fn file_name(&self) -> String {
+        match self {
+            Remote::Http(url) => url::file_name(url),
+            Remote::Object(o) => o.file_name(),
+        }
+    }
+}
+
+/// The remote entries of `spec`, each with the index of the entry it came from; the
+/// objects a glob matches are listed here.
+async fn resolve(
+    spec: &SourceSpec,
+    stores: &mut Stores,
+    timeout: Duration,
+) -> Result<Vec<(usize, Remote)>, RemoteError> {
+    let mut remotes = Vec::new();
+    for (i, entry) in spec.paths.iter().enumerate() {
+        if is_url(entry) {
+            let url = Url::parse(entry).map_err(|e| RemoteError::BadUrl {
+                url: url::shown_entry(entry),
+                message: e.to_string(),
+            })?;
+            remotes.push((i, Remote::Http(url)));
+        } else if object::is_object_url(entry) {
+            let o =
+                ObjectUrl::parse(entry).map_err(|message| RemoteError::BadObject { message })?;
+            if o.is_glob() {
+                let store = stores.get(&o).map_err(|e| store_error(&o, &e, timeout))?;
+                for one in object::expand(store.as_ref(), &o, timeout).await? {
+                    remotes.push((i, Remote::Object(one)));
+                }
+            } else {
+                remotes.push((i, Remote::Object(o)));
+            }
+        }
+    }
+    Ok(remotes)
+}
+
+fn store_error(o: &ObjectUrl, e: &object_store::Error, timeout: Duration) -> RemoteError {
+    RemoteError::Download {
+        url: o.to_string(),
+        cause: object::store::cause(o, e, timeout),
+    }
+}
+
+/// Downloads the URLs and objects of `spec` (see the module); a source without any comes
+/// back as it is.
 pub async fn fetch(spec: &SourceSpec, ctx: &Context<'_>) -> Result<Fetched, RemoteError> {
     if !is_remote(spec) {
         return Ok(Fetched::Ready(Ready {
@@ -104,28 +189,23 @@ pub async fn fetch(spec: &SourceSpec, ctx: &Context<'_>) -> Result<Fetched, Remo
             pending: None,
         }));
     }
-    let urls = spec
-        .paths
-        .iter()
-        .enumerate()
-        .filter(|(_, p)| is_url(p))
-        .map(|(i, p)| {
-            Url::parse(p)
-                .map(|u| (i, u))
-                .map_err(|e| RemoteError::BadUrl {
-                    url: url::shown_entry(p),
-                    message: e.to_string(),
-                })
-        })
-        .collect::<Result<Vec<_>, _>>()?;
-    // Conditional requests only when the URLs are the whole source.
-    let all_remote = urls.len() == spec.paths.len();
+    let mut stores = Stores::new(ctx.timeout);
+    let remotes = resolve(spec, &mut stores, ctx.timeout).await?;
+    // Conditional requests only when the remote entries are the whole source.
+    let all_remote = spec.paths.iter().all(|p| is_remote_entry(p));
     let state = validators::path(ctx.state_dir, ctx.pipeline, ctx.step);
-    let known = if all_remote {
+    let mut known = if all_remote {
         validators::load(&state)
     } else {
         Remembered::default()
     };
+    // An object gone from a glob's matches changes the source even when every one left
+    // is unchanged: then nothing is asked conditionally.
+    let current: std::collections::HashSet<String> = remotes.iter().map(|(_, r)| r.key()).collect();
+    if known.sources.keys().any(|k| !current.contains(k)) {
+        known = Remembered::default();
+    }
+    let first = remotes.first().map(|(_, r)| r.shown()).unwrap_or_default();
     let client = client(ctx.timeout)?;
     let downloads = ctx.state_dir.join("downloads");
     let copies = std::fs::create_dir_all(&downloads)
@@ -135,31 +215,40 @@ pub async fn fetch(spec: &SourceSpec, ctx: &Context<'_>) -> Result<Fetched, Remo
                 .tempdir_in(&downloads)
         })
         .map_err(|source| RemoteError::Write {
-            url: url::shown(&urls[0].1),
+            url: first.clone(),
             file: downloads.clone(),
             source,
         })?;
     let copies_dir = std::path::absolute(copies.path()).map_err(|source| RemoteError::Write {
-        url: url::shown(&urls[0].1),
+        url: first.clone(),
         file: copies.path().to_path_buf(),
         source,
     })?;
-    let several = urls.len() > 1;
-    let mut paths = spec.paths.clone();
+    let several = remotes.len() > 1;
+    let mut copied: Vec<Option<String>> = vec![None; remotes.len()];
     let mut fresh = Remembered::default();
     let mut unchanged: Vec<&Validators> = Vec::new();
     let mut asked_again = false;
-    let mut pass: Vec<usize> = (0..urls.len()).collect();
+    let mut pass: Vec<usize> = (0..remotes.len()).collect();
     while !pass.is_empty() {
         let mut again = Vec::new();
         for &n in &pass {
-            let (i, url) = &urls[n];
-            let shown = url::shown(url);
-            let name = url::file_name(url);
+            let remote = &remotes[n].1;
+            let shown = remote.shown();
+            let name = remote.file_name();
             let dest = copies_dir.join(if several { format!("{n}-{name}") } else { name });
-            let key = validators::key(url.as_str());
+            let key = remote.key();
             let ask = known.sources.get(&key).filter(|v| v.any() && !asked_again);
-            match download::download(&client, url, &shown, &dest, ask, ctx.timeout).await? {
+            let got = match remote {
+                Remote::Http(url) => {
+                    download::download(&client, url, &shown, &dest, ask, ctx.timeout).await?
+                }
+                Remote::Object(o) => {
+                    let store = stores.get(o).map_err(|e| store_error(o, &e, ctx.timeout))?;
+                    object::download(store.as_ref(), o, &dest, ask, ctx.timeout).await?
+                }
+            };
+            match got {
                 Got::Unchanged => {
                     if let Some(v) = ask {
                         unchanged.push(v);
@@ -170,7 +259,7 @@ pub async fn fetch(spec: &SourceSpec, ctx: &Context<'_>) -> Result<Fetched, Remo
                     etag,
                     last_modified,
                 } => {
-                    tracing::debug!(url = %shown, file = %dest.display(), "downloaded");
+                    tracing::debug!(source = %shown, file = %dest.display(), "downloaded");
                     let v = Validators {
                         url: shown,
                         etag,
@@ -180,11 +269,11 @@ pub async fn fetch(spec: &SourceSpec, ctx: &Context<'_>) -> Result<Fetched, Remo
                     if v.any() {
                         fresh.sources.insert(key, v);
                     }
-                    paths[*i] = dest.to_string_lossy().into_owned();
+                    copied[n] = Some(dest.to_string_lossy().into_owned());
                 }
             }
         }
-        if again.len() == urls.len() {
+        if again.len() == remotes.len() {
             // Every URL unchanged: the step has nothing new to read.
             let since = unchanged
                 .iter()
@@ -197,6 +286,21 @@ pub async fn fetch(spec: &SourceSpec, ctx: &Context<'_>) -> Result<Fetched, Remo
         // (their remembered content is not kept), and their validators renewed.
         asked_again = true;
         pass = again;
+    }
+    // Each remote entry becomes its copies (a glob's, in key order); local ones stay.
+    let mut paths = Vec::new();
+    for (i, entry) in spec.paths.iter().enumerate() {
+        if is_remote_entry(entry) {
+            paths.extend(
+                remotes
+                    .iter()
+                    .zip(&copied)
+                    .filter(|((from, _), _)| *from == i)
+                    .filter_map(|(_, copy)| copy.clone()),
+            );
+        } else {
+            paths.push(entry.clone());
+        }
     }
     Ok(Fetched::Ready(Ready {
         spec: SourceSpec {

@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// A small CSV as a shop would export it: a header, three customers, one of them twice.
-const CUSTOMERS: &str = "email,first name,city\nanna@example.com,Anna,Berlin\nbernd@example.com,Bernd,Bonn\nanna@example.com,Anna,Berlin\ncarla@example.com,Carla,Köln\n";
+pub const CUSTOMERS: &str = "email,first name,city\nanna@example.com,Anna,Berlin\nbernd@example.com,Bernd,Bonn\nanna@example.com,Anna,Berlin\ncarla@example.com,Carla,Köln\n";
 
 fn gzip(bytes: &[u8]) -> Vec<u8> {
     let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
@@ -27,7 +27,7 @@ fn gzip(bytes: &[u8]) -> Vec<u8> {
 }
 
 /// An import step named `name` reading `source` into the group `group`.
-fn import_step(name: &str, source: &str, group: &str) -> String {
+pub fn import_step(name: &str, source: &str, group: &str) -> String {
     format!(
         "[[import]]\nname = \"{name}\"\nsource = \"{source}\"\ngroup = \"{group}\"\ncreate_group = true\n\
          [import.receiver]\nemail = \"email\"\n\
@@ -163,6 +163,22 @@ async fn file_server() -> (String, Arc<Hits>) {
     (format!("http://{addr}"), hits)
 }
 
+/// An HTTP server on a loopback port serving `bytes` at `/{name}` (and 404 elsewhere); the
+/// file's URL. Stopped when the test's runtime ends.
+pub async fn serve_bytes(name: &str, bytes: Vec<u8>) -> String {
+    let app = Router::new().route(
+        &format!("/{name}"),
+        get(move || {
+            let bytes = bytes.clone();
+            async move { bytes.into_response() }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    format!("http://{addr}/{name}")
+}
+
 /// A server that announces 1,000 bytes, sends the header row and one customer, and hangs
 /// up: a transfer cut off midway, on every try.
 async fn cutting_server() -> String {
@@ -192,7 +208,7 @@ async fn groups(t: &TestServer) -> Vec<String> {
 }
 
 /// The downloads folder holds nothing once the run is over.
-fn downloads_left(dir: &Path) -> usize {
+pub fn downloads_left(dir: &Path) -> usize {
     std::fs::read_dir(dir.join(".listpipe/downloads"))
         .map(|d| d.count())
         .unwrap_or(0)

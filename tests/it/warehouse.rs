@@ -54,7 +54,7 @@ pub fn csv_of(rows: &[Person]) -> String {
     text
 }
 
-fn sql_of(rows: &[Person]) -> String {
+pub fn sql_of(rows: &[Person]) -> String {
     let values: Vec<String> = rows
         .iter()
         .map(|p| {
