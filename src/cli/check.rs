@@ -64,7 +64,7 @@ pub fn run(args: CheckArgs) -> super::Outcome {
                 let summary = prepare::import_chunks(
                     s,
                     &pipeline.base_dir,
-                    prepare::chunk_rows(),
+                    prepare::Budget::from_env(),
                     &mut |c| {
                         receivers += c.frame.height();
                         if preview.len() < args.preview {

@@ -139,7 +139,7 @@ async fn import_step(
     let preparing = tokio::task::spawn_blocking(move || {
         let started = Instant::now();
         let send = &mut |c| tx.blocking_send(c).is_ok();
-        let summary = prepare::import_chunks(&step, &base_dir, prepare::chunk_rows(), send);
+        let summary = prepare::import_chunks(&step, &base_dir, prepare::Budget::from_env(), send);
         (summary, started.elapsed().as_millis() as u64)
     });
     let prepared = |joined: Result<_, tokio::task::JoinError>| {

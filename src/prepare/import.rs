@@ -11,8 +11,11 @@
 //! source before anything is written).
 
 use super::columns::{Errors, attribute_columns, keep_mask, map_column, reject_rows};
-use super::orders::{self, JoinedOrders, map_orders};
-use super::{PrepareError, PrepareStats, Rejects, col, dedupe, domains, fill, mangled, tags};
+use super::joined::JoinedOrders;
+use super::orders::{self, map_orders};
+use super::{
+    Budget, PrepareError, PrepareStats, Rejects, col, dedupe, domains, fill, mangled, tags,
+};
 use crate::hash::{Key128, KeySet};
 use crate::pipeline::{Dedupe, ImportStep, ReceiverField};
 use crate::source::{self, FILE_COL, ROW_COL, Table, Workbook};
@@ -44,16 +47,6 @@ pub struct ImportSummary {
     pub workbooks: Vec<Workbook>,
 }
 
-/// Rows per chunk: [`source::CHUNK_ROWS`], or `LISTPIPE_CHUNK_ROWS` (a
-/// knob for tests and for trading memory against speed).
-pub fn chunk_rows() -> usize {
-    std::env::var("LISTPIPE_CHUNK_ROWS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .filter(|&n| n > 0)
-        .unwrap_or(source::CHUNK_ROWS)
-}
-
 /// A whole source prepared as one chunk (for `check`-like uses and tests).
 pub struct PreparedImport {
     pub chunk: ImportChunk,
@@ -63,7 +56,8 @@ pub struct PreparedImport {
 /// Maps, validates and deduplicates one import step's source, whole.
 pub fn prepare_import(step: &ImportStep, base_dir: &Path) -> Result<PreparedImport, PrepareError> {
     let mut whole = None;
-    let summary = import_chunks(step, base_dir, usize::MAX, &mut |c| {
+    let budget = Budget::from_env().with_chunk_rows(usize::MAX);
+    let summary = import_chunks(step, base_dir, budget, &mut |c| {
         whole = Some(c);
         true
     })?;
@@ -71,16 +65,17 @@ pub fn prepare_import(step: &ImportStep, base_dir: &Path) -> Result<PreparedImpo
     Ok(PreparedImport { chunk, summary })
 }
 
-/// Reads and prepares an import step's source in chunks of `chunk_rows`
-/// rows (the whole source at once when the step needs it whole; see the
-/// module), handing each to `each` as it is ready. `each` answering false
-/// stops the read ([`PrepareError::Stopped`]).
+/// Reads and prepares an import step's source in chunks of the budget's
+/// `chunk_rows` rows (the whole source at once when the step needs it whole;
+/// see the module), handing each to `each` as it is ready. `each` answering
+/// false stops the read ([`PrepareError::Stopped`]).
 pub fn import_chunks(
     step: &ImportStep,
     base_dir: &Path,
-    chunk_rows: usize,
+    budget: Budget,
     each: &mut dyn FnMut(ImportChunk) -> bool,
 ) -> Result<ImportSummary, PrepareError> {
+    let chunk_rows = budget.chunk_rows;
     // One way of keying addresses for the receivers kept and the orders.
     let keys = Key128::default();
     let joined = match step
@@ -94,7 +89,7 @@ pub fn import_chunks(
             base_dir,
             keys.clone(),
             step.rejects_bom,
-            chunk_rows.min(source::CHUNK_ROWS),
+            budget.with_chunk_rows(chunk_rows.min(source::CHUNK_ROWS)),
         )?),
         None => None,
     };
@@ -234,7 +229,7 @@ impl Preparer<'_> {
             }
         };
         self.stats.duplicates += duplicates.len() as u64;
-        let orders = match (row_orders, &self.joined) {
+        let orders = match (row_orders, &mut self.joined) {
             (Some(mapped), _) => {
                 // Rows dropped as duplicates keep their order lines (the receiver is one).
                 let kept = (0..height)
@@ -245,7 +240,10 @@ impl Preparer<'_> {
                 self.stats.orders_accepted += n;
                 lines
             }
-            (None, Some(j)) => j.lines.clone(),
+            (None, Some(j)) => {
+                let emails = frame.column(ReceiverField::Email.as_str())?.str()?;
+                j.take(emails.iter().map(|e| e.unwrap_or("")))?
+            }
             (None, None) => Arc::default(),
         };
         Ok(ImportChunk {
@@ -261,7 +259,7 @@ impl Preparer<'_> {
         rejects.multi_file = self.files > 1;
         self.stats.files_read(self.files);
         let order_rejects = match self.joined {
-            Some(j) => Some(j.finish(&self.kept, self.base_dir, &mut self.stats)?),
+            Some(j) => Some(j.finish(self.base_dir, &mut self.stats)?),
             None => None,
         };
         Ok(ImportSummary {
@@ -336,7 +334,8 @@ mod tests {
     /// of `chunk_rows`; every chunk is checked against the bound.
     fn read(step: &ImportStep, dir: &Path, chunk_rows: usize) -> (Vec<u32>, Vec<u64>, u64, u64) {
         let (mut sent, mut dropped) = (Vec::new(), Vec::new());
-        let summary = import_chunks(step, dir, chunk_rows, &mut |c| {
+        let budget = Budget::default().with_chunk_rows(chunk_rows);
+        let summary = import_chunks(step, dir, budget, &mut |c| {
             assert!(c.table.frame.height() + c.table.ragged.len() <= chunk_rows);
             assert!(c.frame.height() <= chunk_rows);
             sent.extend(
@@ -375,10 +374,15 @@ mod tests {
         let mut last = step.clone();
         last.dedupe = Dedupe::Last;
         let mut chunks = 0;
-        import_chunks(&last, dir.path(), 1_000, &mut |_| {
-            chunks += 1;
-            true
-        })
+        import_chunks(
+            &last,
+            dir.path(),
+            Budget::default().with_chunk_rows(1_000),
+            &mut |_| {
+                chunks += 1;
+                true
+            },
+        )
         .unwrap();
         assert_eq!(chunks, 1);
     }
@@ -388,10 +392,15 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let step = generated(dir.path(), 10_000);
         let mut chunks = 0;
-        let r = import_chunks(&step, dir.path(), 1_000, &mut |_| {
-            chunks += 1;
-            chunks < 3
-        });
+        let r = import_chunks(
+            &step,
+            dir.path(),
+            Budget::default().with_chunk_rows(1_000),
+            &mut |_| {
+                chunks += 1;
+                chunks < 3
+            },
+        );
         assert!(matches!(r, Err(PrepareError::Stopped)));
         assert_eq!(chunks, 3);
     }
@@ -419,56 +428,63 @@ mod tests {
         let Some(Step::Import(step)) = p.steps.into_iter().next() else {
             panic!("an import step");
         };
-        for chunk_rows in [2, 3, usize::MAX] {
-            let mut ids: Vec<(String, Vec<String>)> = Vec::new();
-            let summary = import_chunks(&step, dir.path(), chunk_rows, &mut |c| {
-                for e in ["a@x.de", "b@x.de", "c@x.de", "ghost@x.de"] {
-                    if let Some(lines) = c.orders.of(e) {
-                        ids.push((e.into(), lines.into_iter().map(|o| o.order_id).collect()));
+        // Kept in memory, and past a budget of 1 and 2 order lines in a
+        // spill on disk (from the first chunk, or moved there mid-way).
+        for spill_after in [usize::MAX, 1, 2] {
+            for chunk_rows in [2, 3, usize::MAX] {
+                let budget = Budget {
+                    chunk_rows,
+                    spill_after,
+                };
+                let mut ids: Vec<(String, Vec<String>)> = Vec::new();
+                let summary = import_chunks(&step, dir.path(), budget, &mut |c| {
+                    for e in ["a@x.de", "b@x.de", "c@x.de", "ghost@x.de"] {
+                        if let Some(lines) = c.orders.of(e) {
+                            ids.push((e.into(), lines.into_iter().map(|o| o.order_id).collect()));
+                        }
                     }
-                }
-                true
-            })
-            .unwrap();
-            // Every chunk shares the step's orders; the first answers.
-            ids.truncate(3);
-            assert_eq!(
-                ids,
-                [
-                    ("a@x.de".to_string(), vec!["A1".to_string()]),
-                    ("b@x.de".into(), vec!["B1".into(), "B2".into(), "B3".into()]),
-                    ("c@x.de".into(), vec!["C1".into()]),
-                ],
-                "chunks of {chunk_rows}"
-            );
-            let s = &summary.stats;
-            assert_eq!(
-                (s.orders_read, s.orders_accepted, s.orders_rejected),
-                (8, 5, 3),
-                "chunks of {chunk_rows}"
-            );
-            let rejects = summary.order_rejects.unwrap();
-            let rows: Vec<(u64, &str, &str)> = rejects
-                .rows
-                .iter()
-                .map(|r| (r.row_number, r.field.as_str(), r.reason.as_str()))
-                .collect();
-            assert_eq!(rows.len(), 3);
-            assert_eq!((rows[0].0, rows[0].1), (4, "email"));
-            assert_eq!(
-                rows[0].2,
-                "no receiver with the address \"ghost@x.de\" in this import"
-            );
-            assert_eq!((rows[1].0, rows[1].1), (6, "email"));
-            assert_eq!((rows[2].0, rows[2].1), (7, "price"));
-            assert_eq!(
-                rejects.rows[0].values,
-                [
-                    Some("ghost@x.de".into()),
-                    Some("G1".into()),
-                    Some("3".into())
-                ]
-            );
+                    true
+                })
+                .unwrap();
+                // Each chunk holds the orders of its own receivers, once.
+                assert_eq!(
+                    ids,
+                    [
+                        ("a@x.de".to_string(), vec!["A1".to_string()]),
+                        ("b@x.de".into(), vec!["B1".into(), "B2".into(), "B3".into()]),
+                        ("c@x.de".into(), vec!["C1".into()]),
+                    ],
+                    "{budget:?}"
+                );
+                let s = &summary.stats;
+                assert_eq!(
+                    (s.orders_read, s.orders_accepted, s.orders_rejected),
+                    (8, 5, 3),
+                    "{budget:?}"
+                );
+                let rejects = summary.order_rejects.unwrap();
+                let rows: Vec<(u64, &str, &str)> = rejects
+                    .rows
+                    .iter()
+                    .map(|r| (r.row_number, r.field.as_str(), r.reason.as_str()))
+                    .collect();
+                assert_eq!(rows.len(), 3, "{budget:?}");
+                assert_eq!((rows[0].0, rows[0].1), (4, "email"));
+                assert_eq!(
+                    rows[0].2,
+                    "no receiver with the address \"ghost@x.de\" in this import"
+                );
+                assert_eq!((rows[1].0, rows[1].1), (6, "email"));
+                assert_eq!((rows[2].0, rows[2].1), (7, "price"));
+                assert_eq!(
+                    rejects.rows[0].values,
+                    [
+                        Some("ghost@x.de".into()),
+                        Some("G1".into()),
+                        Some("3".into())
+                    ]
+                );
+            }
         }
     }
 }

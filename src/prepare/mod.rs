@@ -7,6 +7,7 @@
 //! normalised email are resolved as the step says ([`dedupe`]).
 
 mod blacklist;
+mod budget;
 mod columns;
 mod condition;
 pub mod consent;
@@ -14,7 +15,9 @@ pub mod dedupe;
 pub mod domains;
 mod fill;
 mod import;
+mod joined;
 pub mod mangled;
+mod order_store;
 mod orders;
 pub mod reasons;
 mod rows;
@@ -24,10 +27,9 @@ pub mod value;
 
 use crate::source::{self, RejectRow, Table};
 pub use blacklist::{BlacklistChunk, BlacklistSummary, blacklist_chunks};
+pub use budget::{Budget, chunk_rows};
 pub use columns::RejectLookup;
-pub use import::{
-    ImportChunk, ImportSummary, PreparedImport, chunk_rows, import_chunks, prepare_import,
-};
+pub use import::{ImportChunk, ImportSummary, PreparedImport, import_chunks, prepare_import};
 pub use orders::OrderLines;
 use polars::prelude::*;
 pub use reasons::RejectExample;
@@ -63,6 +65,10 @@ pub enum PrepareError {
         "the source has no column the step names ({0}); check the step's column names against the source's header"
     )]
     MissingColumn(String),
+    /// The temporary file of order lines past the memory budget failed (a
+    /// full disk, a `TMPDIR` that cannot be written).
+    #[error(transparent)]
+    Spill(#[from] crate::spill::SpillError),
     /// The rows' consumer stopped taking chunks (its step failed or stopped).
     #[error("stopped before the end of the source")]
     Stopped,
