@@ -68,6 +68,11 @@ impl KeySet {
         self.sets.iter().map(FastSet::len).sum()
     }
 
+    /// The keys, in no order.
+    pub fn into_keys(self) -> impl Iterator<Item = u128> {
+        self.sets.into_iter().flatten()
+    }
+
     pub fn is_empty(&self) -> bool {
         self.sets.iter().all(FastSet::is_empty)
     }

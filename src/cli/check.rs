@@ -113,7 +113,7 @@ pub fn run(args: CheckArgs) -> super::Outcome {
                 let summary = prepare::blacklist_chunks(
                     s,
                     &pipeline.base_dir,
-                    prepare::chunk_rows(),
+                    prepare::Budget::from_env(),
                     &mut |chunk| {
                         entries += chunk.entries.len();
                         let room = args.preview.saturating_sub(preview.len());

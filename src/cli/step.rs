@@ -191,7 +191,8 @@ async fn blacklist_step(
     let preparing = tokio::task::spawn_blocking(move || {
         let started = Instant::now();
         let send = &mut |c| tx.blocking_send(c).is_ok();
-        let summary = prepare::blacklist_chunks(&step, &base_dir, prepare::chunk_rows(), send);
+        let summary =
+            prepare::blacklist_chunks(&step, &base_dir, prepare::Budget::from_env(), send);
         (summary, started.elapsed().as_millis() as u64)
     });
     let loading = Instant::now();

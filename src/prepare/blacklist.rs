@@ -5,8 +5,9 @@
 
 use super::columns::{Errors, map_column, reject_rows};
 use super::condition::RowTest;
+use super::dedupe::Kept;
 use super::{PrepareError, PrepareStats, Rejects, value};
-use crate::hash::KeySet;
+use crate::hash::Key128;
 use crate::pipeline::{BlacklistStep, ValueKind};
 use crate::source::{FILE_COL, ROW_COL, Table, Workbook};
 use std::path::Path;
@@ -28,19 +29,19 @@ pub struct BlacklistSummary {
     pub workbooks: Vec<Workbook>,
 }
 
-/// Reads one blacklist step's source in chunks of `chunk_rows` rows, maps
+/// Reads one blacklist step's source in chunks of the budget's rows, maps
 /// and checks each and hands it to `each`, which answers whether to go on.
 pub fn blacklist_chunks(
     step: &BlacklistStep,
     base_dir: &Path,
-    chunk_rows: usize,
+    budget: super::Budget,
     each: &mut dyn FnMut(BlacklistChunk) -> bool,
 ) -> Result<BlacklistSummary, PrepareError> {
     let mut stats = PrepareStats::default();
-    let mut seen = KeySet::default();
+    let mut seen = Kept::new(Key128::default(), budget.spill_after);
     let mut rejects: Option<Rejects> = None;
     let (mut files, mut workbooks) = (0, Vec::new());
-    super::read_chunks(&step.source, base_dir, chunk_rows, &mut |table| {
+    super::read_chunks(&step.source, base_dir, budget.chunk_rows, &mut |table| {
         let (chunk, rejected) = prepare_chunk(step, table, &mut seen, &mut stats)?;
         files = chunk.table.files.len();
         workbooks.clone_from(&chunk.table.workbooks);
@@ -64,7 +65,7 @@ pub fn blacklist_chunks(
 fn prepare_chunk(
     step: &BlacklistStep,
     table: Table,
-    seen: &mut KeySet,
+    seen: &mut Kept,
     stats: &mut PrepareStats,
 ) -> Result<(BlacklistChunk, Vec<crate::source::RejectRow>), PrepareError> {
     let height = table.frame.height();
@@ -99,6 +100,7 @@ fn prepare_chunk(
     stats.skipped += skipped.iter().filter(|s| **s).count() as u64;
     let rows = table.frame.column(ROW_COL)?.u32()?;
     let files = table.frame.column(FILE_COL)?.u32()?;
+    let mut valid = Vec::new();
     let mut entries = Vec::new();
     let mut kept_rows = Vec::new();
     for (i, email) in emails.iter().enumerate() {
@@ -116,13 +118,18 @@ fn prepare_chunk(
         };
         match normalised {
             Err(reason) => errors.add(i, "email", email, reason),
-            Ok(e) if !seen.insert(&e) => stats.duplicates += 1,
-            Ok(e) => {
-                let comment = comments.as_ref().and_then(|c| c.get(i)).unwrap_or("");
-                entries.push((e, comment.to_string()));
-                kept_rows.push((files.get(i).unwrap_or(0), rows.get(i).unwrap_or(0) as u64));
-            }
+            Ok(e) => valid.push((i, e)),
         }
+    }
+    let fresh = seen.fresh(valid.iter().map(|(_, e)| e.as_str()))?;
+    for ((i, e), fresh) in valid.into_iter().zip(fresh) {
+        if !fresh {
+            stats.duplicates += 1;
+            continue;
+        }
+        let comment = comments.as_ref().and_then(|c| c.get(i)).unwrap_or("");
+        entries.push((e, comment.to_string()));
+        kept_rows.push((files.get(i).unwrap_or(0), rows.get(i).unwrap_or(0) as u64));
     }
     let rejected = reject_rows(&table, &errors, stats)?;
     Ok((

@@ -16,7 +16,7 @@ use super::orders::{self, map_orders};
 use super::{
     Budget, PrepareError, PrepareStats, Rejects, col, dedupe, domains, fill, mangled, tags,
 };
-use crate::hash::{Key128, KeySet};
+use crate::hash::Key128;
 use crate::pipeline::{Dedupe, ImportStep, ReceiverField};
 use crate::source::{self, FILE_COL, ROW_COL, Table, Workbook};
 use polars::prelude::*;
@@ -100,7 +100,7 @@ pub fn import_chunks(
         rejects: None,
         files: 0,
         workbooks: Vec::new(),
-        kept: KeySet::with_keys(keys),
+        kept: dedupe::Kept::new(keys, budget.spill_after),
         joined,
     };
     let rows = if needs_whole(step) {
@@ -134,7 +134,7 @@ struct Preparer<'s> {
     files: usize,
     workbooks: Vec<Workbook>,
     /// Every address kept so far (normalised): duplicates across chunks.
-    kept: KeySet,
+    kept: dedupe::Kept,
     joined: Option<JoinedOrders>,
 }
 
@@ -222,9 +222,8 @@ impl Preparer<'_> {
             how => {
                 let duplicates = dedupe::dropped_rows(&frame, how)?;
                 let frame = dedupe::dedupe(frame, how)?;
-                for e in frame.column(ReceiverField::Email.as_str())?.str()?.iter() {
-                    self.kept.insert(e.unwrap_or(""));
-                }
+                let emails = frame.column(ReceiverField::Email.as_str())?.str()?;
+                self.kept.fresh(emails.iter().map(|e| e.unwrap_or("")))?;
                 (frame, duplicates)
             }
         };
@@ -275,23 +274,19 @@ impl Preparer<'_> {
 /// in this chunk or an earlier one, is dropped.
 fn first_only(
     frame: DataFrame,
-    kept: &mut KeySet,
-) -> PolarsResult<(DataFrame, Vec<(u64, String)>)> {
+    kept: &mut dedupe::Kept,
+) -> Result<(DataFrame, Vec<(u64, String)>), PrepareError> {
     let emails = frame.column(ReceiverField::Email.as_str())?.str()?;
     let rows = frame.column(ROW_COL)?.u32()?;
-    let mut duplicates = Vec::new();
-    let keep: BooleanChunked = emails
+    let fresh = kept.fresh(emails.iter().map(|e| e.unwrap_or("")))?;
+    let mut duplicates: Vec<(u64, String)> = fresh
         .iter()
-        .zip(rows.iter())
-        .map(|(e, row)| {
-            let fresh = kept.insert(e.unwrap_or(""));
-            if !fresh {
-                duplicates.push((u64::from(row.unwrap_or(0)), e.unwrap_or("").to_string()));
-            }
-            fresh
-        })
+        .zip(emails.iter().zip(rows.iter()))
+        .filter(|(fresh, _)| !**fresh)
+        .map(|(_, (e, row))| (u64::from(row.unwrap_or(0)), e.unwrap_or("").to_string()))
         .collect();
     duplicates.sort();
+    let keep: BooleanChunked = fresh.into_iter().collect();
     Ok((frame.filter(&keep)?, duplicates))
 }
 
