@@ -4,8 +4,8 @@
 //! itself (set-up, the chain of chunks, mirror mode) is [`import`](super::import).
 
 use super::held::TargetIndex;
-use super::import::ImportOutcome;
 use super::journal::Journal;
+use super::outcome::ImportOutcome;
 use super::rows::{Decision, RowResult, Rows};
 use super::target::Connected;
 use super::{Action, LoadError, PlanRow, WriteMode, WriteOptions};

@@ -15,6 +15,7 @@ pub mod import;
 pub mod journal;
 pub mod lock;
 pub mod mirror;
+mod outcome;
 mod plan;
 pub mod requests;
 pub mod retry;

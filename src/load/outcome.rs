@@ -1,0 +1,45 @@
+//! What an import step did, for the run report: filled by the step
+//! ([`super::import`]) and by each chunk it writes ([`super::chunk`]).
+
+/// What an import step did (or, in a dry run, would do).
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct ImportOutcome {
+    pub group_id: Option<String>,
+    /// Created by this run: always false in a dry run, which creates nothing.
+    pub group_created: bool,
+    /// Created by this run: always empty in a dry run.
+    pub attributes_created: Vec<String>,
+    /// A dry run: the group is missing and a run would create it.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub would_create_group: bool,
+    /// A dry run: the attributes a run would create.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub would_create_attributes: Vec<String>,
+    pub blocked: u64,
+    pub created: u64,
+    pub updated: u64,
+    pub unchanged: u64,
+    pub failed: u64,
+    pub retries: u64,
+    pub orders_sent: u64,
+    /// Rows a resumed run found confirmed in the journal and did not send again.
+    pub resumed: u64,
+    /// Rows an earlier run left in flight, checked against the target.
+    pub in_flight_checked: u64,
+    /// Lines of the resumed journal that could not be read (a torn last
+    /// line, damage): their rows were checked against the target like new ones.
+    pub journal_unreadable_lines: u64,
+    /// Rows not taken because the run was stopped (Ctrl-C, SIGTERM).
+    pub not_started: u64,
+    /// Failed rows whose last error was transient (the target unreachable
+    /// or overloaded through every retry): a `--resume` may finish them.
+    pub failed_transient: u64,
+    pub stopped: bool,
+    /// Write requests sent (with retries): 0 when nothing changed.
+    pub write_requests: u64,
+    /// Mirror mode: receivers deactivated or deleted (planned, in a dry run).
+    pub removed: u64,
+    /// Mirror mode: removals the target refused, with its reason.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub removal_failures: Vec<(String, String)>,
+}
