@@ -162,23 +162,6 @@ impl Spill {
             .map(|n| n.max(0) as u64)
             .map_err(|e| self.sql(e))
     }
-
-    /// Every distinct key and its values, in key order (one key at a time).
-    pub fn for_each_key(&self, mut each: impl FnMut(u128, &[u8])) -> Result<(), SpillError> {
-        let mut select = self
-            .conn
-            .prepare("SELECT hi, lo, v FROM spill ORDER BY hi, lo, rowid")
-            .map_err(|e| self.sql(e))?;
-        let mut rows = select.query([]).map_err(|e| self.sql(e))?;
-        while let Some(row) = rows.next().map_err(|e| self.sql(e))? {
-            let hi: i64 = row.get(0).map_err(|e| self.sql(e))?;
-            let lo: i64 = row.get(1).map_err(|e| self.sql(e))?;
-            let key = (u128::from(hi as u64) << 64) | u128::from(lo as u64);
-            let v = row.get_ref(2).map_err(|e| self.sql(e))?;
-            each(key, v.as_blob().map_err(|e| self.sql(e.into()))?);
-        }
-        Ok(())
-    }
 }
 
 #[cfg(test)]
@@ -198,11 +181,6 @@ mod tests {
         assert_eq!(s.first(big).unwrap(), Some(b"x".to_vec()));
         assert_eq!(s.first(2).unwrap(), None);
         assert_eq!(s.keys().unwrap(), 2);
-        let mut keys = Vec::new();
-        s.for_each_key(|k, v| keys.push((k, v.to_vec()))).unwrap();
-        // Keys come back in their stored order (signed halves), each key's values together.
-        assert_eq!(keys.len(), 4);
-        assert!(keys.iter().any(|(k, _)| *k == big));
     }
 
     #[test]
