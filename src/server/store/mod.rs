@@ -174,6 +174,12 @@ pub static WRITES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::
 
 /// Reading connections per store.
 const READERS: usize = 4;
+/// Page cache per reading connection, KiB. Decision: 8 MiB, not the
+/// writer's 32: a page of receivers reads rows spread over the whole
+/// database, so each reader's cache filled to its limit and four of them
+/// were most of the server's memory during an export (issue 15: under 256
+/// MiB); pages past it come from the operating system's file cache.
+const READER_CACHE_KIB: i64 = 8_192;
 /// Prepared statements kept per connection: every hot query stays prepared.
 const STATEMENT_CACHE: usize = 256;
 
@@ -191,8 +197,9 @@ fn connect(path: &Path) -> StoreResult<Connection> {
     // (perf, issue 15). Decision: no plan here depends on a value (no
     // `LIKE` prefix, no ANALYZE statistics), so nothing is lost.
     conn.set_db_config(DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true)?;
-    // 32 MiB of page cache per connection (SQLite's default is 2 MiB): the
-    // indexes of a million receivers stay in memory.
+    // 32 MiB of page cache for the writer (SQLite's default is 2 MiB): the
+    // indexes a write touches stay in memory for a million receivers.
+    // Readers get less (below).
     conn.pragma_update(None, "cache_size", -32_768)?;
     conn.pragma_update(None, "temp_store", "MEMORY")?;
     Ok(conn)
@@ -218,6 +225,7 @@ impl Store {
                 let r = connect(path)?;
                 // A reader never writes, whatever a caller asks of it.
                 r.pragma_update(None, "query_only", "ON")?;
+                r.pragma_update(None, "cache_size", -READER_CACHE_KIB)?;
                 Ok(Mutex::new(r))
             })
             .collect::<StoreResult<Vec<_>>>()?;
