@@ -82,6 +82,22 @@ pub fn contact_of(
     Ok((contact_id, group_id))
 }
 
+// What a page's receivers carry, one statement each over the page's
+// contacts (a JSON array, each contact once). Decision: driven by the list
+// (`FROM json_each(?1) JOIN ...`), each contact looked up on the table's
+// key; `contact_id IN (SELECT value FROM json_each(?1))` first copied the
+// list into a temporary b-tree on every page (perf of an export, issue 15).
+pub(crate) const PAGE_VALUES: &str = "SELECT v.contact_id, v.attribute_id, v.value
+     FROM json_each(?1) AS j JOIN attribute_values v ON v.contact_id = j.value";
+pub(crate) const PAGE_TAGS: &str = "SELECT t.contact_id, t.tag
+     FROM json_each(?1) AS j JOIN tags t ON t.contact_id = j.value ORDER BY t.tag";
+pub(crate) const PAGE_ORDERS: &str = "SELECT o.contact_id, o.order_id, o.product_id, o.product,
+     o.price, o.currency, o.quantity, o.mailing_id, o.stamp
+     FROM json_each(?1) AS j JOIN orders o ON o.contact_id = j.value ORDER BY o.id";
+pub(crate) const PAGE_EVENTS: &str = "SELECT e.contact_id, e.stamp, e.type, e.type_id, e.value,
+     e.mailing_id, e.group_id
+     FROM json_each(?1) AS j JOIN events e ON e.contact_id = j.value ORDER BY e.stamp, e.id";
+
 /// Loads full receivers for the given rows: attribute values always (group
 /// attributes only when `with_group_parts`), tags, orders and events as
 /// `detail` asks.
@@ -95,12 +111,18 @@ pub(super) fn complete(
     if rows.is_empty() {
         return Ok(Vec::new());
     }
-    let ids = serde_json::to_string(&rows.iter().map(|(_, c)| *c).collect::<Vec<_>>())
-        .map_err(|e| super::super::StoreError::Internal(e.to_string()))?;
-    let mut by_contact: HashMap<i64, Vec<usize>> = HashMap::new();
+    let mut by_contact: HashMap<i64, Vec<usize>> = HashMap::with_capacity(rows.len());
+    let mut contacts = Vec::with_capacity(rows.len());
     for (i, (_, c)) in rows.iter().enumerate() {
-        by_contact.entry(*c).or_default().push(i);
+        let at = by_contact.entry(*c).or_default();
+        if at.is_empty() {
+            contacts.push(*c);
+        }
+        at.push(i);
     }
+    // Each contact once: the queries below walk this list and look each up.
+    let ids = serde_json::to_string(&contacts)
+        .map_err(|e| super::super::StoreError::Internal(e.to_string()))?;
     let mut out: Vec<Receiver> = rows.into_iter().map(|(r, _)| r).collect();
     if detail_bits & detail::TAGS != 0 {
         for r in out.iter_mut() {
@@ -124,10 +146,7 @@ pub(super) fn complete(
     let names: HashMap<i64, (i64, String)> = stmt
         .query_map([account.0], |r| Ok((r.get(0)?, (r.get(1)?, r.get(2)?))))?
         .collect::<Result<_, _>>()?;
-    let mut stmt = conn.prepare_cached(
-        "SELECT contact_id, attribute_id, value FROM attribute_values
-         WHERE contact_id IN (SELECT value FROM json_each(?1))",
-    )?;
+    let mut stmt = conn.prepare_cached(PAGE_VALUES)?;
     let mut rows = stmt.query([&ids])?;
     while let Some(row) = rows.next()? {
         let (contact, attribute, value): (i64, i64, String) =
@@ -146,9 +165,7 @@ pub(super) fn complete(
     }
 
     if detail_bits & detail::TAGS != 0 {
-        let mut stmt = conn.prepare_cached(
-            "SELECT contact_id, tag FROM tags WHERE contact_id IN (SELECT value FROM json_each(?1)) ORDER BY tag",
-        )?;
+        let mut stmt = conn.prepare_cached(PAGE_TAGS)?;
         let mut rows = stmt.query([&ids])?;
         while let Some(row) = rows.next()? {
             let (contact, tag): (i64, String) = (row.get(0)?, row.get(1)?);
@@ -158,10 +175,7 @@ pub(super) fn complete(
         }
     }
     if detail_bits & detail::ORDERS != 0 {
-        let mut stmt = conn.prepare_cached(
-            "SELECT contact_id, order_id, product_id, product, price, currency, quantity, mailing_id, stamp
-             FROM orders WHERE contact_id IN (SELECT value FROM json_each(?1)) ORDER BY id",
-        )?;
+        let mut stmt = conn.prepare_cached(PAGE_ORDERS)?;
         let mut rows = stmt.query([&ids])?;
         while let Some(row) = rows.next()? {
             let contact: i64 = row.get(0)?;
@@ -184,10 +198,7 @@ pub(super) fn complete(
         }
     }
     if detail_bits & detail::EVENTS != 0 {
-        let mut stmt = conn.prepare_cached(
-            "SELECT contact_id, stamp, type, type_id, value, mailing_id, group_id
-             FROM events WHERE contact_id IN (SELECT value FROM json_each(?1)) ORDER BY stamp, id",
-        )?;
+        let mut stmt = conn.prepare_cached(PAGE_EVENTS)?;
         let mut rows = stmt.query([&ids])?;
         while let Some(row) = rows.next()? {
             let contact: i64 = row.get(0)?;
