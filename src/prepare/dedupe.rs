@@ -96,12 +96,17 @@ impl Kept {
             return Ok(fresh);
         };
         let mut chunk = FastSet::default();
+        let mut new = Vec::new();
         let mut fresh = Vec::new();
         for a in addresses {
             let key = self.keys.of(a);
-            fresh.push(chunk.insert(key) && spill.first(key)?.is_none());
+            let is_new = chunk.insert(key) && spill.first(key)?.is_none();
+            if is_new {
+                new.push(key);
+            }
+            fresh.push(is_new);
         }
-        spill.extend(chunk.into_iter().map(|k| (k, &[][..])))?;
+        spill.extend(new.into_iter().map(|k| (k, &[][..])))?;
         Ok(fresh)
     }
 
