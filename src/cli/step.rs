@@ -122,6 +122,24 @@ pub(super) async fn run_step(
     Ok(report)
 }
 
+/// Runs `read` on a blocking thread, handing its chunks through a channel
+/// one ahead at most (back-pressure: the reader waits for the loader);
+/// answers the receiving end and the reader's result with its milliseconds.
+fn produce<T: Send + 'static, S: Send + 'static>(
+    read: impl FnOnce(&mut dyn FnMut(T) -> bool) -> S + Send + 'static,
+) -> (
+    tokio::sync::mpsc::Receiver<T>,
+    tokio::task::JoinHandle<(S, u64)>,
+) {
+    let (tx, chunks) = tokio::sync::mpsc::channel(1);
+    let reading = tokio::task::spawn_blocking(move || {
+        let started = Instant::now();
+        let summary = read(&mut |c| tx.blocking_send(c).is_ok());
+        (summary, started.elapsed().as_millis() as u64)
+    });
+    (chunks, reading)
+}
+
 /// An import step as a chain of stages: a thread reads and prepares the
 /// source chunk by chunk (source -> map, check -> dedupe), a chunk ahead at
 /// most; the loader diffs each chunk against the target and writes it while
@@ -134,13 +152,9 @@ async fn import_step(
     report: &mut StepReport,
     plan: &mut Vec<PlanRow>,
 ) -> Result<(), StepError> {
-    let (tx, mut chunks) = tokio::sync::mpsc::channel(1);
     let (step, base_dir) = (s.clone(), pipeline.base_dir.clone());
-    let preparing = tokio::task::spawn_blocking(move || {
-        let started = Instant::now();
-        let send = &mut |c| tx.blocking_send(c).is_ok();
-        let summary = prepare::import_chunks(&step, &base_dir, prepare::Budget::from_env(), send);
-        (summary, started.elapsed().as_millis() as u64)
+    let (mut chunks, preparing) = produce(move |send| {
+        prepare::import_chunks(&step, &base_dir, prepare::Budget::from_env(), send)
     });
     let prepared = |joined: Result<_, tokio::task::JoinError>| {
         joined.map_err(|e| LoadError::step(format!("preparing the rows failed: {e}")))
@@ -186,14 +200,9 @@ async fn blacklist_step(
     report: &mut StepReport,
     plan: &mut Vec<PlanRow>,
 ) -> Result<(), StepError> {
-    let (tx, mut chunks) = tokio::sync::mpsc::channel(1);
     let (step, base_dir) = (s.clone(), pipeline.base_dir.clone());
-    let preparing = tokio::task::spawn_blocking(move || {
-        let started = Instant::now();
-        let send = &mut |c| tx.blocking_send(c).is_ok();
-        let summary =
-            prepare::blacklist_chunks(&step, &base_dir, prepare::Budget::from_env(), send);
-        (summary, started.elapsed().as_millis() as u64)
+    let (mut chunks, preparing) = produce(move |send| {
+        prepare::blacklist_chunks(&step, &base_dir, prepare::Budget::from_env(), send)
     });
     let loading = Instant::now();
     let mut refused = Vec::new();

@@ -49,7 +49,14 @@ pub fn file_name(url: &Url) -> String {
         .and_then(|mut s| s.next_back())
         .unwrap_or("");
     let decoded = percent_encoding::percent_decode_str(last).decode_utf8_lossy();
-    let name: String = decoded
+    safe_file_name(&decoded, "download")
+}
+
+/// `last` as a local file name: anything but letters, digits, `.`, `-` and `_`
+/// replaced by `_`, no leading dots, at most 100 characters; `fallback` when
+/// nothing is left.
+pub fn safe_file_name(last: &str, fallback: &str) -> String {
+    let name: String = last
         .chars()
         .map(|c| {
             if c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_') {
@@ -61,7 +68,7 @@ pub fn file_name(url: &Url) -> String {
         .collect();
     let name = name.trim_start_matches('.');
     if name.is_empty() {
-        "download".to_string()
+        fallback.to_string()
     } else {
         name.chars().take(100).collect()
     }

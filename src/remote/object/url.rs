@@ -130,22 +130,7 @@ impl ObjectUrl {
     /// letters, digits, `.`, `-` and `_` replaced by `_` (so `.csv.gz` still says gzip).
     pub fn file_name(&self) -> String {
         let last = self.key.rsplit('/').next().unwrap_or("");
-        let name: String = last
-            .chars()
-            .map(|c| {
-                if c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_') {
-                    c
-                } else {
-                    '_'
-                }
-            })
-            .collect();
-        let name = name.trim_start_matches('.');
-        if name.is_empty() {
-            "object".to_string()
-        } else {
-            name.chars().take(100).collect()
-        }
+        crate::remote::url::safe_file_name(last, "object")
     }
 }
 
