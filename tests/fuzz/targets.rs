@@ -7,20 +7,27 @@ use std::path::PathBuf;
 use std::sync::OnceLock;
 
 /// A folder of this process and thread for the files a target writes
-/// (the random-input test runs targets on several threads at once).
+/// (the random-input test runs targets on several threads at once),
+/// removed when the thread ends.
 fn workdir() -> PathBuf {
+    struct Dir(PathBuf);
+    impl Drop for Dir {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
     thread_local! {
-        static DIR: PathBuf = {
+        static DIR: Dir = {
             let dir = std::env::temp_dir().join(format!(
                 "listpipe-fuzz-{}-{:?}",
                 std::process::id(),
                 std::thread::current().id()
             ).replace(['(', ')'], ""));
             std::fs::create_dir_all(&dir).expect("fuzz work dir");
-            dir
+            Dir(dir)
         };
     }
-    DIR.with(PathBuf::clone)
+    DIR.with(|d| d.0.clone())
 }
 
 /// A pipeline that maps every kind of value the prepare stage knows.
