@@ -6,7 +6,17 @@
 //! SQLite because the server already builds it: a B-tree on disk with a
 //! bounded page cache, so memory stays flat whatever the table holds. The
 //! file is scratch, never state: no journal, no fsync; a crash loses it and
-//! the next run builds it again.
+//! the next run builds it again. One connection owns the file
+//! (`locking_mode = EXCLUSIVE`): without it every lookup took and released
+//! a file lock, two system calls a row (measured with `perf`).
+//!
+//! The key index is built at the first read, not kept up while the table
+//! fills: most spills are written whole and then read (a group's receivers,
+//! an orders file), and one sort of the keys at the end is several times
+//! faster than a random insert into the index per entry (measured with
+//! SQLite's shell: 5M random keys, 34.8 s inserted into the index as they
+//! came, 13.3 s appended and then indexed). Entries added after the first
+//! read go into the index as they come.
 
 use rusqlite::{Connection, OptionalExtension, params};
 use std::path::{Path, PathBuf};
@@ -53,6 +63,8 @@ pub enum SpillError {
 pub struct Spill {
     conn: Connection,
     path: PathBuf,
+    /// Whether the key index exists (built at the first read).
+    indexed: std::cell::Cell<bool>,
     // Dropped after `conn` (fields drop in order): the file goes with the dir.
     _dir: tempfile::TempDir,
 }
@@ -80,15 +92,16 @@ impl Spill {
         conn.execute_batch(&format!(
             "PRAGMA journal_mode = OFF;
              PRAGMA synchronous = OFF;
+             PRAGMA locking_mode = EXCLUSIVE;
              PRAGMA temp_store = FILE;
              PRAGMA cache_size = -{CACHE_KIB};
-             CREATE TABLE spill (hi INTEGER NOT NULL, lo INTEGER NOT NULL, v BLOB NOT NULL);
-             CREATE INDEX spill_key ON spill (hi, lo);"
+             CREATE TABLE spill (hi INTEGER NOT NULL, lo INTEGER NOT NULL, v BLOB NOT NULL);"
         ))
         .map_err(sql)?;
         Ok(Spill {
             conn,
             path,
+            indexed: std::cell::Cell::new(false),
             _dir: dir,
         })
     }
@@ -123,8 +136,20 @@ impl Spill {
         tx.commit().map_err(sql)
     }
 
+    /// Builds the key index before the first read.
+    fn indexed(&self) -> Result<(), SpillError> {
+        if !self.indexed.get() {
+            self.conn
+                .execute_batch("CREATE INDEX spill_key ON spill (hi, lo)")
+                .map_err(|e| self.sql(e))?;
+            self.indexed.set(true);
+        }
+        Ok(())
+    }
+
     /// The values under `key`, in the order they were added, each passed to `each`.
     pub fn for_each(&self, key: u128, mut each: impl FnMut(&[u8])) -> Result<(), SpillError> {
+        self.indexed()?;
         let (hi, lo) = split(key);
         let mut select = self
             .conn
@@ -140,6 +165,7 @@ impl Spill {
 
     /// The first value under `key`, if any.
     pub fn first(&self, key: u128) -> Result<Option<Vec<u8>>, SpillError> {
+        self.indexed()?;
         let (hi, lo) = split(key);
         let mut select = self
             .conn
@@ -158,6 +184,7 @@ impl Spill {
 
     /// How many distinct keys the table holds (a walk of the key index).
     pub fn keys(&self) -> Result<u64, SpillError> {
+        self.indexed()?;
         self.conn
             .query_row(
                 "SELECT COUNT(*) FROM (SELECT 1 FROM spill GROUP BY hi, lo)",
@@ -185,6 +212,19 @@ mod tests {
         assert_eq!(got, [b"a".to_vec(), b"b".to_vec(), b"c".to_vec()]);
         assert_eq!(s.first(big).unwrap(), Some(b"x".to_vec()));
         assert_eq!(s.first(2).unwrap(), None);
+        assert_eq!(s.keys().unwrap(), 2);
+    }
+
+    #[test]
+    fn entries_added_after_a_read_are_found_too() {
+        let mut s = Spill::new().unwrap();
+        s.extend([(7u128, &b"a"[..])]).unwrap();
+        assert_eq!(s.first(8).unwrap(), None);
+        s.extend([(8u128, &b"b"[..]), (7, b"c")]).unwrap();
+        assert_eq!(s.first(8).unwrap(), Some(b"b".to_vec()));
+        let mut got = Vec::new();
+        s.for_each(7, |v| got.push(v.to_vec())).unwrap();
+        assert_eq!(got, [b"a".to_vec(), b"c".to_vec()]);
         assert_eq!(s.keys().unwrap(), 2);
     }
 

@@ -313,5 +313,10 @@ pub async fn existing(
         last_full = page.len() as i64 >= PAGE;
         out.extend(page.iter().map(|r| (r.email.as_str(), Held::from(r))))?;
     }
+    tracing::debug!(
+        spilled = out.is_spilled(),
+        bytes_in_memory = out.memory_bytes(),
+        "the target's group read"
+    );
     Ok(out)
 }

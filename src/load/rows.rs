@@ -62,7 +62,7 @@ pub(super) struct Rows<'a> {
     pub(super) emails: &'a [String],
     pub(super) blocked: &'a FastSet<String>,
     /// What the target holds, by row of the chunk.
-    pub(super) existing: &'a ChunkHeld<'a>,
+    pub(super) existing: &'a ChunkHeld,
     pub(super) orders: &'a OrderLines,
     pub(super) create_only: &'a [ReceiverField],
     pub(super) run_time: i64,

@@ -95,16 +95,20 @@ impl Kept {
             }
             return Ok(fresh);
         };
+        // The chunk's first row of each address, then those the spill
+        // lacks, asked in key order (neighbours in the index one after
+        // another) and written in key order.
         let mut chunk = FastSet::default();
-        let mut new = Vec::new();
-        let mut fresh = Vec::new();
-        for a in addresses {
-            let key = self.keys.of(a);
-            let is_new = chunk.insert(key) && spill.first(key)?.is_none();
-            if is_new {
-                new.push(key);
+        let keys: Vec<u128> = addresses.map(|a| self.keys.of(a)).collect();
+        let mut fresh: Vec<bool> = keys.iter().map(|&k| chunk.insert(k)).collect();
+        let mut firsts: Vec<usize> = (0..keys.len()).filter(|&i| fresh[i]).collect();
+        firsts.sort_unstable_by_key(|&i| keys[i]);
+        let mut new = Vec::with_capacity(firsts.len());
+        for i in firsts {
+            fresh[i] = spill.first(keys[i])?.is_none();
+            if fresh[i] {
+                new.push(keys[i]);
             }
-            fresh.push(is_new);
         }
         spill.extend(new.into_iter().map(|k| (k, &[][..])))?;
         Ok(fresh)
