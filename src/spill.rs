@@ -1,7 +1,12 @@
 //! A temporary on-disk table for run state that would otherwise grow with the
 //! input (the receivers a target holds, the order lines of a joined file):
 //! values kept under 128-bit keys ([`crate::hash::Key128`]) in a SQLite file
-//! in a temporary directory (`TMPDIR`), removed when the [`Spill`] is dropped.
+//! in `TMPDIR`, removed from its folder as soon as it is open: the open file
+//! lives on until the connection closes, and nothing is left behind however
+//! the run ends (Ctrl-C, `kill -9`, a scheduler's timeout). A file removed
+//! when the spill was dropped was left, up to gigabytes of it, by every
+//! interrupted run. (Not SQLite's own temporary database, the empty name:
+//! this build keeps that one in memory.)
 //!
 //! SQLite because the server already builds it: a B-tree on disk with a
 //! bounded page cache, so memory stays flat whatever the table holds. The
@@ -46,14 +51,15 @@ pub fn spill_after() -> usize {
 
 #[derive(Debug, thiserror::Error)]
 pub enum SpillError {
+    /// `dir`: the folder of temporary files (the spill's file is out of it).
     #[error("temporary spill file in {dir}: {source}")]
     Io {
         dir: PathBuf,
         source: std::io::Error,
     },
-    #[error("temporary spill file {path}: {source}")]
+    #[error("temporary spill file in {dir}: {source}")]
     Sql {
-        path: PathBuf,
+        dir: PathBuf,
         source: rusqlite::Error,
     },
 }
@@ -62,11 +68,10 @@ pub enum SpillError {
 /// the order they were added.
 pub struct Spill {
     conn: Connection,
-    path: PathBuf,
+    /// The folder of temporary files (for messages).
+    dir: PathBuf,
     /// Whether the key index exists (built at the first read).
     indexed: std::cell::Cell<bool>,
-    // Dropped after `conn` (fields drop in order): the file goes with the dir.
-    _dir: tempfile::TempDir,
 }
 
 fn split(key: u128) -> (i64, i64) {
@@ -74,21 +79,21 @@ fn split(key: u128) -> (i64, i64) {
 }
 
 impl Spill {
-    /// An empty table in a new temporary directory.
+    /// An empty table in a new temporary database.
     pub fn new() -> Result<Self, SpillError> {
-        let dir = tempfile::Builder::new()
+        let dir = std::env::temp_dir();
+        let sql = |source| SpillError::Sql {
+            dir: dir.clone(),
+            source,
+        };
+        let folder = tempfile::Builder::new()
             .prefix("listpipe-spill")
             .tempdir()
             .map_err(|source| SpillError::Io {
-                dir: std::env::temp_dir(),
+                dir: dir.clone(),
                 source,
             })?;
-        let path = dir.path().join("spill.sqlite");
-        let sql = |source| SpillError::Sql {
-            path: path.clone(),
-            source,
-        };
-        let conn = Connection::open(&path).map_err(sql)?;
+        let conn = Connection::open(folder.path().join("spill.sqlite")).map_err(sql)?;
         conn.execute_batch(&format!(
             "PRAGMA journal_mode = OFF;
              PRAGMA synchronous = OFF;
@@ -98,17 +103,21 @@ impl Spill {
              CREATE TABLE spill (hi INTEGER NOT NULL, lo INTEGER NOT NULL, v BLOB NOT NULL);"
         ))
         .map_err(sql)?;
+        // Out of its folder at once: the journal is off and one connection
+        // holds the file, so SQLite never opens it by name again.
+        if let Err(e) = folder.close() {
+            tracing::debug!(error = %e, "the spill's folder could not be removed");
+        }
         Ok(Spill {
             conn,
-            path,
+            dir,
             indexed: std::cell::Cell::new(false),
-            _dir: dir,
         })
     }
 
     fn sql(&self, source: rusqlite::Error) -> SpillError {
         SpillError::Sql {
-            path: self.path.clone(),
+            dir: self.dir.clone(),
             source,
         }
     }
@@ -118,9 +127,9 @@ impl Spill {
         &mut self,
         items: impl IntoIterator<Item = (u128, &'a [u8])>,
     ) -> Result<(), SpillError> {
-        let path = &self.path;
+        let dir = &self.dir;
         let sql = |source| SpillError::Sql {
-            path: path.clone(),
+            dir: dir.clone(),
             source,
         };
         let tx = self.conn.transaction().map_err(sql)?;
@@ -177,9 +186,9 @@ impl Spill {
             .map_err(|e| self.sql(e))
     }
 
-    /// The file the table is in (for messages).
-    pub fn path(&self) -> &Path {
-        &self.path
+    /// The folder of temporary files the table is in (for messages).
+    pub fn dir(&self) -> &Path {
+        &self.dir
     }
 
     /// How many distinct keys the table holds (a walk of the key index).
@@ -228,13 +237,25 @@ mod tests {
         assert_eq!(s.keys().unwrap(), 2);
     }
 
+    /// Every spill file open is out of its folder (`(deleted)`), so an
+    /// interrupted run leaves nothing there.
     #[test]
-    fn the_file_goes_when_the_spill_is_dropped() {
-        let s = Spill::new().unwrap();
-        let path = s.path.clone();
-        assert!(path.exists());
-        drop(s);
-        assert!(!path.exists());
-        assert!(!path.parent().unwrap().exists());
+    #[cfg(target_os = "linux")]
+    fn the_spill_file_is_out_of_its_folder_while_it_is_open() {
+        let mut s = Spill::new().unwrap();
+        // A page cache of 8 pages: the table goes to its file at once.
+        s.conn.execute_batch("PRAGMA cache_size = 8").unwrap();
+        let value = vec![7u8; 1024];
+        s.extend((0..2048u128).map(|k| (k, value.as_slice())))
+            .unwrap();
+        assert_eq!(s.first(5).unwrap(), Some(value));
+        let open: Vec<String> = std::fs::read_dir("/proc/self/fd")
+            .unwrap()
+            .filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
+            .map(|p| p.display().to_string())
+            .filter(|p| p.contains("listpipe-spill"))
+            .collect();
+        assert!(!open.is_empty(), "no spill file open");
+        assert!(open.iter().all(|p| p.ends_with(" (deleted)")), "{open:?}");
     }
 }

@@ -40,7 +40,7 @@ const MOVE_BATCH: usize = 16_384;
 pub enum IndexError {
     #[error(transparent)]
     Spill(#[from] SpillError),
-    #[error("temporary spill file {path}: a receiver written there could not be read back")]
+    #[error("temporary spill file in {path}: a receiver written there could not be read back")]
     Damaged { path: PathBuf },
 }
 
@@ -50,9 +50,7 @@ impl From<IndexError> for LoadError {
     fn from(e: IndexError) -> LoadError {
         let (path, message) = match &e {
             IndexError::Spill(SpillError::Io { dir, source }) => (dir.clone(), source.to_string()),
-            IndexError::Spill(SpillError::Sql { path, source }) => {
-                (path.clone(), source.to_string())
-            }
+            IndexError::Spill(SpillError::Sql { dir, source }) => (dir.clone(), source.to_string()),
             IndexError::Damaged { path } => (path.clone(), e.to_string()),
         };
         LoadError::Output {
@@ -164,7 +162,7 @@ impl TargetIndex {
             }
             spill.extend(batch)?;
         }
-        tracing::debug!(budget = self.budget, path = %spill.path().display(), "target index spilled to disk");
+        tracing::debug!(budget = self.budget, dir = %spill.dir().display(), "target index spilled to disk");
         self.spill = Some(Mutex::new(spill));
         Ok(())
     }
@@ -231,7 +229,7 @@ impl TargetIndex {
         Held::decode(stored(&self.arena, at))
             .map(Some)
             .ok_or(IndexError::Damaged {
-                path: PathBuf::from("(memory)"),
+                path: PathBuf::from("memory"),
             })
     }
 }
@@ -253,7 +251,7 @@ fn spilled(spill: &Spill, key: u128) -> Result<Option<Held>, IndexError> {
         None => Ok(None),
         Some(Some(held)) => Ok(Some(held)),
         Some(None) => Err(IndexError::Damaged {
-            path: spill.path().to_path_buf(),
+            path: spill.dir().to_path_buf(),
         }),
     }
 }
