@@ -4,9 +4,10 @@
 //! rejects files. No network.
 
 use super::exit;
-use super::step::write_rejects;
+use super::rejects::{StepRejects, write_order_rejects};
 use crate::pipeline::{self, Step};
 use crate::prepare::{self, PreparedRows};
+use crate::source::RejectSpool;
 use clap::Args;
 use std::path::PathBuf;
 
@@ -61,11 +62,13 @@ pub fn run(args: CheckArgs) -> super::Outcome {
                 // The run's time is the check's: a row without consent of
                 // its own shows the `registered` it will be sent with.
                 let now = chrono::Utc::now().timestamp();
+                let mut rejects = StepRejects::new(&s.rejects, s.rejects_bom);
                 let summary = prepare::import_chunks(
                     s,
                     &pipeline.base_dir,
                     prepare::Budget::from_env(),
                     &mut |c| {
+                        rejects.chunk(&c.table, &c.rejects);
                         receivers += c.frame.height();
                         if preview.len() < args.preview {
                             match PreparedRows::new(s, &c.frame) {
@@ -100,9 +103,9 @@ pub fn run(args: CheckArgs) -> super::Outcome {
                     preview.iter().for_each(|line| crate::outln!("{line}"));
                     let orders = p.stats.orders_accepted;
                     crate::outln!("  {receivers} receivers to send, {orders} orders");
-                    let mut written = vec![write_rejects(&s.rejects, &p.rejects)];
-                    if let (Some(o), Some(spec)) = (&p.order_rejects, &s.orders) {
-                        written.push(write_rejects(&spec.rejects, o));
+                    let mut written = vec![rejects.finish(RejectSpool::new())];
+                    if let (Some(o), Some(spec)) = (p.order_rejects, &s.orders) {
+                        written.push(write_order_rejects(&spec.rejects, o));
                     }
                     (p.stats, written)
                 })
@@ -110,11 +113,13 @@ pub fn run(args: CheckArgs) -> super::Outcome {
             Step::Blacklist(s) => {
                 let mut entries = 0;
                 let mut preview = Vec::new();
+                let mut rejects = StepRejects::new(&s.rejects, s.rejects_bom);
                 let summary = prepare::blacklist_chunks(
                     s,
                     &pipeline.base_dir,
                     prepare::Budget::from_env(),
                     &mut |chunk| {
+                        rejects.chunk(&chunk.table, &chunk.rejects);
                         entries += chunk.entries.len();
                         let room = args.preview.saturating_sub(preview.len());
                         preview.extend(chunk.entries.into_iter().take(room));
@@ -144,7 +149,7 @@ pub fn run(args: CheckArgs) -> super::Outcome {
                         );
                     }
                     crate::outln!("  {entries} entries to send");
-                    (p.stats, vec![write_rejects(&s.rejects, &p.rejects)])
+                    (p.stats, vec![rejects.finish(RejectSpool::new())])
                 })
             }
             Step::Export(_) => continue,

@@ -9,6 +9,7 @@ pub mod docs;
 pub mod export;
 pub mod outbox;
 pub mod output;
+mod rejects;
 pub mod run;
 pub mod serve;
 mod step;

@@ -1,15 +1,18 @@
 //! One step of `listpipe run`: an export, or an import or blacklist step
 //! (its URL sources fetched first), from its source to its report, its
-//! rejects file and, in a dry run, its plan. `run.rs` runs the steps in order.
+//! rejects file and, in a dry run, its plan, both written as the chunks go
+//! by (`rejects.rs`, [`PlanFile`]). `run.rs` runs the steps in order.
 
+use super::rejects::{StepRejects, write_order_rejects};
 use crate::export::{self, ExportOptions};
 use crate::load::target;
-use crate::load::{self, Action, LoadError, PlanRow, WriteOptions};
+use crate::load::{self, LoadError, PlanFile, WriteOptions, plan_file, spool_error};
 use crate::pipeline::{Pipeline, STATE_DIR, Step};
-use crate::prepare::{self, Rejects};
+use crate::prepare;
 use crate::remote::{self, Fetched, RemoteError};
 use crate::report::StepReport;
-use std::path::{Path, PathBuf};
+use crate::source::{RejectRow, RejectSpool};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 #[derive(Debug, thiserror::Error)]
@@ -33,7 +36,6 @@ pub(super) async fn run_step(
         dry_run: opts.dry_run,
         ..Default::default()
     };
-    let mut plan: Vec<PlanRow> = Vec::new();
     if let Step::Export(s) = step {
         report.kind = "export";
         // An export changes nothing on the target, but in a dry run the
@@ -91,20 +93,25 @@ pub(super) async fn run_step(
     } else {
         step
     };
-    match step {
-        Step::Import(s) => import_step(pipeline, s, conn, opts, &mut report, &mut plan).await?,
-        Step::Blacklist(s) => {
-            blacklist_step(pipeline, s, conn, opts, &mut report, &mut plan).await?
-        }
-        Step::Export(_) => unreachable!("exports return above"),
-    }
-    if opts.dry_run {
+    // A dry run's plan, written as the chunks are decided.
+    let mut plan = if opts.dry_run {
         let path = Path::new(STATE_DIR)
             .join("plans")
             .join(&pipeline.name)
             .join(format!("{}.plan.csv", step.name()));
-        load::write_plan(&path, &mut plan)?;
-        report.plan_file = Some(path);
+        Some(PlanFile::create(&path)?)
+    } else {
+        None
+    };
+    match step {
+        Step::Import(s) => import_step(pipeline, s, conn, opts, &mut report, plan.as_mut()).await?,
+        Step::Blacklist(s) => {
+            blacklist_step(pipeline, s, conn, opts, &mut report, plan.as_mut()).await?
+        }
+        Step::Export(_) => unreachable!("exports return above"),
+    }
+    if let Some(plan) = plan {
+        report.plan_file = Some(plan.commit()?);
     }
     // The URLs' validators only once the step wrote everything: a failed run
     // downloads again next time.
@@ -141,86 +148,114 @@ fn produce<T: Send + 'static, S: Send + 'static>(
 }
 
 /// An import step as a chain of stages: a thread reads and prepares the
-/// source chunk by chunk (source -> map, check -> dedupe), a chunk ahead at
-/// most; the loader diffs each chunk against the target and writes it while
-/// the next one is prepared; then the rejects.
+/// source chunk by chunk (source -> map, check -> dedupe) and writes each
+/// chunk's rejects, a chunk ahead at most; the loader diffs each chunk
+/// against the target and writes it while the next one is prepared; then
+/// the rows the target refused go after the rejects.
 async fn import_step(
     pipeline: &Pipeline,
     s: &crate::pipeline::ImportStep,
     conn: &target::Connected,
     opts: &WriteOptions,
     report: &mut StepReport,
-    plan: &mut Vec<PlanRow>,
+    plan: Option<&mut PlanFile>,
 ) -> Result<(), StepError> {
     let (step, base_dir) = (s.clone(), pipeline.base_dir.clone());
+    let (rejects, dry_run) = (StepRejects::new(&s.rejects, s.rejects_bom), opts.dry_run);
     let (mut chunks, preparing) = produce(move |send| {
-        prepare::import_chunks(&step, &base_dir, prepare::Budget::from_env(), send)
+        let mut rejects = rejects;
+        let budget = prepare::Budget::from_env();
+        let summary = prepare::import_chunks(&step, &base_dir, budget, &mut |mut c| {
+            rejects.chunk(&c.table, &c.rejects);
+            // Written: a dry run keeps them for the plan's `invalid` lines.
+            if !dry_run {
+                c.rejects = Vec::new();
+            }
+            send(c)
+        });
+        (summary, rejects)
     });
     let prepared = |joined: Result<_, tokio::task::JoinError>| {
         joined.map_err(|e| LoadError::step(format!("preparing the rows failed: {e}")))
     };
     let Some(first) = chunks.recv().await else {
         // No chunk came: the source could not be read.
-        let (summary, _) = prepared(preparing.await)?;
+        let ((summary, _), _) = prepared(preparing.await)?;
         return Err(summary
             .err()
             .unwrap_or(prepare::PrepareError::Stopped)
             .into());
     };
     let loading = Instant::now();
-    let mut refused = Vec::new();
+    let mut refused = RejectSpool::new();
     let outcome = load::import::run(conn, s, first, &mut chunks, opts, plan, &mut refused).await;
     drop(chunks);
-    let (summary, prepare_ms) = prepared(preparing.await)?;
+    let ((summary, rejects), prepare_ms) = prepared(preparing.await)?;
     let outcome = outcome?;
-    let mut summary = summary?;
+    let summary = summary?;
     report.timings_ms.prepare = prepare_ms;
     report.timings_ms.load = loading.elapsed().as_millis() as u64;
     report.prepare = summary.stats.clone();
     report.import = Some(outcome);
-    if opts.dry_run {
-        plan.extend(invalid_rows(&summary.rejects));
-    }
-    summary.rejects.rows.extend(refused);
-    report.rejects_file = write_rejects(&s.rejects, &summary.rejects)?;
-    if let (Some(orders), Some(spec)) = (&summary.order_rejects, &s.orders) {
-        report.order_rejects_file = write_rejects(&spec.rejects, orders)?;
+    report.rejects_file = rejects.finish(refused)?;
+    if let (Some(orders), Some(spec)) = (summary.order_rejects, &s.orders) {
+        report.order_rejects_file = write_order_rejects(&spec.rejects, orders)?;
     }
     Ok(())
 }
 
 /// A blacklist step as a chain like an import's: a thread reads and checks
-/// the source chunk by chunk, the loader writes each chunk while the next
-/// one is read; then the rejects.
+/// the source chunk by chunk and writes its rejects, the loader writes each
+/// chunk while the next one is read; then the entries the target refused.
 async fn blacklist_step(
     pipeline: &Pipeline,
     s: &crate::pipeline::BlacklistStep,
     conn: &target::Connected,
     opts: &WriteOptions,
     report: &mut StepReport,
-    plan: &mut Vec<PlanRow>,
+    mut plan: Option<&mut PlanFile>,
 ) -> Result<(), StepError> {
     let (step, base_dir) = (s.clone(), pipeline.base_dir.clone());
+    let (rejects, dry_run) = (StepRejects::new(&s.rejects, s.rejects_bom), opts.dry_run);
     let (mut chunks, preparing) = produce(move |send| {
-        prepare::blacklist_chunks(&step, &base_dir, prepare::Budget::from_env(), send)
+        let mut rejects = rejects;
+        let budget = prepare::Budget::from_env();
+        let summary = prepare::blacklist_chunks(&step, &base_dir, budget, &mut |mut c| {
+            rejects.chunk(&c.table, &c.rejects);
+            // Written: a dry run keeps them for the plan's `invalid` lines.
+            if !dry_run {
+                c.rejects = Vec::new();
+            }
+            send(c)
+        });
+        (summary, rejects)
     });
     let loading = Instant::now();
-    let mut refused = Vec::new();
+    let mut refused = RejectSpool::new();
     let loaded = async {
         let mut load = load::blacklist::BlacklistLoad::start(conn, s, opts).await?;
-        while let Some(chunk) = chunks.recv().await {
-            load.chunk(chunk, &mut refused, plan).await?;
+        let (mut failed, mut lines) = (Vec::new(), Vec::new());
+        while let Some(mut chunk) = chunks.recv().await {
+            let invalid = std::mem::take(&mut chunk.rejects);
+            load.chunk(chunk, &mut failed, &mut lines).await?;
+            set_aside(&mut refused, &mut failed)?;
+            if let Some(plan) = plan.as_deref_mut() {
+                lines.extend(invalid.iter().map(plan_file::invalid));
+                plan.chunk(&mut lines)?;
+            }
         }
-        load.finish(&mut refused).await
+        let outcome = load.finish(&mut failed).await?;
+        set_aside(&mut refused, &mut failed)?;
+        Ok::<_, LoadError>(outcome)
     }
     .await;
     drop(chunks);
-    let (summary, prepare_ms) = preparing
+    let ((summary, rejects), prepare_ms) = preparing
         .await
         .map_err(|e| LoadError::step(format!("preparing the rows failed: {e}")))?;
     // A source that cannot be read is the step's error; a target that
     // failed stopped the read, and is.
-    let (mut summary, outcome) = match (summary, loaded) {
+    let (summary, outcome) = match (summary, loaded) {
         (Err(prepare::PrepareError::Stopped), Err(e)) => return Err(e.into()),
         (Err(e), _) => return Err(e.into()),
         (Ok(summary), loaded) => (summary, loaded?),
@@ -229,37 +264,13 @@ async fn blacklist_step(
     report.timings_ms.load = loading.elapsed().as_millis() as u64;
     report.prepare = summary.stats.clone();
     report.blacklist = Some(outcome);
-    if opts.dry_run {
-        plan.extend(invalid_rows(&summary.rejects));
-    }
-    summary.rejects.rows.extend(refused);
-    report.rejects_file = write_rejects(&s.rejects, &summary.rejects)?;
+    report.rejects_file = rejects.finish(refused)?;
     Ok(())
 }
 
-fn invalid_rows(rejects: &Rejects) -> impl Iterator<Item = PlanRow> + '_ {
-    rejects.rows.iter().map(|r| PlanRow {
-        row_number: r.row_number,
-        email: String::new(),
-        action: Action::Invalid,
-        detail: if r.field.is_empty() {
-            r.reason.clone()
-        } else {
-            format!("{}: {}", r.field, r.reason)
-        },
-    })
-}
-
-/// Writes the rejects file and returns its path, or removes a stale one
-/// when nothing was rejected.
-pub fn write_rejects(path: &Path, rejects: &Rejects) -> Result<Option<PathBuf>, LoadError> {
-    if rejects.rows.is_empty() {
-        let _ = std::fs::remove_file(path);
-        return Ok(None);
-    }
-    rejects.write(path).map_err(|e| LoadError::Output {
-        path: path.to_path_buf(),
-        message: e.to_string(),
-    })?;
-    Ok(Some(path.to_path_buf()))
+/// Moves a chunk's refused entries to the spool (memory holds a chunk's).
+fn set_aside(spool: &mut RejectSpool, rows: &mut Vec<RejectRow>) -> Result<(), LoadError> {
+    rows.drain(..)
+        .try_for_each(|r| spool.push(&r))
+        .map_err(spool_error)
 }

@@ -9,11 +9,12 @@ use super::chunk::{Counters, Prepared, Shared, Tally, write_chunk};
 use super::held::TargetIndex;
 use super::journal::Journal;
 pub use super::outcome::ImportOutcome;
+use super::plan_file::{self, PlanFile};
 use super::target::Connected;
-use super::{Action, LoadError, PlanRow, WriteOptions, mirror, plan, progress_bar};
+use super::{Action, LoadError, PlanRow, WriteOptions, mirror, plan, progress_bar, spool_error};
 use crate::pipeline::{ImportStep, ReceiverField, ValueFrom};
 use crate::prepare::{ImportChunk, PreparedRows};
-use crate::source::RejectRow;
+use crate::source::RejectSpool;
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -44,15 +45,16 @@ pub type Chunks = tokio::sync::mpsc::Receiver<ImportChunk>;
 
 /// Runs one import step over its chunks, `first` and the `rest`, one after
 /// the other. Rows the target refuses go to `refused` with their source
-/// values; dry runs fill `plan_rows`.
+/// values; a dry run writes each chunk's lines to `plan` (the chunk's own
+/// rejects among them, as `invalid`).
 pub async fn run(
     conn: &Connected,
     step: &ImportStep,
     first: ImportChunk,
     rest: &mut Chunks,
     opts: &WriteOptions,
-    plan_rows: &mut Vec<PlanRow>,
-    refused: &mut Vec<RejectRow>,
+    mut plan: Option<&mut PlanFile>,
+    refused: &mut RejectSpool,
 ) -> Result<ImportOutcome, LoadError> {
     let mut out = ImportOutcome::default();
     let setup_retried = AtomicU64::new(0);
@@ -149,12 +151,26 @@ pub async fn run(
     out.journal_unreadable_lines = journal.as_ref().map_or(0, Journal::unreadable);
     let bar = progress_bar(opts, 0, &step.name);
     let gid = group.as_ref().map(|g| g.id);
+    // A chunk's plan lines, written when it is done.
+    let mut plan_rows: Vec<PlanRow> = Vec::new();
+    // Mirror mode's removals go with the step's one chunk (see plan_file).
+    if let (Some(m), Some(_), true) = (&step.mirror, gid, opts.dry_run) {
+        plan_rows.extend(removals.iter().map(|e| PlanRow {
+            row_number: 0,
+            email: e.clone(),
+            action: Action::Remove,
+            detail: format!(
+                "{}: imported earlier, not in the source now",
+                m.removal.as_str()
+            ),
+        }));
+    }
     let mut tally = Tally {
         out: &mut out,
         seen: 0,
         failed_rows: Vec::new(),
         imported: (!opts.dry_run && ledger.is_some()).then(Vec::new),
-        plan_rows: &mut *plan_rows,
+        plan_rows: &mut plan_rows,
         dry_run: opts.dry_run,
         group_known: gid.is_some(),
     };
@@ -207,8 +223,15 @@ pub async fn run(
             let lookup = crate::prepare::RejectLookup::new(&chunk.chunk.table);
             for (index, reason) in failed {
                 let (file, row) = (cols.file(index), cols.row_number(index));
-                refused.push(lookup.reject(file, row, "email", reason));
+                refused
+                    .push(&lookup.reject(file, row, "email", reason))
+                    .map_err(spool_error)?;
             }
+        }
+        if let Some(plan) = plan.as_deref_mut() {
+            let invalid = chunk.chunk.rejects.iter().map(plan_file::invalid);
+            tally.plan_rows.extend(invalid);
+            plan.chunk(tally.plan_rows)?;
         }
         drop(chunk);
         // A stop (Ctrl-C, SIGTERM) or the breaker opening takes no new chunk.
@@ -217,6 +240,10 @@ pub async fn run(
             // the source is not read.
             while let Ok(c) = rest.try_recv() {
                 not_started += c.frame.height() as u64;
+                if let Some(plan) = plan.as_deref_mut() {
+                    let mut invalid = c.rejects.iter().map(plan_file::invalid).collect();
+                    plan.chunk(&mut invalid)?;
+                }
             }
             tally.out.stopped = true;
             break;
@@ -260,15 +287,6 @@ pub async fn run(
     let mut removed = Vec::new();
     if let (Some(m), Some(g)) = (&step.mirror, gid) {
         if opts.dry_run {
-            plan_rows.extend(removals.iter().map(|e| PlanRow {
-                row_number: 0,
-                email: e.clone(),
-                action: Action::Remove,
-                detail: format!(
-                    "{}: imported earlier, not in the source now",
-                    m.removal.as_str()
-                ),
-            }));
             out.removed = removals.len() as u64;
         } else if !out.stopped {
             let r = mirror::remove(conn, g, removals, m.removal, concurrency, opts.retries).await;

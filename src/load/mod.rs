@@ -17,12 +17,15 @@ pub mod lock;
 pub mod mirror;
 mod outcome;
 mod plan;
+pub mod plan_file;
 pub mod requests;
 pub mod retry;
 mod rows;
 pub mod target;
 pub mod window;
 mod write;
+
+pub use plan_file::PlanFile;
 
 use crate::cause::Cause;
 use crate::client::ClientError;
@@ -190,31 +193,19 @@ pub struct PlanRow {
     pub detail: String,
 }
 
-/// Writes a dry run's plan as CSV: `row_number,email,action,detail`,
-/// atomically ([`crate::state_file`]).
-pub fn write_plan(path: &std::path::Path, rows: &mut [PlanRow]) -> Result<(), LoadError> {
-    let err = |e: &dyn std::fmt::Display| LoadError::Output {
-        path: path.to_path_buf(),
-        message: e.to_string(),
+/// The temporary file of rejected rows could not be written (most often a
+/// full `TMPDIR`): the run stops naming the folder, like any state it writes.
+pub(crate) fn spool_error(e: crate::spill::SpillError) -> LoadError {
+    let (path, message) = match &e {
+        crate::spill::SpillError::Io { dir, source } => (dir.clone(), source.to_string()),
+        crate::spill::SpillError::Sql { path, source } => (path.clone(), source.to_string()),
     };
-    rows.sort_by_key(|r| r.row_number);
-    let mut file = crate::state_file::Pending::new(path, crate::state_file::Access::Shared)
-        .map_err(|e| err(&e.source))?;
-    let mut w = csv::Writer::from_writer(std::io::BufWriter::new(file.file()));
-    w.write_record(["row_number", "email", "action", "detail"])
-        .map_err(|e| err(&e))?;
-    for r in rows.iter() {
-        w.write_record([
-            r.row_number.to_string().as_str(),
-            &r.email,
-            r.action.as_str(),
-            &r.detail,
-        ])
-        .map_err(|e| err(&e))?;
+    LoadError::Output {
+        path,
+        message: format!(
+            "{message} (the temporary file of rows the target refused: set TMPDIR to a folder with room)"
+        ),
     }
-    w.flush().map_err(|e| err(&e))?;
-    drop(w);
-    file.commit().map_err(|e| err(&e.source))
 }
 
 /// A progress bar for a stage, hidden when progress is off.

@@ -6,10 +6,10 @@
 use super::columns::{Errors, map_column, reject_rows};
 use super::condition::RowTest;
 use super::dedupe::Kept;
-use super::{PrepareError, PrepareStats, Rejects, value};
+use super::{PrepareError, PrepareStats, value};
 use crate::hash::Key128;
 use crate::pipeline::{BlacklistStep, ValueKind};
-use crate::source::{FILE_COL, ROW_COL, Table, Workbook};
+use crate::source::{FILE_COL, ROW_COL, RejectRow, Table, Workbook};
 use std::path::Path;
 
 /// One chunk of a blacklist source, mapped and checked.
@@ -20,11 +20,12 @@ pub struct BlacklistChunk {
     pub entries: Vec<(String, String)>,
     /// The file index and row number of each entry.
     pub rows: Vec<(u32, u64)>,
+    /// The chunk's rejected rows (see [`super::ImportChunk::rejects`]).
+    pub rejects: Vec<RejectRow>,
 }
 
 /// What the whole source came to, once every chunk was handed on.
 pub struct BlacklistSummary {
-    pub rejects: Rejects,
     pub stats: PrepareStats,
     pub workbooks: Vec<Workbook>,
 }
@@ -39,26 +40,19 @@ pub fn blacklist_chunks(
 ) -> Result<BlacklistSummary, PrepareError> {
     let mut stats = PrepareStats::default();
     let mut seen = Kept::new(Key128::default(), budget.spill_after);
-    let mut rejects: Option<Rejects> = None;
-    let (mut files, mut workbooks) = (0, Vec::new());
+    let (mut chunks, mut files, mut workbooks) = (0, 0, Vec::new());
     super::read_chunks(&step.source, base_dir, budget.chunk_rows, &mut |table| {
-        let (chunk, rejected) = prepare_chunk(step, table, &mut seen, &mut stats)?;
+        let chunk = prepare_chunk(step, table, &mut seen, &mut stats)?;
+        chunks += 1;
         files = chunk.table.files.len();
         workbooks.clone_from(&chunk.table.workbooks);
-        rejects
-            .get_or_insert_with(|| Rejects::new(&chunk.table, step.rejects_bom))
-            .rows
-            .extend(rejected);
         Ok(each(chunk))
     })?;
-    let mut rejects = rejects.ok_or(PrepareError::Stopped)?;
-    rejects.multi_file = files > 1;
+    if chunks == 0 {
+        return Err(PrepareError::Stopped);
+    }
     stats.files_read(files);
-    Ok(BlacklistSummary {
-        rejects,
-        stats,
-        workbooks,
-    })
+    Ok(BlacklistSummary { stats, workbooks })
 }
 
 /// Maps and checks one chunk: its entries and its rejected rows.
@@ -67,7 +61,7 @@ fn prepare_chunk(
     table: Table,
     seen: &mut Kept,
     stats: &mut PrepareStats,
-) -> Result<(BlacklistChunk, Vec<crate::source::RejectRow>), PrepareError> {
+) -> Result<BlacklistChunk, PrepareError> {
     let height = table.frame.height();
     stats.rows_read += (height + table.ragged.len()) as u64;
     stats.padded += table.padded;
@@ -131,13 +125,11 @@ fn prepare_chunk(
         entries.push((e, comment.to_string()));
         kept_rows.push((files.get(i).unwrap_or(0), rows.get(i).unwrap_or(0) as u64));
     }
-    let rejected = reject_rows(&table, &errors, stats)?;
-    Ok((
-        BlacklistChunk {
-            table,
-            entries,
-            rows: kept_rows,
-        },
-        rejected,
-    ))
+    let rejects = reject_rows(&table, &errors, stats)?;
+    Ok(BlacklistChunk {
+        table,
+        entries,
+        rows: kept_rows,
+        rejects,
+    })
 }

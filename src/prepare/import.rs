@@ -12,13 +12,12 @@
 
 use super::columns::{Errors, attribute_columns, keep_mask, map_column, reject_rows};
 use super::joined::JoinedOrders;
+use super::joined::OrderRejects;
 use super::orders::{self, map_orders};
-use super::{
-    Budget, PrepareError, PrepareStats, Rejects, col, dedupe, domains, fill, mangled, tags,
-};
+use super::{Budget, PrepareError, PrepareStats, col, dedupe, domains, fill, mangled, tags};
 use crate::hash::Key128;
 use crate::pipeline::{Dedupe, ImportStep, ReceiverField};
-use crate::source::{self, FILE_COL, ROW_COL, Table, Workbook};
+use crate::source::{self, FILE_COL, ROW_COL, RejectRow, Table, Workbook};
 use polars::prelude::*;
 use std::path::Path;
 use std::sync::Arc;
@@ -37,13 +36,15 @@ pub struct ImportChunk {
     pub duplicates: Vec<(u64, String)>,
     /// The orders of the chunk's receivers, by normalised email.
     pub orders: Arc<OrderLines>,
+    /// The chunk's rejected rows, in the order of the rejects file (its
+    /// format: [`crate::source::RejectsFormat::of`] the chunk's `table`).
+    pub rejects: Vec<RejectRow>,
 }
 
 /// What the whole source came to, once every chunk is prepared.
 pub struct ImportSummary {
     pub stats: PrepareStats,
-    pub rejects: Rejects,
-    pub order_rejects: Option<Rejects>,
+    pub order_rejects: Option<OrderRejects>,
     pub workbooks: Vec<Workbook>,
 }
 
@@ -97,7 +98,7 @@ pub fn import_chunks(
         step,
         base_dir,
         stats: PrepareStats::default(),
-        rejects: None,
+        chunks: 0,
         files: 0,
         workbooks: Vec::new(),
         kept: dedupe::Kept::new(keys, budget.spill_after),
@@ -127,9 +128,8 @@ struct Preparer<'s> {
     step: &'s ImportStep,
     base_dir: &'s Path,
     stats: PrepareStats,
-    /// Made with the first chunk (its columns are every file's, its dialect
-    /// the first file's); the rows of every chunk.
-    rejects: Option<Rejects>,
+    /// Chunks prepared.
+    chunks: usize,
     /// Files and workbooks read so far (each chunk knows the ones before it).
     files: usize,
     workbooks: Vec<Workbook>,
@@ -208,11 +208,8 @@ impl Preparer<'_> {
             &mut stats.domain_typos,
             domains::find(&table.frame, &email_by_row)?,
         );
-        let rejected = reject_rows(&table, &errors, &mut self.stats)?;
-        self.rejects
-            .get_or_insert_with(|| Rejects::new(&table, step.rejects_bom))
-            .rows
-            .extend(rejected);
+        let rejects = reject_rows(&table, &errors, &mut self.stats)?;
+        self.chunks += 1;
         self.files = table.files.len();
         self.workbooks.clone_from(&table.workbooks);
         let mask = keep_mask(height, &errors);
@@ -250,12 +247,14 @@ impl Preparer<'_> {
             frame,
             duplicates,
             orders,
+            rejects,
         })
     }
 
     fn finish(mut self) -> Result<ImportSummary, PrepareError> {
-        let mut rejects = self.rejects.take().ok_or(PrepareError::Stopped)?;
-        rejects.multi_file = self.files > 1;
+        if self.chunks == 0 {
+            return Err(PrepareError::Stopped);
+        }
         self.stats.files_read(self.files);
         let order_rejects = match self.joined {
             Some(j) => Some(j.finish(self.base_dir, &mut self.stats)?),
@@ -263,7 +262,6 @@ impl Preparer<'_> {
         };
         Ok(ImportSummary {
             stats: self.stats,
-            rejects,
             order_rejects,
             workbooks: self.workbooks,
         })
@@ -328,7 +326,7 @@ mod tests {
     /// Row numbers sent and dropped, and the counts, of a read in chunks
     /// of `chunk_rows`; every chunk is checked against the bound.
     fn read(step: &ImportStep, dir: &Path, chunk_rows: usize) -> (Vec<u32>, Vec<u64>, u64, u64) {
-        let (mut sent, mut dropped) = (Vec::new(), Vec::new());
+        let (mut sent, mut dropped, mut rejected) = (Vec::new(), Vec::new(), 0);
         let budget = Budget::default().with_chunk_rows(chunk_rows);
         let summary = import_chunks(step, dir, budget, &mut |c| {
             assert!(c.table.frame.height() + c.table.ragged.len() <= chunk_rows);
@@ -342,11 +340,15 @@ mod tests {
                     .into_no_null_iter(),
             );
             dropped.extend(c.duplicates.iter().map(|(row, _)| *row));
+            // A chunk carries its own rejects, no more.
+            assert!(c.rejects.len() <= chunk_rows);
+            rejected += c.rejects.len() as u64;
             true
         })
         .unwrap();
         let stats = summary.stats;
         assert_eq!(stats.duplicates, dropped.len() as u64);
+        assert_eq!(stats.rejected_total(), rejected);
         (sent, dropped, stats.rows_read, stats.rejected_total())
     }
 
@@ -457,9 +459,8 @@ mod tests {
                     (8, 5, 3),
                     "{budget:?}"
                 );
-                let rejects = summary.order_rejects.unwrap();
+                let rejects = summary.order_rejects.unwrap().rows();
                 let rows: Vec<(u64, &str, &str)> = rejects
-                    .rows
                     .iter()
                     .map(|r| (r.row_number, r.field.as_str(), r.reason.as_str()))
                     .collect();
@@ -472,7 +473,7 @@ mod tests {
                 assert_eq!((rows[1].0, rows[1].1), (6, "email"));
                 assert_eq!((rows[2].0, rows[2].1), (7, "price"));
                 assert_eq!(
-                    rejects.rows[0].values,
+                    rejects[0].values,
                     [
                         Some("ghost@x.de".into()),
                         Some("G1".into()),

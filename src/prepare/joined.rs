@@ -9,15 +9,16 @@
 //! its line's fields and row index ([`Store`]: in memory up to the budget's
 //! `spill_after` rows, then in a temporary file), and one bit per row for
 //! the rows no receiver has taken yet. Neither the rows nor their addresses
-//! are held as strings.
+//! are held as strings. Its rejects wait in a temporary file
+//! ([`RejectSpool`]) until they are written, sorted by file and row.
 
 use super::columns::{Errors, map_column, reject_rows};
 use super::order_store::{Entries, Store};
 use super::orders::{OrderLines, map_orders};
-use super::{Budget, PrepareError, PrepareStats, Rejects};
+use super::{Budget, PrepareError, PrepareStats};
 use crate::hash::Key128;
 use crate::pipeline::{Mapping, OrdersSpec, ValueKind};
-use crate::source::{RejectRow, SourceSpec};
+use crate::source::{RejectRow, RejectSpool, RejectsFile, RejectsFormat, SourceError, SourceSpec};
 use std::ops::Range;
 use std::path::Path;
 use std::sync::Arc;
@@ -34,10 +35,11 @@ pub(super) struct JoinedOrders {
     untaken: RowBits,
     /// Order lines taken by a receiver.
     accepted: u64,
-    /// Rows refused while mapping.
-    rejected: Vec<RejectRow>,
+    /// Rows refused while mapping, then the orphans.
+    rejected: RejectSpool,
     stats: PrepareStats,
-    rejects: Option<Rejects>,
+    /// Made with the first chunk.
+    format: Option<RejectsFormat>,
     files: usize,
     /// Rows per chunk, both reads alike.
     chunk_rows: usize,
@@ -62,9 +64,9 @@ impl JoinedOrders {
             store: Store::default(),
             untaken: RowBits::default(),
             accepted: 0,
-            rejected: Vec::new(),
+            rejected: RejectSpool::new(),
             stats: PrepareStats::default(),
-            rejects: None,
+            format: None,
             files: 0,
             chunk_rows: budget.chunk_rows,
         };
@@ -94,11 +96,13 @@ impl JoinedOrders {
             }
             joined.store.append(entries, budget.spill_after)?;
             joined.stats.orders_read += (table.frame.height() + table.ragged.len()) as u64;
-            let rows = reject_rows(&table, &errors, &mut joined.stats)?;
-            joined.rejected.extend(rows);
+            spool_sorted(
+                &mut joined.rejected,
+                reject_rows(&table, &errors, &mut joined.stats)?,
+            )?;
             joined
-                .rejects
-                .get_or_insert_with(|| Rejects::new(&table, rejects_bom));
+                .format
+                .get_or_insert_with(|| RejectsFormat::of(&table, rejects_bom));
             joined.files = table.files.len();
             seen_rows += table.frame.height() as u64;
             Ok(true)
@@ -137,19 +141,19 @@ impl JoinedOrders {
         mut self,
         base_dir: &Path,
         stats: &mut PrepareStats,
-    ) -> Result<Rejects, PrepareError> {
+    ) -> Result<OrderRejects, PrepareError> {
         if !self.untaken.is_empty() {
             self.reject_orphans(base_dir)?;
         }
-        let mut rejects = self.rejects.take().ok_or(PrepareError::Stopped)?;
-        rejects.multi_file = self.files > 1;
-        self.rejected
-            .sort_by(|a, b| (&a.file, a.row_number).cmp(&(&b.file, b.row_number)));
-        rejects.rows = self.rejected;
+        let mut format = self.format.take().ok_or(PrepareError::Stopped)?;
+        format.multi_file = self.files > 1;
         stats.orders_rejected += self.stats.rejected_total();
         stats.orders_read += self.stats.orders_read;
         stats.orders_accepted += self.accepted;
-        Ok(rejects)
+        Ok(OrderRejects {
+            format,
+            rows: self.rejected,
+        })
     }
 
     /// Reads the source again for the rows no receiver took: their rejects,
@@ -190,9 +194,46 @@ impl JoinedOrders {
                 }
             }
             table.ragged.clear();
-            rejected.extend(reject_rows(&table, &errors, stats)?);
+            spool_sorted(rejected, reject_rows(&table, &errors, stats)?)?;
             Ok(true)
         })
+    }
+}
+
+/// Sets a chunk's rejects aside sorted by file and row (a chunk lists its
+/// ragged rows first): each read then sets aside one ascending run per file.
+fn spool_sorted(spool: &mut RejectSpool, mut rows: Vec<RejectRow>) -> Result<(), PrepareError> {
+    rows.sort_by(|a, b| (&a.file, a.row_number).cmp(&(&b.file, b.row_number)));
+    rows.iter().try_for_each(|r| spool.push(r))?;
+    Ok(())
+}
+
+/// A joined orders source's rejects, waiting on disk: the rows its mapping
+/// refused and the orders no receiver took, to be written sorted by file
+/// and row.
+pub struct OrderRejects {
+    format: RejectsFormat,
+    rows: RejectSpool,
+}
+
+impl OrderRejects {
+    /// Writes the rows to `file` (their own rejects file).
+    pub fn write(self, file: &mut RejectsFile) -> Result<(), SourceError> {
+        file.follow(self.format)?;
+        file.append(self.rows, true)
+    }
+
+    /// The rows, sorted (tests).
+    #[cfg(test)]
+    pub(crate) fn rows(self) -> Vec<RejectRow> {
+        let mut rows = Vec::new();
+        self.rows
+            .drain_sorted(&mut |r| {
+                rows.push(r);
+                Ok(())
+            })
+            .unwrap();
+        rows
     }
 }
 
@@ -277,9 +318,8 @@ mod tests {
                 (s.orders_read, s.orders_accepted, s.orders_rejected),
                 (4, 2, 1)
             );
-            let rejects = summary.order_rejects.unwrap();
+            let rejects = summary.order_rejects.unwrap().rows();
             let rows: Vec<(u64, &str)> = rejects
-                .rows
                 .iter()
                 .map(|r| (r.row_number, r.reason.as_str()))
                 .collect();

@@ -5,6 +5,12 @@
 //! Values are mapped column by column into a polars frame of text columns
 //! named by [`col`]; rows with any error leave as rejects; duplicates of the
 //! normalised email are resolved as the step says ([`dedupe`]).
+//!
+//! Decision: a chunk's rejects travel with the chunk (`rejects` of
+//! [`ImportChunk`] and [`BlacklistChunk`]) and the consumer writes them
+//! ([`crate::source::RejectsFile`]): preparing stays free of files, so
+//! `check` and `run` share it, and no stage holds more rejects than a
+//! chunk's.
 
 mod blacklist;
 mod budget;
@@ -25,11 +31,12 @@ pub mod tags;
 pub mod time;
 pub mod value;
 
-use crate::source::{self, RejectRow, Table};
+use crate::source::{self, Table};
 pub use blacklist::{BlacklistChunk, BlacklistSummary, blacklist_chunks};
 pub use budget::{Budget, chunk_rows};
 pub use columns::RejectLookup;
 pub use import::{ImportChunk, ImportSummary, PreparedImport, import_chunks, prepare_import};
+pub use joined::OrderRejects;
 pub use orders::OrderLines;
 use polars::prelude::*;
 pub use reasons::RejectExample;
@@ -163,39 +170,5 @@ impl PrepareStats {
                 .values_mut()
                 .for_each(|e| e.file = None);
         }
-    }
-}
-
-/// Rejected rows and how to write them back in the input's dialect.
-pub struct Rejects {
-    pub columns: Vec<String>,
-    pub dialect: source::Dialect,
-    pub multi_file: bool,
-    /// A byte order mark before the (UTF-8) text.
-    pub bom: bool,
-    pub rows: Vec<RejectRow>,
-}
-
-impl Rejects {
-    /// `bom`: the step's `rejects_bom`; None follows the source.
-    fn new(table: &Table, bom: Option<bool>) -> Self {
-        Rejects {
-            columns: table.columns.clone(),
-            dialect: table.dialect.clone(),
-            multi_file: table.files.len() > 1,
-            bom: bom.unwrap_or_else(|| table.dialect.has_bom()),
-            rows: Vec::new(),
-        }
-    }
-
-    pub fn write(&self, path: &Path) -> Result<(), source::SourceError> {
-        source::write_rejects(
-            path,
-            &self.columns,
-            &self.dialect,
-            self.multi_file,
-            self.bom,
-            &self.rows,
-        )
     }
 }

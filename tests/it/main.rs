@@ -36,6 +36,7 @@ mod pipeline_keys;
 mod presets;
 mod properties;
 mod receivers;
+mod rejects;
 mod reliability;
 mod remote;
 mod s3;

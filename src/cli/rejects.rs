@@ -1,0 +1,89 @@
+//! A step's rejects files as `run` and `check` write them: each chunk's
+//! rejects on the preparing thread as the chunk is prepared (the file
+//! grows with the source, memory does not), then the rows the target
+//! refused, set aside on disk meanwhile, after all of them (the order the
+//! file always had), then the file under its name.
+//!
+//! Decision: the preparing thread owns the file, not the loader: its rows
+//! are written even when the loader is busy or stops taking chunks, and the
+//! loader's thread does no file writes per chunk but the dry run's plan. A
+//! dry run keeps each chunk's rejects in the chunk for the plan's
+//! `invalid` lines; a run drops them once written.
+//!
+//! Decision: a rejects file that cannot be written (a full disk, a file
+//! where its folder should be) does not stop the rows: they are sent as
+//! before, and the step fails at its end naming the file (exit 74), when
+//! the journal lets `--resume` finish it. The rejects after the failure are
+//! dropped, never held.
+
+use crate::load::LoadError;
+use crate::prepare::OrderRejects;
+use crate::source::{RejectRow, RejectSpool, RejectsFile, RejectsFormat, SourceError, Table};
+use std::path::{Path, PathBuf};
+
+/// One step's rejects file, fed chunk by chunk.
+pub(super) struct StepRejects {
+    file: RejectsFile,
+    path: PathBuf,
+    /// The step's `rejects_bom`.
+    bom: Option<bool>,
+    /// Why the file could not be written; no row is written after.
+    failed: Option<SourceError>,
+}
+
+impl StepRejects {
+    pub(super) fn new(path: &Path, bom: Option<bool>) -> Self {
+        StepRejects {
+            file: RejectsFile::new(path),
+            path: path.to_path_buf(),
+            bom,
+            failed: None,
+        }
+    }
+
+    /// Writes the rejects of a chunk of `table` (nothing once the file could
+    /// not be written: [`StepRejects::finish`] says why).
+    pub(super) fn chunk(&mut self, table: &Table, rows: &[RejectRow]) {
+        if self.failed.is_some() {
+            return;
+        }
+        let written = self
+            .file
+            .follow(RejectsFormat::of(table, self.bom))
+            .and_then(|()| self.file.write(rows));
+        if let Err(e) = written {
+            self.failed = Some(e);
+        }
+    }
+
+    /// Adds the rows the target `refused` after every row written, and puts
+    /// the file under its name; a step that rejected nothing removes a file
+    /// an earlier run left. The error of a file that could not be written.
+    pub(super) fn finish(self, refused: RejectSpool) -> Result<Option<PathBuf>, LoadError> {
+        if let Some(e) = self.failed {
+            return Err(output(&self.path, e));
+        }
+        let path = self.path;
+        let mut file = self.file;
+        file.append(refused, false).map_err(|e| output(&path, e))?;
+        file.finish().map_err(|e| output(&path, e))
+    }
+}
+
+/// Writes a joined orders source's rejects to their own file (or removes a
+/// stale one when there are none).
+pub(super) fn write_order_rejects(
+    path: &Path,
+    rejects: OrderRejects,
+) -> Result<Option<PathBuf>, LoadError> {
+    let mut file = RejectsFile::new(path);
+    rejects.write(&mut file).map_err(|e| output(path, e))?;
+    file.finish().map_err(|e| output(path, e))
+}
+
+fn output(path: &Path, e: SourceError) -> LoadError {
+    LoadError::Output {
+        path: path.to_path_buf(),
+        message: e.to_string(),
+    }
+}
