@@ -64,6 +64,16 @@ pub enum SpillError {
     },
 }
 
+impl SpillError {
+    /// The folder of temporary files, and what went wrong there.
+    pub fn dir_and_reason(&self) -> (PathBuf, String) {
+        match self {
+            SpillError::Io { dir, source } => (dir.clone(), source.to_string()),
+            SpillError::Sql { dir, source } => (dir.clone(), source.to_string()),
+        }
+    }
+}
+
 /// A key → values table on disk. A key may hold several values, read back in
 /// the order they were added.
 pub struct Spill {

@@ -49,8 +49,7 @@ impl From<IndexError> for LoadError {
     /// `TMPDIR`) stops the run naming the file, like any state it writes.
     fn from(e: IndexError) -> LoadError {
         let (path, message) = match &e {
-            IndexError::Spill(SpillError::Io { dir, source }) => (dir.clone(), source.to_string()),
-            IndexError::Spill(SpillError::Sql { dir, source }) => (dir.clone(), source.to_string()),
+            IndexError::Spill(e) => e.dir_and_reason(),
             IndexError::Damaged { path } => (path.clone(), e.to_string()),
         };
         LoadError::Output {

@@ -196,10 +196,7 @@ pub struct PlanRow {
 /// The temporary file of rejected rows could not be written (most often a
 /// full `TMPDIR`): the run stops naming the folder, like any state it writes.
 pub(crate) fn spool_error(e: crate::spill::SpillError) -> LoadError {
-    let (path, message) = match &e {
-        crate::spill::SpillError::Io { dir, source } => (dir.clone(), source.to_string()),
-        crate::spill::SpillError::Sql { path, source } => (path.clone(), source.to_string()),
-    };
+    let (path, message) = e.dir_and_reason();
     LoadError::Output {
         path,
         message: format!(
