@@ -3,15 +3,16 @@
 //! orders source (written sorted by file and row once its second read is done). Memory
 //! holds a write buffer and one entry per run of ascending rows, never the rows.
 //!
-//! Decision: a plain length-prefixed record per row in an unnamed-to-the-user temporary
-//! file (`TMPDIR`, removed when dropped), not CSV: the rows' final format (whether a
+//! Decision: a plain length-prefixed record per row in a temporary file with no name
+//! (`TMPDIR`, out of the folder from the start, so that no run, however it ends, leaves
+//! it behind; runs are read back with positioned reads), not CSV: the rows' final format (whether a
 //! `file` column is wanted) is only known when the source is read to its end, and a
 //! length prefix reads back without any quoting rule.
 
 use std::fs::File;
 use std::io::{self, BufReader, BufWriter, Read, Write};
 
-use tempfile::NamedTempFile;
+use std::sync::Arc;
 
 use super::RejectRow;
 use crate::spill::SpillError;
@@ -28,7 +29,7 @@ struct Run {
 /// ([`RejectSpool::drain_sorted`]). The file is made with the first row.
 #[derive(Default)]
 pub struct RejectSpool {
-    temp: Option<(NamedTempFile, BufWriter<File>)>,
+    temp: Option<(Arc<File>, BufWriter<File>)>,
     written: u64,
     rows: u64,
     runs: Vec<Run>,
@@ -58,12 +59,9 @@ impl RejectSpool {
     /// Sets `row` aside after the ones before it.
     pub fn push(&mut self, row: &RejectRow) -> Result<(), SpillError> {
         if self.temp.is_none() {
-            let temp = tempfile::Builder::new()
-                .prefix("listpipe-rejects")
-                .tempfile()
-                .map_err(spill_error)?;
-            let file = temp.reopen().map_err(spill_error)?;
-            self.temp = Some((temp, BufWriter::new(file)));
+            let temp = tempfile::tempfile().map_err(spill_error)?;
+            let file = temp.try_clone().map_err(spill_error)?;
+            self.temp = Some((Arc::new(temp), BufWriter::new(file)));
         }
         let Some((_, out)) = self.temp.as_mut() else {
             return Ok(());
@@ -121,7 +119,7 @@ impl RejectSpool {
         Ok(())
     }
 
-    fn finish_writing(self) -> io::Result<Option<NamedTempFile>> {
+    fn finish_writing(self) -> io::Result<Option<Arc<File>>> {
         match self.temp {
             None => Ok(None),
             Some((temp, mut out)) => {
@@ -134,7 +132,7 @@ impl RejectSpool {
 
 /// Merges runs of one file by row number, the earlier run first on a tie.
 fn merge(
-    temp: &NamedTempFile,
+    temp: &Arc<File>,
     runs: &[Run],
     each: &mut dyn FnMut(RejectRow) -> io::Result<()>,
 ) -> io::Result<()> {
@@ -164,14 +162,33 @@ fn merge(
 
 /// The rows of `start..end` of the spool, one after the other.
 struct RunReader {
-    input: io::Take<BufReader<File>>,
+    input: io::Take<BufReader<At>>,
+}
+
+/// The spool's file read from `at` on with positioned reads, so that several
+/// readers share one file (it has no name to open it again by).
+struct At {
+    file: Arc<File>,
+    at: u64,
+}
+
+impl Read for At {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        #[cfg(unix)]
+        let n = std::os::unix::fs::FileExt::read_at(&*self.file, buf, self.at)?;
+        #[cfg(windows)]
+        let n = std::os::windows::fs::FileExt::seek_read(&*self.file, buf, self.at)?;
+        self.at += n as u64;
+        Ok(n)
+    }
 }
 
 impl RunReader {
-    fn open(temp: &NamedTempFile, start: u64, end: u64) -> io::Result<Self> {
-        use std::io::{Seek, SeekFrom};
-        let mut file = temp.reopen()?;
-        file.seek(SeekFrom::Start(start))?;
+    fn open(temp: &Arc<File>, start: u64, end: u64) -> io::Result<Self> {
+        let file = At {
+            file: Arc::clone(temp),
+            at: start,
+        };
         // A small buffer: a merge holds one per run.
         let input = BufReader::with_capacity(8 * 1024, file).take(end - start);
         Ok(RunReader { input })
