@@ -28,13 +28,12 @@ pub type Chunks = tokio::sync::mpsc::Receiver<ImportChunk>;
 pub async fn run(
     conn: &Connected,
     step: &ImportStep,
-    first: ImportChunk,
+    mut first: ImportChunk,
     rest: &mut Chunks,
     opts: &WriteOptions,
     mut plan: Option<&mut PlanFile>,
     refused: &mut RejectSpool,
 ) -> Result<ImportOutcome, LoadError> {
-    let mut first = first;
     let mut out = ImportOutcome::default();
     let setup_retried = AtomicU64::new(0);
     let (group, created) = plan::group(
