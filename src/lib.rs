@@ -10,6 +10,7 @@
 //! - [`export`]: groups, segments and blacklists read back out to files.
 //! - [`report`]: what a run did.
 //! - [`spill`]: a temporary on-disk table for state that grows with the input.
+//! - [`key_store`]: a set of addresses in bounded memory, spilled past a budget.
 //! - [`state_file`]: the one atomic-write path for the run's own files.
 //! - [`api`]: the v3 wire model, shared by the client and the server.
 //! - [`client`]: `ApiClient`, typed async calls to a v3 API over HTTP.
@@ -26,6 +27,7 @@ pub mod client;
 pub mod email;
 pub mod export;
 pub mod hash;
+pub mod key_store;
 pub mod load;
 pub mod pipeline;
 pub mod prepare;

@@ -196,6 +196,22 @@ impl Spill {
             .map_err(|e| self.sql(e))
     }
 
+    /// The last value added under `key`, if any.
+    pub fn last(&self, key: u128) -> Result<Option<Vec<u8>>, SpillError> {
+        self.indexed()?;
+        let (hi, lo) = split(key);
+        let mut select = self
+            .conn
+            .prepare_cached(
+                "SELECT v FROM spill WHERE hi = ?1 AND lo = ?2 ORDER BY rowid DESC LIMIT 1",
+            )
+            .map_err(|e| self.sql(e))?;
+        select
+            .query_row(params![hi, lo], |row| row.get::<_, Vec<u8>>(0))
+            .optional()
+            .map_err(|e| self.sql(e))
+    }
+
     /// The folder of temporary files the table is in (for messages).
     pub fn dir(&self) -> &Path {
         &self.dir
@@ -231,6 +247,8 @@ mod tests {
         assert_eq!(got, [b"a".to_vec(), b"b".to_vec(), b"c".to_vec()]);
         assert_eq!(s.first(big).unwrap(), Some(b"x".to_vec()));
         assert_eq!(s.first(2).unwrap(), None);
+        assert_eq!(s.last(1).unwrap(), Some(b"c".to_vec()));
+        assert_eq!(s.last(2).unwrap(), None);
         assert_eq!(s.keys().unwrap(), 2);
     }
 

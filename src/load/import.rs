@@ -15,29 +15,7 @@ use super::{Action, LoadError, PlanRow, WriteOptions, mirror, plan, progress_bar
 use crate::pipeline::{ImportStep, ReceiverField, ValueFrom};
 use crate::prepare::{ImportChunk, PreparedRows};
 use crate::source::RejectSpool;
-use std::collections::HashSet;
 use std::sync::atomic::{AtomicU64, Ordering};
-
-/// Every address the source holds, valid or not, as an import row would
-/// normalise it: mirror mode must not remove a receiver whose row is still
-/// there but was rejected this time (a bad date, say). A mirror step's
-/// source comes whole, as one chunk.
-fn source_emails(step: &ImportStep, chunk: &ImportChunk, valid: &[String]) -> HashSet<String> {
-    let mut all: HashSet<String> = valid.iter().cloned().collect();
-    let column = step.fields.iter().find_map(|(f, m)| match (f, &m.from) {
-        (ReceiverField::Email, ValueFrom::Column(c)) => Some(c.as_str()),
-        _ => None,
-    });
-    if let Some(Ok(cells)) =
-        column.map(|c| chunk.table.frame.column(c).and_then(|c| c.str().cloned()))
-    {
-        all.extend(cells.iter().flatten().map(|e| e.trim().to_lowercase()));
-    }
-    for (_, email) in &chunk.duplicates {
-        all.insert(email.trim().to_lowercase());
-    }
-    all
-}
 
 /// The prepared chunks of a step after the first, as the preparing thread
 /// hands them over (a bounded channel: it reads ahead a chunk at most).
@@ -50,7 +28,7 @@ pub type Chunks = tokio::sync::mpsc::Receiver<ImportChunk>;
 pub async fn run(
     conn: &Connected,
     step: &ImportStep,
-    first: ImportChunk,
+    mut first: ImportChunk,
     rest: &mut Chunks,
     opts: &WriteOptions,
     mut plan: Option<&mut PlanFile>,
@@ -86,6 +64,8 @@ pub async fn run(
         out.attributes_created = attributes;
     }
 
+    // Mirror mode: every address of the source, from its first read.
+    let source_addresses = first.source_addresses.take();
     let first = Prepared::new(step, first)?;
     // The blacklist check of the first chunk and the read of the group go
     // side by side.
@@ -118,13 +98,13 @@ pub async fn run(
             mirror::Ledger::open(&opts.pipeline, &step.name, &opts.target, g.id, read)
         })
         .transpose()?;
-    let removals = match (
-        &step.mirror,
-        ledger.as_ref().and_then(|l| l.emails.as_ref()),
-    ) {
+    let removals = match (&step.mirror, ledger.as_ref().filter(|l| l.is_read())) {
         (Some(m), Some(imported)) => {
-            let source = source_emails(step, &first.chunk, &first.emails);
+            let source = source_addresses.ok_or_else(|| {
+                LoadError::step("mirror mode: the source's addresses were not read")
+            })?;
             let planned = mirror::planned(imported, &source, &existing, m.removal)?;
+            drop(source);
             if !opts.dry_run {
                 let total = existing.len()?;
                 mirror::guard(m, planned.len(), total, opts.allow_mass_removal)
@@ -298,18 +278,15 @@ pub async fn run(
     }
     // Mirror mode writes back the ledger it read, compacted, without what
     // it deleted; a plain import appended its chunks already.
-    if let (Some(l), false) = (ledger.as_mut(), opts.dry_run) {
-        if let Some(emails) = l.emails.as_mut()
-            && step
-                .mirror
-                .as_ref()
-                .is_some_and(|m| m.removal == mirror::Removal::Delete)
-        {
-            removed.iter().for_each(|e| {
-                emails.remove(e);
-            });
+    if let (Some(l), false) = (ledger.as_ref(), opts.dry_run) {
+        let deleted = step
+            .mirror
+            .as_ref()
+            .is_some_and(|m| m.removal == mirror::Removal::Delete);
+        if !deleted {
+            removed.clear();
         }
-        l.save()?;
+        l.save(&removed, opts.spill_after)?;
     }
     out.retries += counters.retried + setup_retried.load(Ordering::Relaxed);
     out.orders_sent = counters.orders_sent;

@@ -3,17 +3,11 @@
 //! holds are deactivated (or deleted). Receivers listpipe did not import
 //! (added by hand, by a form, by another tool) are never touched.
 //!
-//! What listpipe imported is kept in a ledger per step, target and group
-//! (`.listpipe/ledger/<pipeline>/<step>-<hash>.txt`, one address a line):
-//! every import run adds the receivers it created or updated, mirror mode or
-//! not, so turning mirror mode on later knows them. A plain import never
-//! reads the ledger: it appends each chunk's addresses
-//! ([`crate::state_file::append_lines`]), so its memory does not grow with
-//! the ledger. Mirror mode reads it whole (it plans its removals from it)
-//! and writes it back compacted at the end. Reading ignores a last line cut
-//! by a crash and repeated lines: forgetting an address is the safe
-//! direction, inventing one is not. A lost ledger means nothing is
-//! removed.
+//! What listpipe imported is kept in a [`Ledger`] per step, target and
+//! group. Mirror mode plans its removals by reading the ledger a line at a
+//! time against the source's addresses ([`KeyStore`], from the source's
+//! first read) and the group ([`TargetIndex`]): memory holds neither the
+//! ledger nor the source.
 //!
 //! A guard refuses the whole step, before it writes any receiver, when the
 //! planned removals exceed a share of the group (default 10%): a truncated
@@ -21,196 +15,43 @@
 //! overrides it.
 
 use super::held::TargetIndex;
+pub use super::ledger::Ledger;
+use super::ledger::spill_failed;
 use super::target::Connected;
 use super::{LoadError, retry};
 use crate::api::{Id, ReceiverInput};
-use crate::pipeline::STATE_DIR;
+use crate::key_store::KeyStore;
 // The settings are the pipeline's plain data; what they do is here.
 pub use crate::pipeline::{MirrorSpec, Removal};
 use futures::StreamExt;
-use sha2::{Digest, Sha256};
-use std::collections::{BTreeSet, HashSet};
-use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// The first line of every ledger: a file without it is not one.
-const LEDGER_HEADER: &str =
-    "# Receivers listpipe imported into this group (mirror mode removes only these).\n";
-
-/// The ledger of one group of one target.
-pub struct Ledger {
-    path: PathBuf,
-    /// What it holds: read in mirror mode only (a plain import appends
-    /// without reading), with what this run added.
-    pub emails: Option<BTreeSet<String>>,
-}
-
-impl Ledger {
-    /// The ledger of `step` of `pipeline` for group `group` of `target`,
-    /// read when `read` (mirror mode). None yet is an empty ledger. One
-    /// that cannot be read or is not a ledger is refused, and left as it
-    /// is: emptied, it would make mirror mode forget what it imported.
-    /// Unread, only its first line is checked, so a plain import does not
-    /// append to a file that is not a ledger.
-    pub fn open(
-        pipeline: &str,
-        step: &str,
-        target: &str,
-        group: Id,
-        read: bool,
-    ) -> Result<Ledger, LoadError> {
-        let digest = Sha256::digest(format!("{target}\n{group}").as_bytes());
-        let path = Path::new(STATE_DIR)
-            .join("ledger")
-            .join(pipeline)
-            .join(format!("{step}-{}.txt", &hex::encode(digest)[..16]));
-        let emails = if read {
-            Some(read_ledger(&path)?)
-        } else {
-            check_header(&path)?;
-            None
-        };
-        Ok(Ledger { path, emails })
-    }
-
-    /// Adds the addresses a chunk imported: appended to the file at once
-    /// (flushed and fsync'd), and to what was read.
-    pub fn add(&mut self, emails: &[String]) -> Result<(), LoadError> {
-        if emails.is_empty() {
-            return Ok(());
-        }
-        let mut lines = String::with_capacity(emails.iter().map(|e| e.len() + 1).sum());
-        for e in emails {
-            lines.push_str(e);
-            lines.push('\n');
-        }
-        crate::state_file::append_lines(&self.path, LEDGER_HEADER, lines.as_bytes())
-            .map_err(|e| self.failed(e))?;
-        if let Some(read) = self.emails.as_mut() {
-            read.extend(emails.iter().cloned());
-        }
-        Ok(())
-    }
-
-    fn failed(&self, e: crate::state_file::WriteError) -> LoadError {
-        LoadError::Output {
-            path: self.path.clone(),
-            message: e.source.to_string(),
-        }
-    }
-
-    /// Writes a ledger that was read back whole, compacted (through a
-    /// temporary file, so a crash leaves the old one or the new one).
-    pub fn save(&self) -> Result<(), LoadError> {
-        let Some(emails) = &self.emails else {
-            return Ok(());
-        };
-        let mut text = String::from(LEDGER_HEADER);
-        for e in emails {
-            text.push_str(e);
-            text.push('\n');
-        }
-        crate::state_file::write(
-            &self.path,
-            text.as_bytes(),
-            crate::state_file::Access::Shared,
-        )
-        .map_err(|e| self.failed(e))
-    }
-}
-
-/// The refusal of a ledger that cannot be used, and why.
-fn refuse(path: &Path, why: String) -> LoadError {
-    LoadError::State {
-        path: path.to_path_buf(),
-        message: format!(
-            "the mirror ledger cannot be used: {why}. It was left as it is; \
-             restore it from a backup, or move it away to start a new ledger \
-             (mirror mode then removes nothing until receivers are imported again)"
-        ),
-    }
-}
-
-fn not_a_ledger(path: &Path) -> LoadError {
-    refuse(
-        path,
-        format!(
-            "it does not start with the ledger's first line \"{}\"",
-            LEDGER_HEADER.trim_end()
-        ),
-    )
-}
-
-/// Refuses a file that is not a ledger, from its first bytes only. Empty,
-/// or its first line cut by a crash, it is a ledger with nothing in it.
-fn check_header(path: &Path) -> Result<(), LoadError> {
-    use std::io::Read;
-    let file = match std::fs::File::open(path) {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-        Err(e) => return Err(refuse(path, format!("cannot read it: {e}"))),
-    };
-    let mut start = Vec::with_capacity(LEDGER_HEADER.len());
-    file.take(LEDGER_HEADER.len() as u64)
-        .read_to_end(&mut start)
-        .map_err(|e| refuse(path, format!("cannot read it: {e}")))?;
-    if LEDGER_HEADER.as_bytes().starts_with(&start) {
-        Ok(())
-    } else {
-        Err(not_a_ledger(path))
-    }
-}
-
-/// Every address of the ledger at `path` (see the module's doc).
-fn read_ledger(path: &Path) -> Result<BTreeSet<String>, LoadError> {
-    let mut bytes = match std::fs::read(path) {
-        Ok(b) => b,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(BTreeSet::new()),
-        Err(e) => return Err(refuse(path, format!("cannot read it: {e}"))),
-    };
-    // A last line without its newline is an append cut by a crash: dropped
-    // (before the text is decoded: the cut may split a character).
-    let complete = bytes.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
-    if complete == 0 && LEDGER_HEADER.as_bytes().starts_with(&bytes) {
-        return Ok(BTreeSet::new());
-    }
-    bytes.truncate(complete);
-    let text = String::from_utf8(bytes).map_err(|_| refuse(path, "it is not text".into()))?;
-    if !text.starts_with(LEDGER_HEADER) {
-        return Err(not_a_ledger(path));
-    }
-    let mut emails = BTreeSet::new();
-    for (i, line) in text.lines().enumerate() {
-        if line.is_empty() || line.starts_with('#') {
-            continue;
-        }
-        if !line.contains('@') || line.chars().any(|c| c.is_whitespace() || c.is_control()) {
-            return Err(refuse(path, format!("line {} is not an address", i + 1)));
-        }
-        emails.insert(line.to_string());
-    }
-    Ok(emails)
-}
-
-/// The receivers to remove: imported by listpipe earlier, in the group
-/// now, absent from the source; sorted.
+/// The receivers to remove: imported by listpipe earlier (the ledger, read
+/// a line at a time), in the group now, absent from the source; sorted,
+/// each once.
 pub fn planned(
-    ledger: &BTreeSet<String>,
-    source: &HashSet<String>,
+    ledger: &Ledger,
+    source: &KeyStore,
     existing: &TargetIndex,
     removal: Removal,
 ) -> Result<Vec<String>, LoadError> {
     let mut out = Vec::new();
-    for e in ledger.iter().filter(|e| !source.contains(*e)) {
+    ledger.each_address(&mut |e| {
+        if source.contains(e).map_err(spill_failed)? {
+            return Ok(());
+        }
         let remove = match existing.get(e)? {
             None => false,
             // Already deactivated: nothing left to do.
             Some(h) => removal == Removal::Delete || h.deactivated() == 0,
         };
         if remove {
-            out.push(e.clone());
+            out.push(e.to_string());
         }
-    }
+        Ok(())
+    })?;
+    out.sort_unstable();
+    out.dedup();
     Ok(out)
 }
 
@@ -315,48 +156,5 @@ mod tests {
         // An empty group has nothing to remove; a tiny one none at 10%.
         assert!(guard(&spec, 0, 0, false).is_ok());
         assert!(guard(&spec, 1, 5, false).is_err());
-    }
-
-    fn ledger_file(text: &[u8]) -> (tempfile::TempDir, PathBuf) {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("step-0123456789abcdef.txt");
-        std::fs::write(&path, text).unwrap();
-        (dir, path)
-    }
-
-    #[test]
-    fn a_ledger_read_ignores_a_cut_last_line_and_repeated_lines() {
-        let text = format!("{LEDGER_HEADER}a@x.de\nb@x.de\na@x.de\nb@x.de\nc@x");
-        let (_dir, path) = ledger_file(text.as_bytes());
-        let read: Vec<String> = read_ledger(&path).unwrap().into_iter().collect();
-        assert_eq!(read, ["a@x.de", "b@x.de"]);
-        // Cut inside a character: still only the cut line is lost.
-        let mut cut = format!("{LEDGER_HEADER}a@x.de\n").into_bytes();
-        cut.extend_from_slice(&"jürgen@x.de".as_bytes()[..2]);
-        let (_dir, path) = ledger_file(&cut);
-        assert_eq!(read_ledger(&path).unwrap().len(), 1);
-    }
-
-    #[test]
-    fn a_ledger_cut_in_its_first_line_is_empty_and_anything_else_is_refused() {
-        for cut in ["", &LEDGER_HEADER[..10]] {
-            let (_dir, path) = ledger_file(cut.as_bytes());
-            assert!(read_ledger(&path).unwrap().is_empty(), "{cut:?}");
-            assert!(check_header(&path).is_ok(), "{cut:?}");
-        }
-        let want = |path: &Path| {
-            format!(
-                "{}: the mirror ledger cannot be used: it does not start with the ledger's first line \"{}\". It was left as it is",
-                path.display(),
-                LEDGER_HEADER.trim_end()
-            )
-        };
-        let refused = |e: LoadError| e.to_string();
-        let (_dir, path) = ledger_file(b"a@x.de\n");
-        assert!(refused(read_ledger(&path).unwrap_err()).starts_with(&want(&path)));
-        assert!(refused(check_header(&path).unwrap_err()).starts_with(&want(&path)));
-        // Not a cut first line: refused unread too.
-        let (_dir, path) = ledger_file(b"garbage");
-        assert!(refused(check_header(&path).unwrap_err()).starts_with(&want(&path)));
     }
 }

@@ -13,6 +13,7 @@ mod held;
 pub mod identity;
 pub mod import;
 pub mod journal;
+mod ledger;
 pub mod lock;
 pub mod mirror;
 mod outcome;

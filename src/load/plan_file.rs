@@ -9,8 +9,8 @@
 //! with each file: their lines are sorted together within a chunk (small
 //! sources, one chunk: as before), and chunk after chunk beyond that, so a
 //! large multi-file plan reads file after file instead of interleaving
-//! them. Mirror mode's removals (row 0) come first: the step comes whole as
-//! one chunk, and they go in with it.
+//! them. Mirror mode's removals (row 0) come first: they are planned before
+//! the first chunk is written, and go in with it.
 
 use super::{Action, LoadError, PlanRow};
 use crate::source::RejectRow;

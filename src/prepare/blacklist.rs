@@ -5,9 +5,9 @@
 
 use super::columns::{Errors, map_column, reject_rows};
 use super::condition::RowTest;
-use super::dedupe::Kept;
 use super::{PrepareError, PrepareStats, value};
 use crate::hash::Key128;
+use crate::key_store::KeyStore;
 use crate::pipeline::{BlacklistStep, ValueKind};
 use crate::source::{FILE_COL, ROW_COL, RejectRow, Table, Workbook};
 use std::path::Path;
@@ -39,7 +39,7 @@ pub fn blacklist_chunks(
     each: &mut dyn FnMut(BlacklistChunk) -> bool,
 ) -> Result<BlacklistSummary, PrepareError> {
     let mut stats = PrepareStats::default();
-    let mut seen = Kept::new(Key128::default(), budget.spill_after);
+    let mut seen = KeyStore::new(Key128::default(), budget.spill_after);
     let (mut chunks, mut files, mut workbooks) = (0, 0, Vec::new());
     super::read_chunks(&step.source, base_dir, budget.chunk_rows, &mut |table| {
         let chunk = prepare_chunk(step, table, &mut seen, &mut stats)?;
@@ -59,7 +59,7 @@ pub fn blacklist_chunks(
 fn prepare_chunk(
     step: &BlacklistStep,
     table: Table,
-    seen: &mut Kept,
+    seen: &mut KeyStore,
     stats: &mut PrepareStats,
 ) -> Result<BlacklistChunk, PrepareError> {
     let height = table.frame.height();

@@ -1,11 +1,11 @@
-//! Duplicates of the normalised email, resolved with polars as the step
-//! says: keep the first row, the last, or merge (the first row with its
-//! empty values filled from later rows); across chunks, the addresses kept
-//! so far ([`Kept`]).
+//! Duplicates of the normalised email in a source read whole, resolved
+//! with polars as the step says: keep the first row, the last, or merge (the
+//! first row with its empty values filled from later rows). Read in chunks,
+//! `first` asks the addresses kept so far ([`crate::key_store::KeyStore`]) and
+//! `last` the row kept of each address ([`super::last_rows::LastRows`]); these
+//! functions are the reference both are tested against.
 
-use crate::hash::{FastSet, Key128, KeySet};
 use crate::pipeline::{Dedupe, ReceiverField};
-use crate::spill::{Spill, SpillError};
 use polars::prelude::*;
 
 pub fn dedupe(frame: DataFrame, how: Dedupe) -> PolarsResult<DataFrame> {
@@ -58,73 +58,6 @@ pub fn dropped_rows(frame: &DataFrame, how: Dedupe) -> PolarsResult<Vec<(u64, St
     }
     dropped.sort();
     Ok(dropped)
-}
-
-/// The addresses kept so far, for duplicates across chunks: 128-bit keys
-/// ([`KeySet`], 16 bytes each) in memory up to a budget of keys; past it
-/// every key moves to a [`Spill`] on disk and memory holds one chunk's.
-/// Asked a chunk at a time ([`Kept::fresh`]), so the spill is read one
-/// indexed lookup a row and written one transaction a chunk.
-pub struct Kept {
-    keys: Key128,
-    memory: KeySet,
-    budget: usize,
-    spill: Option<Spill>,
-}
-
-impl Kept {
-    pub fn new(keys: Key128, budget: usize) -> Self {
-        Kept {
-            memory: KeySet::with_keys(keys.clone()),
-            keys,
-            budget,
-            spill: None,
-        }
-    }
-
-    /// For each address in order: true if it was not kept before (in an
-    /// earlier chunk or earlier in this one); every address is kept after.
-    pub fn fresh<'a>(
-        &mut self,
-        addresses: impl Iterator<Item = &'a str>,
-    ) -> Result<Vec<bool>, SpillError> {
-        let Some(spill) = &mut self.spill else {
-            let fresh = addresses.map(|a| self.memory.insert(a)).collect();
-            if self.memory.len() > self.budget {
-                self.move_to_disk()?;
-            }
-            return Ok(fresh);
-        };
-        // The chunk's first row of each address, then those the spill
-        // lacks, asked in key order (neighbours in the index one after
-        // another) and written in key order.
-        let mut chunk = FastSet::default();
-        let keys: Vec<u128> = addresses.map(|a| self.keys.of(a)).collect();
-        let mut fresh: Vec<bool> = keys.iter().map(|&k| chunk.insert(k)).collect();
-        let mut firsts: Vec<usize> = (0..keys.len()).filter(|&i| fresh[i]).collect();
-        firsts.sort_unstable_by_key(|&i| keys[i]);
-        let mut new = Vec::with_capacity(firsts.len());
-        for i in firsts {
-            fresh[i] = spill.first(keys[i])?.is_none();
-            if fresh[i] {
-                new.push(keys[i]);
-            }
-        }
-        spill.extend(new.into_iter().map(|k| (k, &[][..])))?;
-        Ok(fresh)
-    }
-
-    fn move_to_disk(&mut self) -> Result<(), SpillError> {
-        let mut spill = Spill::new()?;
-        let memory = std::mem::replace(&mut self.memory, KeySet::with_keys(self.keys.clone()));
-        spill.extend(memory.into_keys().map(|k| (k, &[][..])))?;
-        tracing::debug!(
-            budget = self.budget,
-            "addresses kept moved to a temporary file"
-        );
-        self.spill = Some(spill);
-        Ok(())
-    }
 }
 
 #[cfg(test)]
@@ -308,28 +241,6 @@ mod tests {
                     prop_assert_eq!(dropped, want_dropped);
                 }
             }
-        }
-    }
-
-    #[test]
-    fn kept_addresses_answer_the_same_in_memory_and_on_disk() {
-        let rows: Vec<String> = (0..5_000).map(|i| format!("{}@x.de", i % 3_001)).collect();
-        let keys = Key128::default();
-        let answers = |budget: usize, chunk: usize| {
-            let mut kept = Kept::new(keys.clone(), budget);
-            let mut out = Vec::new();
-            for part in rows.chunks(chunk) {
-                out.extend(kept.fresh(part.iter().map(String::as_str)).unwrap());
-            }
-            (out, kept.spill.is_some())
-        };
-        let (whole, spilled) = answers(usize::MAX, rows.len());
-        assert!(!spilled);
-        assert_eq!(whole.iter().filter(|f| **f).count(), 3_001);
-        for (budget, chunk) in [(1, 7), (10, 1_000), (2_000, 333)] {
-            let (out, spilled) = answers(budget, chunk);
-            assert!(spilled, "budget {budget}");
-            assert_eq!(out, whole, "budget {budget}, chunks of {chunk}");
         }
     }
 }

@@ -3,19 +3,30 @@
 //! it, then handed on and dropped, so memory holds a chunk and a compact
 //! set of the addresses kept, not the input.
 //!
-//! A step whose rows cannot be decided one chunk at a time reads its source
-//! as one chunk, as a whole: `fill_down` (a key's first value may come
-//! later), orders on the receiver rows (a duplicate row's order lines join
-//! the receiver kept earlier), `dedupe = "last"` or `"merge"` (the row kept
-//! depends on rows later on) and `mirror` (its guard counts the whole
-//! source before anything is written).
+//! `dedupe = "last"` (the row kept depends on rows later on) and `mirror`
+//! (its guard counts the whole source before anything is written) read the
+//! source twice ([`super::first_pass`]): the first read finds each
+//! address's last valid row, or every address of the source, compactly;
+//! the second is the chunked prepare below, deciding with it.
+//!
+//! A step whose rows cannot be decided one chunk at a time even so reads
+//! its source as one chunk, as a whole: `fill_down` (a key's first value
+//! may come later), orders on the receiver rows (a duplicate row's order
+//! lines join the receiver kept earlier) and `dedupe = "merge"` (a row's
+//! values fill from rows later on); and a PostgreSQL query that would have
+//! to be read twice (two queries may not see the same rows in the same
+//! order).
 
-use super::columns::{Errors, attribute_columns, keep_mask, map_column, reject_rows};
+use super::columns::{keep_mask, reject_rows};
+use super::first_pass::{FirstPass, first_pass};
 use super::joined::JoinedOrders;
 use super::joined::OrderRejects;
-use super::orders::{self, map_orders};
-use super::{Budget, PrepareError, PrepareStats, col, dedupe, domains, fill, mangled, tags};
+use super::last_rows::LastRows;
+use super::orders;
+use super::row_checks::{Checked, check_rows};
+use super::{Budget, PrepareError, PrepareStats, dedupe, domains, fill, mangled};
 use crate::hash::Key128;
+use crate::key_store::KeyStore;
 use crate::pipeline::{Dedupe, ImportStep, ReceiverField};
 use crate::source::{self, FILE_COL, ROW_COL, RejectRow, Table, Workbook};
 use polars::prelude::*;
@@ -39,6 +50,9 @@ pub struct ImportChunk {
     /// The chunk's rejected rows, in the order of the rejects file (its
     /// format: [`crate::source::RejectsFormat::of`] the chunk's `table`).
     pub rejects: Vec<RejectRow>,
+    /// Mirror mode, the first chunk: every address the source holds, valid
+    /// or not, normalised (see [`super::row_checks::Checked::addresses`]).
+    pub source_addresses: Option<KeyStore>,
 }
 
 /// What the whole source came to, once every chunk is prepared.
@@ -94,6 +108,16 @@ pub fn import_chunks(
         )?),
         None => None,
     };
+    // One chunk asked for (`prepare_import`) decides itself: no first read.
+    let whole = needs_whole(step) || chunk_rows == usize::MAX;
+    // The steps a chunk read cannot decide alone read the source twice.
+    let last = !whole && step.dedupe == Dedupe::Last;
+    let mirror = !whole && step.mirror.is_some();
+    let first = if last || mirror {
+        first_pass(step, base_dir, budget, last, mirror)?
+    } else {
+        FirstPass::default()
+    };
     let mut preparer = Preparer {
         step,
         base_dir,
@@ -101,14 +125,13 @@ pub fn import_chunks(
         chunks: 0,
         files: 0,
         workbooks: Vec::new(),
-        kept: dedupe::Kept::new(keys, budget.spill_after),
+        kept: KeyStore::new(keys, budget.spill_after),
+        last: first.last,
+        addresses: first.addresses,
+        spill_after: budget.spill_after,
         joined,
     };
-    let rows = if needs_whole(step) {
-        usize::MAX
-    } else {
-        chunk_rows
-    };
+    let rows = if whole { usize::MAX } else { chunk_rows };
     super::read_chunks(&step.source, base_dir, rows, &mut |table| {
         Ok(each(preparer.chunk(table)?))
     })?;
@@ -118,10 +141,12 @@ pub fn import_chunks(
 /// Whether the step's rows can only be decided with the whole source at
 /// hand (see the module).
 fn needs_whole(step: &ImportStep) -> bool {
+    // A query cannot be read twice the same way (see `first_pass`).
+    let twice = step.dedupe == Dedupe::Last || step.mirror.is_some();
     step.fill_down.is_some()
-        || step.dedupe != Dedupe::First
-        || step.mirror.is_some()
+        || step.dedupe == Dedupe::Merge
         || step.orders.as_ref().is_some_and(|o| o.source.is_none())
+        || (twice && step.source.postgres.is_some())
 }
 
 struct Preparer<'s> {
@@ -134,7 +159,13 @@ struct Preparer<'s> {
     files: usize,
     workbooks: Vec<Workbook>,
     /// Every address kept so far (normalised): duplicates across chunks.
-    kept: dedupe::Kept,
+    kept: KeyStore,
+    /// `dedupe = "last"` read twice: the row kept of each address.
+    last: Option<LastRows>,
+    /// Mirror mode read twice: the source's addresses, for the first chunk.
+    addresses: Option<KeyStore>,
+    /// Keys held in memory at most by a set made here.
+    spill_after: usize,
     joined: Option<JoinedOrders>,
 }
 
@@ -149,61 +180,27 @@ impl Preparer<'_> {
         stats.rows_read += (height + table.ragged.len()) as u64;
         stats.padded += table.padded;
         mangled::merge(&mut stats.mangled_numbers, mangled::find(step, &table)?);
-        let mut errors = Errors::default();
-        let mut columns: Vec<Column> = vec![
-            table.frame.column(FILE_COL)?.clone(),
-            table.frame.column(ROW_COL)?.clone(),
-        ];
-        let mut email_by_row = StringChunked::full_null("email".into(), height);
-        for (field, m) in &step.fields {
-            let is_email = *field == ReceiverField::Email;
-            let ca = map_column(
-                &table,
-                m,
-                field.kind(),
-                field.as_str(),
-                is_email,
-                &mut errors,
-            )?;
-            if is_email {
-                email_by_row = ca.clone();
-            }
-            columns.push(ca.into_column());
-        }
-        columns.extend(attribute_columns(
-            &table,
-            &step.global_attributes,
-            col::global,
-            &mut errors,
-        )?);
-        columns.extend(attribute_columns(
-            &table,
-            &step.attributes,
-            col::group,
-            &mut errors,
-        )?);
-        if let Some(spec) = &step.tags {
-            let cols: Vec<&StringChunked> = spec
-                .columns
-                .iter()
-                .map(|c| table.frame.column(c).and_then(|c| c.str()))
-                .collect::<Result<_, _>>()?;
-            let mut joined: Vec<Option<String>> = Vec::with_capacity(height);
-            for i in 0..height {
-                let cells: Vec<Option<&str>> = cols.iter().map(|c| c.get(i)).collect();
-                let (tags, changed) = tags::row_tags(spec, &cells);
-                stats.tags_changed += changed as u64;
-                joined.push((!tags.is_empty()).then(|| tags.join(&tags::JOIN.to_string())));
-            }
-            let mut ca: StringChunked = joined.into_iter().collect();
-            ca.rename(col::TAGS.into());
-            columns.push(ca.into_column());
-        }
-        // Orders on the receiver rows: mapped per row, errors reject the row.
-        let row_orders = match &step.orders {
-            Some(o) if o.source.is_none() => Some(map_orders(&table, o, &mut errors)?),
+        let checked = check_rows(step, &table, stats)?;
+        // Mirror mode's source addresses go with the first chunk: from the
+        // first read, or from this chunk when the source is read whole.
+        let source_addresses = match (&step.mirror, self.chunks) {
+            (Some(_), 0) => Some(match self.addresses.take() {
+                Some(all) => all,
+                None => {
+                    let mut all = KeyStore::new(Key128::default(), self.spill_after);
+                    let addresses = checked.addresses(step, &table)?;
+                    all.fresh(addresses.iter().map(String::as_str))?;
+                    all
+                }
+            }),
             _ => None,
         };
+        let Checked {
+            columns,
+            email_by_row,
+            errors,
+            row_orders,
+        } = checked;
         domains::merge(
             &mut stats.domain_typos,
             domains::find(&table.frame, &email_by_row)?,
@@ -214,9 +211,10 @@ impl Preparer<'_> {
         self.workbooks.clone_from(&table.workbooks);
         let mask = keep_mask(height, &errors);
         let frame = DataFrame::new(height, columns)?.filter(&mask)?;
-        let (frame, duplicates) = match step.dedupe {
-            Dedupe::First => first_only(frame, &mut self.kept)?,
-            how => {
+        let (frame, duplicates) = match (step.dedupe, &self.last) {
+            (Dedupe::First, _) => first_only(frame, &mut self.kept)?,
+            (Dedupe::Last, Some(last)) => last_only(frame, last)?,
+            (how, _) => {
                 let duplicates = dedupe::dropped_rows(&frame, how)?;
                 let frame = dedupe::dedupe(frame, how)?;
                 let emails = frame.column(ReceiverField::Email.as_str())?.str()?;
@@ -248,6 +246,7 @@ impl Preparer<'_> {
             duplicates,
             orders,
             rejects,
+            source_addresses,
         })
     }
 
@@ -268,11 +267,41 @@ impl Preparer<'_> {
     }
 }
 
+/// `dedupe = "last"` across chunks: a row is kept iff it is its address's
+/// last valid row, as the first read of the source found it.
+fn last_only(
+    frame: DataFrame,
+    last: &LastRows,
+) -> Result<(DataFrame, Vec<(u64, String)>), PrepareError> {
+    let emails = frame.column(ReceiverField::Email.as_str())?.str()?;
+    let files = frame.column(FILE_COL)?.u32()?;
+    let rows = frame.column(ROW_COL)?.u32()?;
+    let kept = last.kept((0..frame.height()).map(|i| {
+        (
+            emails.get(i).unwrap_or(""),
+            files.get(i).unwrap_or(0),
+            rows.get(i).unwrap_or(0),
+        )
+    }))?;
+    let mut duplicates: Vec<(u64, String)> = (0..frame.height())
+        .filter(|&i| !kept[i])
+        .map(|i| {
+            (
+                u64::from(rows.get(i).unwrap_or(0)),
+                emails.get(i).unwrap_or("").to_string(),
+            )
+        })
+        .collect();
+    duplicates.sort();
+    let keep: BooleanChunked = kept.into_iter().collect();
+    Ok((frame.filter(&keep)?, duplicates))
+}
+
 /// `dedupe = "first"` across chunks: a row whose address was kept before,
 /// in this chunk or an earlier one, is dropped.
 fn first_only(
     frame: DataFrame,
-    kept: &mut dedupe::Kept,
+    kept: &mut KeyStore,
 ) -> Result<(DataFrame, Vec<(u64, String)>), PrepareError> {
     let emails = frame.column(ReceiverField::Email.as_str())?.str()?;
     let rows = frame.column(ROW_COL)?.u32()?;
@@ -368,11 +397,11 @@ mod tests {
         assert!(dropped.len() > rows / 4 - rows / 97 - 2 && dropped.len() <= rows / 4);
         assert_eq!(sent.len() + dropped.len() + rejected as usize, rows);
         // A step that needs the whole source comes as one chunk.
-        let mut last = step.clone();
-        last.dedupe = Dedupe::Last;
+        let mut merge = step.clone();
+        merge.dedupe = Dedupe::Merge;
         let mut chunks = 0;
         import_chunks(
-            &last,
+            &merge,
             dir.path(),
             Budget::default().with_chunk_rows(1_000),
             &mut |_| {

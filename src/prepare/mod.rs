@@ -20,15 +20,20 @@ pub mod consent;
 pub mod dedupe;
 pub mod domains;
 mod fill;
+mod first_pass;
 mod import;
 mod joined;
+mod last_rows;
 pub mod mangled;
 mod order_store;
 mod orders;
 pub mod reasons;
+mod row_checks;
 mod rows;
 pub mod tags;
 pub mod time;
+#[cfg(test)]
+mod two_pass_tests;
 pub mod value;
 
 use crate::source::{self, Table};

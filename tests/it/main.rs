@@ -47,6 +47,7 @@ mod state;
 mod tags;
 mod target_errors;
 mod third_party;
+mod two_pass;
 mod warehouse;
 mod wire;
 mod writes;

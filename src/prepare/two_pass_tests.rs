@@ -1,0 +1,179 @@
+//! A source read twice in chunks (`dedupe = "last"`, mirror mode) comes to
+//! what the same source read whole comes to: the same rows sent, the same
+//! duplicates, counts and rejects, the same source addresses.
+
+use super::{Budget, ImportChunk, import_chunks};
+use crate::pipeline::{self, ImportStep, Step};
+use crate::source::ROW_COL;
+use std::path::Path;
+
+/// 400 rows of 50 addresses, each address every 50th row (its rows chunks
+/// apart); every 7th row has a date that cannot be read (rejected: the
+/// address's last row is then an earlier one), every 60th a broken address,
+/// and one address is spelled in capitals with blanks around it.
+fn source(dir: &Path, extra: &str) -> ImportStep {
+    let mut csv = String::from("email,name,signup\n");
+    for i in 0..400 {
+        let email = match i {
+            _ if i % 60 == 0 => format!("broken-{i}"),
+            _ if i % 50 == 3 => "  User3@Example.COM ".to_string(),
+            _ => format!("user{}@example.com", i % 50),
+        };
+        let signup = if i % 7 == 0 {
+            "not a date"
+        } else {
+            "2024-05-01"
+        };
+        csv.push_str(&format!("{email},N{i},{signup}\n"));
+    }
+    std::fs::write(dir.join("in.csv"), csv).unwrap();
+    std::fs::write(
+        dir.join("p.toml"),
+        format!(
+            "[target]\nurl = \"builtin\"\n[[import]]\nname = \"i\"\nsource = \"in.csv\"\ngroup = \"G\"\n{extra}\n[import.receiver]\nemail = \"email\"\nregistered = \"signup\"\n[import.attributes]\nname = \"name\"\n"
+        ),
+    )
+    .unwrap();
+    let p = pipeline::load(&dir.join("p.toml")).unwrap();
+    match p.steps.into_iter().next() {
+        Some(Step::Import(s)) => s,
+        _ => panic!("an import step"),
+    }
+}
+
+/// What a read hands on: rows sent (row number, email, name), duplicates,
+/// rejected row numbers, counts, and the first chunk's source addresses.
+#[derive(Debug, PartialEq)]
+struct Read {
+    sent: Vec<(u32, String, String)>,
+    duplicates: Vec<(u64, String)>,
+    rejected: Vec<(u64, String)>,
+    counts: (u64, u64, u64),
+    chunks: usize,
+}
+
+fn read(
+    step: &ImportStep,
+    dir: &Path,
+    budget: Budget,
+    mut first: impl FnMut(&ImportChunk),
+) -> Read {
+    let mut out = Read {
+        sent: Vec::new(),
+        duplicates: Vec::new(),
+        rejected: Vec::new(),
+        counts: (0, 0, 0),
+        chunks: 0,
+    };
+    let summary = import_chunks(step, dir, budget, &mut |c| {
+        if out.chunks == 0 {
+            first(&c);
+        } else {
+            assert!(c.source_addresses.is_none(), "the first chunk's only");
+        }
+        out.chunks += 1;
+        let text = |name: &str| -> Vec<String> {
+            let col = c.frame.column(name).unwrap().str().unwrap();
+            col.iter().map(|v| v.unwrap_or("").to_string()).collect()
+        };
+        let rows = c.frame.column(ROW_COL).unwrap().u32().unwrap();
+        let (emails, names) = (text("email"), text("a:name"));
+        for i in 0..c.frame.height() {
+            let row = rows.get(i).unwrap();
+            out.sent.push((row, emails[i].clone(), names[i].clone()));
+        }
+        out.duplicates.extend(c.duplicates.iter().cloned());
+        out.rejected
+            .extend(c.rejects.iter().map(|r| (r.row_number, r.reason.clone())));
+        true
+    })
+    .unwrap();
+    let s = summary.stats;
+    out.counts = (s.rows_read, s.duplicates, s.rejected_total());
+    out
+}
+
+#[test]
+fn last_read_twice_in_chunks_keeps_what_a_whole_read_keeps_in_memory_and_spilled() {
+    let dir = tempfile::tempdir().unwrap();
+    let step = source(dir.path(), "dedupe = \"last\"");
+    let whole = read(
+        &step,
+        dir.path(),
+        Budget::default().with_chunk_rows(usize::MAX),
+        |_| {},
+    );
+    assert_eq!(whole.chunks, 1);
+    // 50 addresses, each kept once, at its last valid row.
+    assert_eq!(whole.sent.len(), 50);
+    let user0 = whole.sent.iter().find(|s| s.1 == "user0@example.com");
+    // Its last row is i = 350, but 350 = 7 * 50: the date is rejected;
+    // 300 is a 60th (broken); 250 it is, on line 252.
+    assert_eq!(user0.map(|s| (s.0, s.2.as_str())), Some((252, "N250")));
+    assert!(whole.sent.iter().any(|s| s.1 == "user3@example.com"));
+    assert_eq!(whole.counts.0, 400);
+    assert_eq!(whole.counts.1, whole.duplicates.len() as u64);
+    assert_eq!(
+        whole.sent.len() as u64 + whole.counts.1 + whole.counts.2,
+        400
+    );
+    for spill_after in [usize::MAX, 1, 20] {
+        for chunk_rows in [7, 64] {
+            let budget = Budget {
+                chunk_rows,
+                spill_after,
+            };
+            let chunked = read(&step, dir.path(), budget, |_| {});
+            assert!(chunked.chunks >= 400 / chunk_rows, "{budget:?}");
+            assert_eq!(
+                Read {
+                    chunks: 1,
+                    ..chunked
+                },
+                whole,
+                "{budget:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn mirror_mode_read_twice_in_chunks_holds_every_source_address_as_a_whole_read_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let step = source(dir.path(), "mode = \"mirror\"");
+    // Every address of the source, valid or not; none other.
+    let mut held: Vec<String> = (0..50).map(|n| format!("user{n}@example.com")).collect();
+    held.extend((0..400).step_by(60).map(|i| format!("broken-{i}")));
+    let absent = ["user50@example.com", "nobody@example.com", "broken-1"];
+    let answers = |budget: Budget| {
+        let mut found = Vec::new();
+        let out = read(&step, dir.path(), budget, |c| {
+            let all = c.source_addresses.as_ref().expect("the source's addresses");
+            found = held
+                .iter()
+                .map(String::as_str)
+                .chain(absent)
+                .map(|a| all.contains(a).unwrap())
+                .collect();
+        });
+        (out, found)
+    };
+    let (whole, found) = answers(Budget::default().with_chunk_rows(usize::MAX));
+    let want: Vec<bool> = held
+        .iter()
+        .map(|_| true)
+        .chain(absent.map(|_| false))
+        .collect();
+    assert_eq!(found, want);
+    for spill_after in [usize::MAX, 1] {
+        let budget = Budget {
+            chunk_rows: 9,
+            spill_after,
+        };
+        let (chunked, found) = answers(budget);
+        assert!(chunked.chunks > 40, "{budget:?}");
+        assert_eq!(found, want, "{budget:?}");
+        assert_eq!(chunked.sent, whole.sent, "{budget:?}");
+        assert_eq!(chunked.counts, whole.counts, "{budget:?}");
+    }
+}
