@@ -30,23 +30,40 @@ use std::path::{Path, PathBuf};
 const CACHE_KIB: i64 = 32 * 1024;
 
 /// Entries a stage keeps in memory before it moves them to a [`Spill`]
-/// (receivers of the target, order lines, addresses kept): two million,
-/// about 160 to 400 MB for the larger kinds. Reading a spill is several
-/// times slower than memory (measured: `check` of 1M rows with 1.46M order
-/// lines, 4.7x slower with the lines spilled), so the default keeps the
-/// inputs of a usual run (a million rows and their orders) in memory and
-/// bounds the ten-million-row ones.
+/// (order lines, addresses kept, the rows kept by `last`): two million,
+/// about 75 to 170 MB for these kinds. Reading a spill is several times
+/// slower than memory (measured: `check` of 1M rows with every store spilled,
+/// about 4x), so the default keeps the inputs of a usual run (a million rows
+/// and their orders) in memory and bounds the ten-million-row ones.
 pub const SPILL_AFTER: usize = 2_000_000;
 
-/// [`SPILL_AFTER`], or `LISTPIPE_SPILL_AFTER` (a positive number): fewer
-/// keeps less in memory and reads more from disk. The tests set it tiny to
-/// run every spill path on small inputs.
-pub fn spill_after() -> usize {
+/// Receivers of the target's group a re-import keeps in memory before they
+/// go to a [`Spill`]: one million, about 250 MB. Fewer than the other
+/// kinds, because a receiver costs more (its hashes, encoded) and because
+/// the group is read while the run holds its other state: at two million
+/// the index alone took about 500 MB just before it spilled, over the
+/// 512 MiB a run of ten million rows is meant to stay under.
+pub const TARGET_SPILL_AFTER: usize = 1_000_000;
+
+/// `LISTPIPE_SPILL_AFTER`, when set to a positive number: every kind then
+/// keeps that many entries in memory at most (fewer keeps less in memory
+/// and reads more from disk). The tests set it tiny to run every spill path
+/// on small inputs.
+fn from_env() -> Option<usize> {
     std::env::var("LISTPIPE_SPILL_AFTER")
         .ok()
         .and_then(|v| v.parse().ok())
         .filter(|n: &usize| *n > 0)
-        .unwrap_or(SPILL_AFTER)
+}
+
+/// [`SPILL_AFTER`], or `LISTPIPE_SPILL_AFTER`.
+pub fn spill_after() -> usize {
+    from_env().unwrap_or(SPILL_AFTER)
+}
+
+/// [`TARGET_SPILL_AFTER`], or `LISTPIPE_SPILL_AFTER`.
+pub fn target_spill_after() -> usize {
+    from_env().unwrap_or(TARGET_SPILL_AFTER)
 }
 
 #[derive(Debug, thiserror::Error)]

@@ -112,7 +112,7 @@ pub async fn run(args: RunArgs) -> super::Outcome {
             stop: stop.clone(),
         }),
         stop,
-        spill_after: crate::spill::spill_after(),
+        spill_after: crate::spill::target_spill_after(),
     };
     let signals = tokio::spawn(stop_on_signal(opts.stop.clone()));
     let mut report = RunReport {

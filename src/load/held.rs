@@ -4,7 +4,7 @@
 //!
 //! Bounded memory: entries are kept under 128-bit keys of the lower-case
 //! address ([`Key128`]), never the address, in memory up to a budget of
-//! receivers (`LISTPIPE_SPILL_AFTER`, [`crate::spill::SPILL_AFTER`] by
+//! receivers (`LISTPIPE_SPILL_AFTER`, [`crate::spill::TARGET_SPILL_AFTER`] by
 //! default). In memory each receiver is its encoded bytes
 //! ([`Held::encode`], about 180 bytes with a few attributes, tags and
 //! orders) in one arena, and 32 bytes of hash map: a map of `Held` values

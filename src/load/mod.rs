@@ -138,8 +138,8 @@ pub struct WriteOptions {
     /// Set by Ctrl-C or SIGTERM: take no new rows.
     pub stop: Stop,
     /// Receivers of a target's group kept in memory for the diff; past
-    /// this they go to a temporary file (`load/held.rs`). Read from
-    /// `LISTPIPE_SPILL_AFTER` once by the CLI ([`crate::spill::spill_after`]).
+    /// this they go to a temporary file (`load/held.rs`). Set once by the
+    /// CLI ([`crate::spill::target_spill_after`]).
     pub spill_after: usize,
 }
 
