@@ -10,9 +10,10 @@ use crate::source;
 pub struct Budget {
     /// Rows per chunk: [`source::CHUNK_ROWS`] by default.
     pub chunk_rows: usize,
-    /// Order lines of a joined orders source held in memory; past it they
-    /// are kept in a [`crate::spill::Spill`]. [`crate::spill::SPILL_AFTER`]
-    /// by default.
+    /// Entries of each kind of the prepare stage's state (order lines of a
+    /// joined orders source, addresses kept, the rows `last` keeps, merged
+    /// values) held in memory; past it they are kept in a
+    /// [`crate::spill::Spill`]. [`crate::spill::SPILL_AFTER`] by default.
     pub spill_after: usize,
 }
 

@@ -1,9 +1,10 @@
 //! Duplicates of the normalised email in a source read whole, resolved
 //! with polars as the step says: keep the first row, the last, or merge (the
 //! first row with its empty values filled from later rows). Read in chunks,
-//! `first` asks the addresses kept so far ([`crate::key_store::KeyStore`]) and
-//! `last` the row kept of each address ([`super::last_rows::LastRows`]); these
-//! functions are the reference both are tested against.
+//! `first` asks the addresses kept so far ([`crate::key_store::KeyStore`]),
+//! `last` the row kept of each address ([`super::last_rows::LastRows`]) and
+//! `merge` the merged values of each ([`super::merged_rows::MergedRows`]);
+//! these functions are the reference all three are tested against.
 
 use crate::pipeline::{Dedupe, ReceiverField};
 use polars::prelude::*;

@@ -1,7 +1,8 @@
 //! The first of two reads of a source, for the steps whose chunks cannot
 //! be decided from the rows before them alone, done before the first chunk
 //! is handed on: `dedupe = "last"` needs the row kept of each address
-//! ([`LastRows`]), mirror mode every address the source holds (its guard
+//! ([`LastRows`]), `dedupe = "merge"` the merged values of each address
+//! ([`MergedRows`]), mirror mode every address the source holds (its guard
 //! refuses before anything is written, so the removals are planned with
 //! the first chunk). The read maps and checks each chunk as the second one
 //! will ([`check_rows`]), keeps what it needs and drops the chunk; it
@@ -12,12 +13,15 @@
 //! read once, whole (see `needs_whole` in [`super::import`]): two queries
 //! may see different rows, or the same ones in another order.
 
+use super::columns::keep_mask;
 use super::last_rows::LastRows;
+use super::merged_rows::MergedRows;
 use super::row_checks::check_rows;
 use super::{Budget, PrepareError, PrepareStats};
 use crate::hash::Key128;
 use crate::key_store::KeyStore;
 use crate::pipeline::ImportStep;
+use polars::prelude::DataFrame;
 use std::path::Path;
 
 /// What the first read found.
@@ -25,21 +29,45 @@ use std::path::Path;
 pub(super) struct FirstPass {
     /// The last valid row of each address, when asked.
     pub(super) last: Option<LastRows>,
+    /// The merged values of each address, when asked.
+    pub(super) merged: Option<MergedRows>,
     /// Every address of the source, valid or not, when asked (mirror mode).
     pub(super) addresses: Option<KeyStore>,
 }
 
-/// Reads the step's source once in chunks of the budget's rows, noting the
-/// last row of each address when `last` and every address when `addresses`.
+/// What the first read is asked to note.
+#[derive(Default, Clone, Copy)]
+pub(super) struct Wanted {
+    /// The last valid row of each address (`dedupe = "last"`).
+    pub(super) last: bool,
+    /// The merged values of each address (`dedupe = "merge"`).
+    pub(super) merged: bool,
+    /// Every address (mirror mode).
+    pub(super) addresses: bool,
+}
+
+impl Wanted {
+    pub(super) fn any(self) -> bool {
+        self.last || self.merged || self.addresses
+    }
+}
+
+/// Reads the step's source once in chunks of the budget's rows, noting
+/// what `wanted` asks.
 pub(super) fn first_pass(
     step: &ImportStep,
     base_dir: &Path,
     budget: Budget,
-    last: bool,
-    addresses: bool,
+    wanted: Wanted,
 ) -> Result<FirstPass, PrepareError> {
+    let Wanted {
+        last,
+        merged,
+        addresses,
+    } = wanted;
     let mut found = FirstPass {
         last: last.then(|| LastRows::new(budget.spill_after)),
+        merged: merged.then(|| MergedRows::new(budget.spill_after)),
         addresses: addresses.then(|| KeyStore::new(Key128::default(), budget.spill_after)),
     };
     super::read_chunks(&step.source, base_dir, budget.chunk_rows, &mut |table| {
@@ -48,6 +76,13 @@ pub(super) fn first_pass(
         let checked = check_rows(step, &table, &mut uncounted)?;
         if let Some(last) = &mut found.last {
             last.note(checked.valid_rows(&table)?)?;
+        }
+        if let Some(merged) = &mut found.merged {
+            // The valid rows prepared, as the second read filters them.
+            let height = table.frame.height();
+            let valid = DataFrame::new(height, checked.columns.clone())?
+                .filter(&keep_mask(height, &checked.errors))?;
+            merged.note(&valid)?;
         }
         if let Some(all) = &mut found.addresses {
             let addresses = checked.addresses(step, &table)?;

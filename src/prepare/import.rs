@@ -3,25 +3,27 @@
 //! it, then handed on and dropped, so memory holds a chunk and a compact
 //! set of the addresses kept, not the input.
 //!
-//! `dedupe = "last"` (the row kept depends on rows later on) and `mirror`
-//! (its guard counts the whole source before anything is written) read the
-//! source twice ([`super::first_pass`]): the first read finds each
-//! address's last valid row, or every address of the source, compactly;
-//! the second is the chunked prepare below, deciding with it.
+//! `dedupe = "last"` (the row kept depends on rows later on), `dedupe =
+//! "merge"` (the row kept fills its empty values from rows later on) and
+//! `mirror` (its guard counts the whole source before anything is written)
+//! read the source twice ([`super::first_pass`]): the first read finds each
+//! address's last valid row, its merged values, or every address of the
+//! source, compactly; the second is the chunked prepare below, deciding
+//! with it.
 //!
 //! A step whose rows cannot be decided one chunk at a time even so reads
 //! its source as one chunk, as a whole: `fill_down` (a key's first value
-//! may come later), orders on the receiver rows (a duplicate row's order
-//! lines join the receiver kept earlier) and `dedupe = "merge"` (a row's
-//! values fill from rows later on); and a PostgreSQL query that would have
-//! to be read twice (two queries may not see the same rows in the same
+//! may come later) and orders on the receiver rows (a duplicate row's order
+//! lines join the receiver kept earlier); and a PostgreSQL query that would
+//! have to be read twice (two queries may not see the same rows in the same
 //! order).
 
 use super::columns::{keep_mask, reject_rows};
-use super::first_pass::{FirstPass, first_pass};
+use super::first_pass::{FirstPass, Wanted, first_pass};
 use super::joined::JoinedOrders;
 use super::joined::OrderRejects;
 use super::last_rows::LastRows;
+use super::merged_rows::MergedRows;
 use super::orders;
 use super::row_checks::{Checked, check_rows};
 use super::{Budget, PrepareError, PrepareStats, dedupe, domains, fill, mangled};
@@ -111,10 +113,13 @@ pub fn import_chunks(
     // One chunk asked for (`prepare_import`) decides itself: no first read.
     let whole = needs_whole(step) || chunk_rows == usize::MAX;
     // The steps a chunk read cannot decide alone read the source twice.
-    let last = !whole && step.dedupe == Dedupe::Last;
-    let mirror = !whole && step.mirror.is_some();
-    let first = if last || mirror {
-        first_pass(step, base_dir, budget, last, mirror)?
+    let wanted = Wanted {
+        last: !whole && step.dedupe == Dedupe::Last,
+        merged: !whole && step.dedupe == Dedupe::Merge,
+        addresses: !whole && step.mirror.is_some(),
+    };
+    let first = if wanted.any() {
+        first_pass(step, base_dir, budget, wanted)?
     } else {
         FirstPass::default()
     };
@@ -127,6 +132,7 @@ pub fn import_chunks(
         workbooks: Vec::new(),
         kept: KeyStore::new(keys, budget.spill_after),
         last: first.last,
+        merged: first.merged,
         addresses: first.addresses,
         spill_after: budget.spill_after,
         joined,
@@ -142,9 +148,8 @@ pub fn import_chunks(
 /// hand (see the module).
 fn needs_whole(step: &ImportStep) -> bool {
     // A query cannot be read twice the same way (see `first_pass`).
-    let twice = step.dedupe == Dedupe::Last || step.mirror.is_some();
+    let twice = step.dedupe != Dedupe::First || step.mirror.is_some();
     step.fill_down.is_some()
-        || step.dedupe == Dedupe::Merge
         || step.orders.as_ref().is_some_and(|o| o.source.is_none())
         || (twice && step.source.postgres.is_some())
 }
@@ -162,6 +167,8 @@ struct Preparer<'s> {
     kept: KeyStore,
     /// `dedupe = "last"` read twice: the row kept of each address.
     last: Option<LastRows>,
+    /// `dedupe = "merge"` read twice: the merged values of each address.
+    merged: Option<MergedRows>,
     /// Mirror mode read twice: the source's addresses, for the first chunk.
     addresses: Option<KeyStore>,
     /// Keys held in memory at most by a set made here.
@@ -211,10 +218,15 @@ impl Preparer<'_> {
         self.workbooks.clone_from(&table.workbooks);
         let mask = keep_mask(height, &errors);
         let frame = DataFrame::new(height, columns)?.filter(&mask)?;
-        let (frame, duplicates) = match (step.dedupe, &self.last) {
-            (Dedupe::First, _) => first_only(frame, &mut self.kept)?,
-            (Dedupe::Last, Some(last)) => last_only(frame, last)?,
-            (how, _) => {
+        let (frame, duplicates) = match (step.dedupe, &self.last, &self.merged) {
+            (Dedupe::First, _, _) => first_only(frame, &mut self.kept)?,
+            (Dedupe::Last, Some(last), _) => last_only(frame, last)?,
+            // The first valid row of each address, its values merged.
+            (Dedupe::Merge, _, Some(merged)) => {
+                let (frame, duplicates) = first_only(frame, &mut self.kept)?;
+                (merged.fill(frame)?, duplicates)
+            }
+            (how, _, _) => {
                 let duplicates = dedupe::dropped_rows(&frame, how)?;
                 let frame = dedupe::dedupe(frame, how)?;
                 let emails = frame.column(ReceiverField::Email.as_str())?.str()?;
@@ -397,11 +409,14 @@ mod tests {
         assert!(dropped.len() > rows / 4 - rows / 97 - 2 && dropped.len() <= rows / 4);
         assert_eq!(sent.len() + dropped.len() + rejected as usize, rows);
         // A step that needs the whole source comes as one chunk.
-        let mut merge = step.clone();
-        merge.dedupe = Dedupe::Merge;
+        let mut filled = step.clone();
+        filled.fill_down = Some(crate::pipeline::FillDown {
+            within: "email".into(),
+            columns: vec!["city".into()],
+        });
         let mut chunks = 0;
         import_chunks(
-            &merge,
+            &filled,
             dir.path(),
             Budget::default().with_chunk_rows(1_000),
             &mut |_| {

@@ -25,6 +25,7 @@ mod import;
 mod joined;
 mod last_rows;
 pub mod mangled;
+mod merged_rows;
 mod order_store;
 mod orders;
 pub mod reasons;

@@ -1,6 +1,6 @@
-//! A source read twice in chunks (`dedupe = "last"`, mirror mode) comes to
-//! what the same source read whole comes to: the same rows sent, the same
-//! duplicates, counts and rejects, the same source addresses.
+//! A source read twice in chunks (`dedupe = "last"` and `"merge"`, mirror
+//! mode) comes to what the same source read whole comes to: the same rows
+//! sent, the same duplicates, counts and rejects, the same source addresses.
 
 use super::{Budget, ImportChunk, import_chunks};
 use crate::pipeline::{self, ImportStep, Step};
@@ -175,5 +175,130 @@ fn mirror_mode_read_twice_in_chunks_holds_every_source_address_as_a_whole_read_d
         assert_eq!(found, want, "{budget:?}");
         assert_eq!(chunked.sent, whole.sent, "{budget:?}");
         assert_eq!(chunked.counts, whole.counts, "{budget:?}");
+    }
+}
+
+/// 60 rows of 12 addresses, each address every 12th row (its rows chunks
+/// apart, the fifth 48 rows after the first); address n's city only on its
+/// (n % 5)-th row, its name from its (n % 3)-th row on: values to merge
+/// across chunks.
+/// Every 7th row has a date that cannot be read (rejected: its values do
+/// not count), every 25th a broken address.
+fn merge_source(dir: &Path) -> ImportStep {
+    let mut csv = String::from("email,name,city,signup\n");
+    for i in 0..60 {
+        let n = i % 12;
+        let email = match i {
+            _ if i % 25 == 0 => format!("broken-{i}"),
+            _ if n == 3 => "  User3@Example.COM ".to_string(),
+            _ => format!("user{n}@example.com"),
+        };
+        let name = if i / 12 >= n % 3 {
+            format!("N{i}")
+        } else {
+            String::new()
+        };
+        let city = if i / 12 == n % 5 {
+            format!("C{i}")
+        } else {
+            String::new()
+        };
+        let signup = if i % 7 == 0 {
+            "not a date"
+        } else {
+            "2024-05-01"
+        };
+        csv.push_str(&format!("{email},{name},{city},{signup}\n"));
+    }
+    std::fs::write(dir.join("in.csv"), csv).unwrap();
+    std::fs::write(
+        dir.join("p.toml"),
+        "[target]\nurl = \"builtin\"\n[[import]]\nname = \"i\"\nsource = \"in.csv\"\ngroup = \"G\"\ndedupe = \"merge\"\n[import.receiver]\nemail = \"email\"\nregistered = \"signup\"\n[import.attributes]\nname = \"name\"\ncity = \"city\"\n",
+    )
+    .unwrap();
+    let p = pipeline::load(&dir.join("p.toml")).unwrap();
+    match p.steps.into_iter().next() {
+        Some(Step::Import(s)) => s,
+        _ => panic!("an import step"),
+    }
+}
+
+#[test]
+fn merge_read_twice_in_chunks_merges_what_a_whole_read_merges_in_memory_and_spilled() {
+    let dir = tempfile::tempdir().unwrap();
+    let step = merge_source(dir.path());
+    // The city sent with each row (the read compares the names).
+    let all = |budget: Budget| {
+        let mut cities = Vec::new();
+        let read = read(&step, dir.path(), budget, |_| {});
+        import_chunks(&step, dir.path(), budget, &mut |c| {
+            let rows = c.frame.column(ROW_COL).unwrap().u32().unwrap();
+            let city = c.frame.column("a:city").unwrap().str().unwrap();
+            for (row, city) in rows.iter().zip(city.iter()) {
+                cities.push((row.unwrap(), city.map(str::to_string)));
+            }
+            true
+        })
+        .unwrap();
+        (read, cities)
+    };
+    let (whole, whole_cities) = all(Budget::default().with_chunk_rows(usize::MAX));
+    assert_eq!(whole.chunks, 1);
+    assert_eq!(whole.sent.len(), 12);
+    let sent = |email: &str, cities: &[(u32, Option<String>)]| {
+        let (row, name) = whole
+            .sent
+            .iter()
+            .find(|s| s.1 == email)
+            .map(|s| (s.0, s.2.clone()))?;
+        let city = cities.iter().find(|c| c.0 == row)?.1.clone();
+        Some((row, name, city.unwrap_or_default()))
+    };
+    let want = |row: u32, name: &str, city: &str| Some((row, name.to_string(), city.to_string()));
+    // user0: row 0 broken (and rejected), 12 kept (line 14), its own
+    // name and city.
+    assert_eq!(
+        sent("user0@example.com", &whole_cities),
+        want(14, "N12", "")
+    );
+    // user2: row 2 kept without a name, 14 rejected (7 * 2): the name of
+    // row 26, the city of row 26 (2 % 5 = 2).
+    assert_eq!(
+        sent("user2@example.com", &whole_cities),
+        want(4, "N26", "C26")
+    );
+    // user3, spelled oddly: row 3 kept; the city of row 39, the name of row 3.
+    assert_eq!(
+        sent("user3@example.com", &whole_cities),
+        want(5, "N3", "C39")
+    );
+    // user4: row 4 kept, the name of row 16, the city of row 52 (line 54,
+    // four chunks of 13 later); row 28 is rejected.
+    assert_eq!(
+        sent("user4@example.com", &whole_cities),
+        want(6, "N16", "C52")
+    );
+    assert_eq!(
+        whole.sent.len() as u64 + whole.counts.1 + whole.counts.2,
+        60
+    );
+    for spill_after in [usize::MAX, 1] {
+        for chunk_rows in [5, 13] {
+            let budget = Budget {
+                chunk_rows,
+                spill_after,
+            };
+            let (chunked, frames) = all(budget);
+            assert!(chunked.chunks >= 60 / chunk_rows, "{budget:?}");
+            assert_eq!(
+                Read {
+                    chunks: 1,
+                    ..chunked
+                },
+                whole,
+                "{budget:?}"
+            );
+            assert_eq!(frames, whole_cities, "{budget:?}");
+        }
     }
 }

@@ -1,5 +1,5 @@
-//! Sources read twice in small chunks (`dedupe = "last"`, mirror mode) run
-//! as the same sources read whole: the same plan, counts, rejects, writes
+//! Sources read twice in small chunks (`dedupe = "last"` and `"merge"`,
+//! mirror mode) run as the same sources read whole: the same plan, counts, rejects, writes
 //! and removals, and mirror mode's guard still refuses before any write.
 
 use crate::import::run_with;
@@ -112,6 +112,97 @@ async fn dedupe_last_read_twice_in_chunks_plans_and_imports_what_a_whole_read_do
         .collect();
     want.insert("p5@example.com".into(), "City21".into());
     assert_eq!(cities, want);
+}
+
+/// 30 rows of 8 addresses, each address's rows chunks apart: address n's
+/// city only on its (n % 4)-th row, its name from its (n % 3)-th row on;
+/// rows 7 and 29 of the data (lines 9 and 31) with a date that cannot be
+/// read.
+fn merge_source(dir: &Path) -> PathBuf {
+    let mut csv = String::from("email,name,city,signup\n");
+    for i in 0..30 {
+        let (n, k) = (i % 8, i / 8);
+        let name = if k >= n % 3 {
+            format!("N{i}")
+        } else {
+            String::new()
+        };
+        let city = if k == n % 4 {
+            format!("City{i}")
+        } else {
+            String::new()
+        };
+        let signup = if i == 7 || i == 29 {
+            "never"
+        } else {
+            "2024-05-01"
+        };
+        csv.push_str(&format!("p{n}@example.com,{name},{city},{signup}\n"));
+    }
+    std::fs::write(dir.join("people.csv"), csv).unwrap();
+    let path = dir.join("people.toml");
+    std::fs::write(
+        &path,
+        "[[import]]\nname = \"people\"\nsource = \"people.csv\"\ngroup = \"People\"\ncreate_group = true\ndedupe = \"merge\"\n[import.receiver]\nemail = \"email\"\nregistered = \"signup\"\n[import.attributes]\nname = \"name\"\ncity = \"city\"\n",
+    )
+    .unwrap();
+    path
+}
+
+#[tokio::test]
+async fn dedupe_merge_read_twice_in_chunks_plans_and_imports_what_a_whole_read_does() {
+    let t = TestServer::start().await;
+    let path = merge_source(t.dir.path());
+    let (code, whole, stderr) = run_with(&t, &path, &["--dry-run"], &WHOLE).await;
+    assert_eq!(code, 1, "rejected rows: {stderr}");
+    let (whole_plan, whole_rejects) = (
+        file_of(&t, &whole, "plan_file"),
+        file_of(&t, &whole, "rejects_file"),
+    );
+    let (code, chunked, stderr) = run_with(&t, &path, &["--dry-run"], &CHUNKED).await;
+    assert_eq!(code, 1, "{stderr}");
+    assert_eq!(file_of(&t, &chunked, "plan_file"), whole_plan);
+    assert_eq!(file_of(&t, &chunked, "rejects_file"), whole_rejects);
+    assert_eq!(counts(&chunked), counts(&whole));
+    // 8 addresses kept, each at its first valid row, 20 duplicates, 2
+    // rejected: p7's first row, on line 9, was rejected: line 17 is kept.
+    assert_eq!(chunked["steps"][0]["prepare"]["duplicates"], 20);
+    for line in [
+        "\n2,p0@example.com,create",
+        "\n17,p7@example.com,create",
+        "\n10,p0@example.com,duplicate",
+        "\n31,,invalid,\"registered: ",
+    ] {
+        assert!(whole_plan.contains(line), "{line}: {whole_plan}");
+    }
+
+    // Written in chunks: each receiver holds its first name and city,
+    // wherever they came, but none of a rejected row (p5's line 31).
+    let (code, _, stderr) = run_with(&t, &path, &[], &CHUNKED).await;
+    assert_eq!(code, 1, "{stderr}");
+    let held: BTreeMap<String, (String, String)> = t
+        .receivers_of("People")
+        .await
+        .into_iter()
+        .map(|r| {
+            let value = |k: &str| r.attributes.get(k).cloned().unwrap_or_default();
+            (r.email.clone(), (value("name"), value("city")))
+        })
+        .collect();
+    let want: BTreeMap<String, (String, String)> = [
+        (0, "N0", "City0"),
+        (1, "N9", "City9"),
+        (2, "N18", "City18"),
+        (3, "N3", "City27"),
+        (4, "N12", "City4"),
+        (5, "N21", "City13"),
+        (6, "N6", "City22"),
+        (7, "N15", ""),
+    ]
+    .into_iter()
+    .map(|(n, name, city)| (format!("p{n}@example.com"), (name.into(), city.into())))
+    .collect();
+    assert_eq!(held, want);
 }
 
 /// A mirror pipeline over `rows` (email, signup) in `dir`.
