@@ -17,17 +17,51 @@
 //! Each lock is an advisory file lock (`flock`) on a file in the system's
 //! temporary folder, named by a hash of the key. The operating system
 //! releases it when the process ends, so a crashed or killed run never
-//! leaves a stale lock behind.
+//! leaves a stale lock behind. A run removes its lock files when it ends
+//! (they piled up, one per target and group ever written: thousands after a
+//! test suite): it unlinks the file while still holding the lock, and a run
+//! that takes a lock checks that the file it locked is still the one under
+//! the name, opening it again if not, so that two runs never hold locks on
+//! two files of one name.
 
 use sha2::{Digest, Sha256};
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, Write};
 use std::path::{Path, PathBuf};
 
-/// Held for the length of a run; dropping it releases the locks.
+/// Held for the length of a run; dropping it removes the lock files and
+/// releases the locks.
 #[derive(Debug)]
 pub struct RunLock {
-    _files: Vec<File>,
+    files: Vec<(PathBuf, File)>,
+}
+
+impl Drop for RunLock {
+    fn drop(&mut self) {
+        for (path, _file) in self.files.drain(..) {
+            // Unlinked while locked; the lock goes with `_file` right after.
+            #[cfg(unix)]
+            let _ = std::fs::remove_file(&path);
+            #[cfg(not(unix))]
+            let _ = path;
+        }
+    }
+}
+
+/// Whether `file` is still the file named `path` (a run that ended may have
+/// removed it after this one opened it).
+#[cfg(unix)]
+fn still_named(file: &File, path: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (file.metadata(), std::fs::metadata(path)) {
+        (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+        _ => false,
+    }
+}
+
+#[cfg(not(unix))]
+fn still_named(_file: &File, _path: &Path) -> bool {
+    true
 }
 
 /// Why a run could not take its lock.
@@ -90,18 +124,23 @@ pub fn acquire(pipeline: &Path, target: &str, groups: &[String]) -> Result<RunLo
     let mut files = Vec::with_capacity(sorted.len());
     for group in sorted {
         let path = path(target, group);
-        let mut file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(&path)
-            .map_err(io(&path))?;
+        let open = || {
+            OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(false)
+                .open(&path)
+                .map_err(io(&path))
+        };
+        let mut file = open()?;
         let mine = format!("({} on {host})", full.display());
         let mut waiting = false;
         loop {
             match file.try_lock() {
-                Ok(()) => break,
+                Ok(()) if still_named(&file, &path) => break,
+                // Locked a file its last holder removed: the name's file now.
+                Ok(()) => file = open()?,
                 Err(std::fs::TryLockError::WouldBlock) => {
                     let mut other = String::new();
                     let _ = file.rewind().and_then(|_| file.read_to_string(&mut other));
@@ -134,9 +173,9 @@ pub fn acquire(pipeline: &Path, target: &str, groups: &[String]) -> Result<RunLo
             .and_then(|_| file.rewind())
             .and_then(|_| file.write_all(me.as_bytes()))
             .and_then(|_| file.flush());
-        files.push(file);
+        files.push((path, file));
     }
-    Ok(RunLock { _files: files })
+    Ok(RunLock { files })
 }
 
 #[cfg(test)]
@@ -182,5 +221,28 @@ mod tests {
             taken >= released,
             "the second took the lock before the first let go"
         );
+    }
+
+    #[test]
+    #[cfg(unix)]
+    fn a_run_removes_its_lock_file_and_the_next_one_locks_a_new_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let pipeline = dir.path().join("p.toml");
+        let target = format!("https://files.example:443 (account {})", std::process::id());
+        let groups = ["group \"Files\"".to_string()];
+        let file = path(&target, &groups[0]);
+        let first = acquire(&pipeline, &target, &groups).unwrap();
+        assert!(file.exists());
+        // A second pipeline waits on the file the first holds...
+        let (t, g, other) = (target.clone(), groups.clone(), dir.path().join("q.toml"));
+        let second = std::thread::spawn(move || acquire(&other, &t, &g));
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        // ...which the first removes as it ends: the second locks the new one.
+        drop(first);
+        let second = second.join().unwrap().unwrap();
+        assert!(file.exists());
+        assert!(still_named(&second.files[0].1, &file));
+        drop(second);
+        assert!(!file.exists());
     }
 }
