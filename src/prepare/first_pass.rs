@@ -5,8 +5,10 @@
 //! ([`MergedRows`]), mirror mode every address the source holds (its guard
 //! refuses before anything is written, so the removals are planned with
 //! the first chunk). The read maps and checks each chunk as the second one
-//! will ([`check_rows`]), keeps what it needs and drops the chunk; it
-//! counts nothing and rejects nothing, the second read does.
+//! will ([`check_rows`]), on rows filled as the second read fills them
+//! (`fill_down`, noted by a read of its own before this one), keeps what
+//! it needs and drops the chunk; it counts nothing and rejects nothing,
+//! the second read does.
 //!
 //! A source read twice must read the same both times: files, and URLs and
 //! objects (downloaded to a file before the step). A PostgreSQL query is
@@ -14,6 +16,7 @@
 //! may see different rows, or the same ones in another order.
 
 use super::columns::keep_mask;
+use super::fill::FirstFills;
 use super::last_rows::LastRows;
 use super::merged_rows::MergedRows;
 use super::row_checks::check_rows;
@@ -59,6 +62,7 @@ pub(super) fn first_pass(
     base_dir: &Path,
     budget: Budget,
     wanted: Wanted,
+    fills: Option<&FirstFills>,
 ) -> Result<FirstPass, PrepareError> {
     let Wanted {
         last,
@@ -70,25 +74,34 @@ pub(super) fn first_pass(
         merged: merged.then(|| MergedRows::new(budget.spill_after)),
         addresses: addresses.then(|| KeyStore::new(Key128::default(), budget.spill_after)),
     };
-    super::read_chunks(&step.source, base_dir, budget.chunk_rows, &mut |table| {
-        // Counted by the second read, not this one.
-        let mut uncounted = PrepareStats::default();
-        let checked = check_rows(step, &table, &mut uncounted)?;
-        if let Some(last) = &mut found.last {
-            last.note(checked.valid_rows(&table)?)?;
-        }
-        if let Some(merged) = &mut found.merged {
-            // The valid rows prepared, as the second read filters them.
-            let height = table.frame.height();
-            let valid = DataFrame::new(height, checked.columns.clone())?
-                .filter(&keep_mask(height, &checked.errors))?;
-            merged.note(&valid)?;
-        }
-        if let Some(all) = &mut found.addresses {
-            let addresses = checked.addresses(step, &table)?;
-            all.fresh(addresses.iter().map(String::as_str))?;
-        }
-        Ok(true)
-    })?;
+    super::read_chunks(
+        &step.source,
+        base_dir,
+        budget.chunk_rows,
+        &mut |mut table| {
+            // Rows checked as the second read checks them: filled first.
+            if let Some(fills) = fills {
+                fills.fill(&mut table)?;
+            }
+            // Counted by the second read, not this one.
+            let mut uncounted = PrepareStats::default();
+            let checked = check_rows(step, &table, &mut uncounted)?;
+            if let Some(last) = &mut found.last {
+                last.note(checked.valid_rows(&table)?)?;
+            }
+            if let Some(merged) = &mut found.merged {
+                // The valid rows prepared, as the second read filters them.
+                let height = table.frame.height();
+                let valid = DataFrame::new(height, checked.columns.clone())?
+                    .filter(&keep_mask(height, &checked.errors))?;
+                merged.note(&valid)?;
+            }
+            if let Some(all) = &mut found.addresses {
+                let addresses = checked.addresses(step, &table)?;
+                all.fresh(addresses.iter().map(String::as_str))?;
+            }
+            Ok(true)
+        },
+    )?;
     Ok(found)
 }

@@ -9,14 +9,15 @@
 //! read the source twice ([`super::first_pass`]): the first read finds each
 //! address's last valid row, its merged values, or every address of the
 //! source, compactly; the second is the chunked prepare below, deciding
-//! with it.
+//! with it. `fill_down` (a key's first value may come later) is read once
+//! before any of these ([`super::fill::first_fills`]), as every later read
+//! checks the rows filled.
 //!
 //! A step whose rows cannot be decided one chunk at a time even so reads
-//! its source as one chunk, as a whole: `fill_down` (a key's first value
-//! may come later) and orders on the receiver rows (a duplicate row's order
-//! lines join the receiver kept earlier); and a PostgreSQL query that would
-//! have to be read twice (two queries may not see the same rows in the same
-//! order).
+//! its source as one chunk, as a whole: orders on the receiver rows (a
+//! duplicate row's order lines join the receiver kept earlier); and a
+//! PostgreSQL query that would have to be read more than once (two queries
+//! may not see the same rows in the same order).
 
 use super::columns::{keep_mask, reject_rows};
 use super::first_pass::{FirstPass, Wanted, first_pass};
@@ -112,6 +113,13 @@ pub fn import_chunks(
     };
     // One chunk asked for (`prepare_import`) decides itself: no first read.
     let whole = needs_whole(step) || chunk_rows == usize::MAX;
+    // `fill_down` read in chunks: a read of its own before any other, as
+    // every later read checks rows filled.
+    let fills = if whole {
+        None
+    } else {
+        fill::first_fills(step, base_dir, budget)?
+    };
     // The steps a chunk read cannot decide alone read the source twice.
     let wanted = Wanted {
         last: !whole && step.dedupe == Dedupe::Last,
@@ -119,7 +127,7 @@ pub fn import_chunks(
         addresses: !whole && step.mirror.is_some(),
     };
     let first = if wanted.any() {
-        first_pass(step, base_dir, budget, wanted)?
+        first_pass(step, base_dir, budget, wanted, fills.as_ref())?
     } else {
         FirstPass::default()
     };
@@ -136,6 +144,7 @@ pub fn import_chunks(
         addresses: first.addresses,
         spill_after: budget.spill_after,
         joined,
+        fills,
     };
     let rows = if whole { usize::MAX } else { chunk_rows };
     super::read_chunks(&step.source, base_dir, rows, &mut |table| {
@@ -148,9 +157,8 @@ pub fn import_chunks(
 /// hand (see the module).
 fn needs_whole(step: &ImportStep) -> bool {
     // A query cannot be read twice the same way (see `first_pass`).
-    let twice = step.dedupe != Dedupe::First || step.mirror.is_some();
-    step.fill_down.is_some()
-        || step.orders.as_ref().is_some_and(|o| o.source.is_none())
+    let twice = step.dedupe != Dedupe::First || step.mirror.is_some() || step.fill_down.is_some();
+    step.orders.as_ref().is_some_and(|o| o.source.is_none())
         || (twice && step.source.postgres.is_some())
 }
 
@@ -174,13 +182,18 @@ struct Preparer<'s> {
     /// Keys held in memory at most by a set made here.
     spill_after: usize,
     joined: Option<JoinedOrders>,
+    /// `fill_down` read in chunks: the first values of each key (read
+    /// whole, a chunk fills from itself).
+    fills: Option<fill::FirstFills>,
 }
 
 impl Preparer<'_> {
     fn chunk(&mut self, mut table: Table) -> Result<ImportChunk, PrepareError> {
         let step = self.step;
-        if let Some(spec) = &step.fill_down {
-            fill::fill_down(&mut table, spec)?;
+        match (&self.fills, &step.fill_down) {
+            (Some(fills), _) => fills.fill(&mut table)?,
+            (None, Some(spec)) => fill::fill_down(&mut table, spec)?,
+            (None, None) => {}
         }
         let height = table.frame.height();
         let stats = &mut self.stats;
@@ -408,24 +421,16 @@ mod tests {
         // (unless its first row was the invalid one).
         assert!(dropped.len() > rows / 4 - rows / 97 - 2 && dropped.len() <= rows / 4);
         assert_eq!(sent.len() + dropped.len() + rejected as usize, rows);
-        // A step that needs the whole source comes as one chunk.
+        // `fill_down` is read in chunks too, to the same rows.
         let mut filled = step.clone();
         filled.fill_down = Some(crate::pipeline::FillDown {
             within: "email".into(),
             columns: vec!["city".into()],
         });
-        let mut chunks = 0;
-        import_chunks(
-            &filled,
-            dir.path(),
-            Budget::default().with_chunk_rows(1_000),
-            &mut |_| {
-                chunks += 1;
-                true
-            },
-        )
-        .unwrap();
-        assert_eq!(chunks, 1);
+        assert_eq!(
+            read(&filled, dir.path(), 1_000),
+            read(&filled, dir.path(), usize::MAX)
+        );
     }
 
     #[test]
