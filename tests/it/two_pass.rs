@@ -9,12 +9,13 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// The source read as one chunk (the budget's rows: all of them).
-const WHOLE: [(&str, &str); 1] = [("LISTPIPE_CHUNK_ROWS", "18446744073709551615")];
+pub(crate) const WHOLE: [(&str, &str); 1] = [("LISTPIPE_CHUNK_ROWS", "18446744073709551615")];
 /// Chunks of 4 rows, one key in memory: every set and map on disk.
-const CHUNKED: [(&str, &str); 2] = [("LISTPIPE_CHUNK_ROWS", "4"), ("LISTPIPE_SPILL_AFTER", "1")];
+pub(crate) const CHUNKED: [(&str, &str); 2] =
+    [("LISTPIPE_CHUNK_ROWS", "4"), ("LISTPIPE_SPILL_AFTER", "1")];
 
 /// A file of the step's output named in the report, as text.
-fn file_of(t: &TestServer, report: &Value, key: &str) -> String {
+pub(crate) fn file_of(t: &TestServer, report: &Value, key: &str) -> String {
     let path = report["steps"][0][key]
         .as_str()
         .unwrap_or_else(|| panic!("{key}: {report}"));
@@ -23,7 +24,7 @@ fn file_of(t: &TestServer, report: &Value, key: &str) -> String {
 
 /// What the report says the step read and did (not how: the requests
 /// depend on the chunks).
-fn counts(report: &Value) -> (Value, Value) {
+pub(crate) fn counts(report: &Value) -> (Value, Value) {
     let step = &report["steps"][0];
     let import = &step["import"];
     let did = [
