@@ -4,19 +4,20 @@
 //! set of the addresses kept, not the input.
 //!
 //! `dedupe = "last"` (the row kept depends on rows later on), `dedupe =
-//! "merge"` (the row kept fills its empty values from rows later on) and
+//! "merge"` (the row kept fills its empty values from rows later on),
 //! `mirror` (its guard counts the whole source before anything is written)
-//! read the source twice ([`super::first_pass`]): the first read finds each
-//! address's last valid row, its merged values, or every address of the
-//! source, compactly; the second is the chunked prepare below, deciding
-//! with it.
+//! and orders on the receiver rows (a duplicate row's order lines join the
+//! receiver kept, maybe chunks earlier) read the source twice
+//! ([`super::first_pass`]): the first read finds each address's last valid
+//! row, its merged values, every address of the source, or its order
+//! lines, compactly; the second is the chunked prepare below, deciding
+//! with it. `fill_down` (a key's first value may come later) is read once
+//! before any of these ([`super::fill::first_fills`]), as every later read
+//! checks the rows filled.
 //!
-//! A step whose rows cannot be decided one chunk at a time even so reads
-//! its source as one chunk, as a whole: `fill_down` (a key's first value
-//! may come later) and orders on the receiver rows (a duplicate row's order
-//! lines join the receiver kept earlier); and a PostgreSQL query that would
-//! have to be read twice (two queries may not see the same rows in the same
-//! order).
+//! A PostgreSQL query that would have to be read more than once is read as
+//! one chunk, as a whole: two queries may not see the same rows in the
+//! same order.
 
 use super::columns::{keep_mask, reject_rows};
 use super::first_pass::{FirstPass, Wanted, first_pass};
@@ -24,7 +25,7 @@ use super::joined::JoinedOrders;
 use super::joined::OrderRejects;
 use super::last_rows::LastRows;
 use super::merged_rows::MergedRows;
-use super::orders;
+use super::orders::{self, RowOrders};
 use super::row_checks::{Checked, check_rows};
 use super::{Budget, PrepareError, PrepareStats, dedupe, domains, fill, mangled};
 use crate::hash::Key128;
@@ -112,14 +113,22 @@ pub fn import_chunks(
     };
     // One chunk asked for (`prepare_import`) decides itself: no first read.
     let whole = needs_whole(step) || chunk_rows == usize::MAX;
+    // `fill_down` read in chunks: a read of its own before any other, as
+    // every later read checks rows filled.
+    let fills = if whole {
+        None
+    } else {
+        fill::first_fills(step, base_dir, budget)?
+    };
     // The steps a chunk read cannot decide alone read the source twice.
     let wanted = Wanted {
         last: !whole && step.dedupe == Dedupe::Last,
         merged: !whole && step.dedupe == Dedupe::Merge,
         addresses: !whole && step.mirror.is_some(),
+        orders: !whole && inline_orders(step),
     };
     let first = if wanted.any() {
-        first_pass(step, base_dir, budget, wanted)?
+        first_pass(step, base_dir, budget, wanted, fills.as_ref())?
     } else {
         FirstPass::default()
     };
@@ -134,8 +143,10 @@ pub fn import_chunks(
         last: first.last,
         merged: first.merged,
         addresses: first.addresses,
+        row_orders: first.orders,
         spill_after: budget.spill_after,
         joined,
+        fills,
     };
     let rows = if whole { usize::MAX } else { chunk_rows };
     super::read_chunks(&step.source, base_dir, rows, &mut |table| {
@@ -144,14 +155,20 @@ pub fn import_chunks(
     preparer.finish()
 }
 
-/// Whether the step's rows can only be decided with the whole source at
-/// hand (see the module).
+/// Whether the step's source is read as one chunk: a query the step would
+/// read more than once (see the module).
 fn needs_whole(step: &ImportStep) -> bool {
     // A query cannot be read twice the same way (see `first_pass`).
-    let twice = step.dedupe != Dedupe::First || step.mirror.is_some();
-    step.fill_down.is_some()
-        || step.orders.as_ref().is_some_and(|o| o.source.is_none())
-        || (twice && step.source.postgres.is_some())
+    let more_than_once = step.dedupe != Dedupe::First
+        || step.mirror.is_some()
+        || step.fill_down.is_some()
+        || inline_orders(step);
+    more_than_once && step.source.postgres.is_some()
+}
+
+/// Whether the step's orders are on its receiver rows (no source of their own).
+fn inline_orders(step: &ImportStep) -> bool {
+    step.orders.as_ref().is_some_and(|o| o.source.is_none())
 }
 
 struct Preparer<'s> {
@@ -171,16 +188,23 @@ struct Preparer<'s> {
     merged: Option<MergedRows>,
     /// Mirror mode read twice: the source's addresses, for the first chunk.
     addresses: Option<KeyStore>,
+    /// Orders on the receiver rows read twice: every valid row's line.
+    row_orders: Option<RowOrders>,
     /// Keys held in memory at most by a set made here.
     spill_after: usize,
     joined: Option<JoinedOrders>,
+    /// `fill_down` read in chunks: the first values of each key (read
+    /// whole, a chunk fills from itself).
+    fills: Option<fill::FirstFills>,
 }
 
 impl Preparer<'_> {
     fn chunk(&mut self, mut table: Table) -> Result<ImportChunk, PrepareError> {
         let step = self.step;
-        if let Some(spec) = &step.fill_down {
-            fill::fill_down(&mut table, spec)?;
+        match (&self.fills, &step.fill_down) {
+            (Some(fills), _) => fills.fill(&mut table)?,
+            (None, Some(spec)) => fill::fill_down(&mut table, spec)?,
+            (None, None) => {}
         }
         let height = table.frame.height();
         let stats = &mut self.stats;
@@ -241,7 +265,16 @@ impl Preparer<'_> {
                 let kept = (0..height)
                     .filter(|&i| mask.get(i) == Some(true))
                     .filter_map(|i| Some((i, email_by_row.get(i)?)));
-                let (lines, n) = orders::row_orders(&mapped, kept);
+                let (lines, n) = match &self.row_orders {
+                    // Read twice: the lines of the chunk's receivers, from
+                    // every chunk; this chunk's lines counted here.
+                    Some(all) => {
+                        let n = orders::count_orders(&mapped, kept.map(|(i, _)| i));
+                        let emails = frame.column(ReceiverField::Email.as_str())?.str()?;
+                        (all.take(emails.iter().map(|e| e.unwrap_or("")))?, n)
+                    }
+                    None => orders::row_orders(&mapped, kept),
+                };
                 self.stats.orders_read += n;
                 self.stats.orders_accepted += n;
                 lines
@@ -408,24 +441,16 @@ mod tests {
         // (unless its first row was the invalid one).
         assert!(dropped.len() > rows / 4 - rows / 97 - 2 && dropped.len() <= rows / 4);
         assert_eq!(sent.len() + dropped.len() + rejected as usize, rows);
-        // A step that needs the whole source comes as one chunk.
+        // `fill_down` is read in chunks too, to the same rows.
         let mut filled = step.clone();
         filled.fill_down = Some(crate::pipeline::FillDown {
             within: "email".into(),
             columns: vec!["city".into()],
         });
-        let mut chunks = 0;
-        import_chunks(
-            &filled,
-            dir.path(),
-            Budget::default().with_chunk_rows(1_000),
-            &mut |_| {
-                chunks += 1;
-                true
-            },
-        )
-        .unwrap();
-        assert_eq!(chunks, 1);
+        assert_eq!(
+            read(&filled, dir.path(), 1_000),
+            read(&filled, dir.path(), usize::MAX)
+        );
     }
 
     #[test]

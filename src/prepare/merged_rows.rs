@@ -8,35 +8,23 @@
 //! valid row of each address (as `first` does) and takes its values from
 //! here ([`MergedRows::fill`]).
 //!
-//! Compact: a 128-bit key of the address ([`Key128`]) and the values
-//! encoded as one byte string ([`encode`]), in memory up to a budget of
-//! addresses (`LISTPIPE_SPILL_AFTER`), then every entry moves to a
-//! [`Spill`]. A later row changes an address's values only where a column
-//! is still empty: on disk that is a read-modify-write, a new version
-//! added after the old ones, and the last one answers ([`Spill::last`]),
-//! as the target's receivers read twice are kept (`load/held.rs`).
-//!
-//! Merging is associative (earlier values win, later ones fill the
-//! gaps), so each chunk is merged on its own first and then once into
-//! what is held: one lookup per address of a chunk, not per row.
+//! Compact: a 128-bit key of the address ([`Key128`]) and its values in a
+//! [`FirstValues`] store (in memory up to `LISTPIPE_SPILL_AFTER` addresses,
+//! then on disk). An empty cell here is a missing one: `""` counts as a
+//! value, as in the merge of a frame read whole.
 
 use super::PrepareError;
-use crate::hash::{FastMap, Key128};
+use super::first_values::{FirstValues, Values};
+use crate::hash::Key128;
 use crate::pipeline::ReceiverField;
 use crate::source::{FILE_COL, ROW_COL};
-use crate::spill::{Spill, SpillError};
 use polars::prelude::*;
 
 /// The merged values of each address (see the module).
 pub struct MergedRows {
     keys: Key128,
-    budget: usize,
-    memory: FastMap<u128, Box<[u8]>>,
-    spill: Option<Spill>,
+    values: FirstValues,
 }
-
-/// One address's values, a cell per merged column (`None`: empty).
-type Values<'a> = Vec<Option<&'a str>>;
 
 /// The columns merged: every column of the prepared frame but the address
 /// (the key) and the row's file and number (those of the row kept).
@@ -59,69 +47,12 @@ fn text_columns(frame: &DataFrame) -> Result<(&StringChunked, Vec<&StringChunked
     Ok((emails, columns))
 }
 
-/// Values as bytes: per cell a 0 (empty), or a 1, the length as 4 bytes
-/// little-endian and the text.
-fn encode(values: &[Option<&str>]) -> Box<[u8]> {
-    let size: usize = values
-        .iter()
-        .map(|v| 1 + v.map_or(0, |s| 4 + s.len()))
-        .sum();
-    let mut out = Vec::with_capacity(size);
-    for v in values {
-        match v {
-            None => out.push(0),
-            Some(s) => {
-                out.push(1);
-                out.extend_from_slice(&(s.len() as u32).to_le_bytes());
-                out.extend_from_slice(s.as_bytes());
-            }
-        }
-    }
-    out.into_boxed_slice()
-}
-
-/// The values [`encode`] wrote, or None if the bytes are not such values.
-fn decode(mut bytes: &[u8]) -> Option<Values<'_>> {
-    let mut out = Vec::new();
-    while let Some((&tag, rest)) = bytes.split_first() {
-        match tag {
-            0 => {
-                out.push(None);
-                bytes = rest;
-            }
-            1 => {
-                let (len, rest) = rest.split_first_chunk::<4>()?;
-                let len = u32::from_le_bytes(*len) as usize;
-                let text = rest.get(..len)?;
-                out.push(Some(std::str::from_utf8(text).ok()?));
-                bytes = rest.get(len..)?;
-            }
-            _ => return None,
-        }
-    }
-    Some(out)
-}
-
-/// Fills the empty cells of `earlier` from `later`; whether any changed.
-fn fill_from<'a>(earlier: &mut Values<'a>, later: &[Option<&'a str>]) -> bool {
-    let mut changed = false;
-    for (e, l) in earlier.iter_mut().zip(later) {
-        if e.is_none() && l.is_some() {
-            *e = *l;
-            changed = true;
-        }
-    }
-    changed
-}
-
 impl MergedRows {
     /// None noted yet; `budget` addresses in memory at most.
     pub fn new(budget: usize) -> Self {
         MergedRows {
             keys: Key128::default(),
-            budget,
-            memory: FastMap::default(),
-            spill: None,
+            values: FirstValues::new(budget),
         }
     }
 
@@ -129,64 +60,12 @@ impl MergedRows {
     /// mapped columns), in source order, after every chunk before it.
     pub fn note(&mut self, frame: &DataFrame) -> Result<(), PrepareError> {
         let (emails, columns) = text_columns(frame)?;
-        // The chunk merged on its own, each address in the order it came.
-        let mut order: Vec<u128> = Vec::new();
-        let mut chunk: FastMap<u128, Values> = FastMap::default();
-        for i in 0..frame.height() {
-            let key = self.keys.of(emails.get(i).unwrap_or(""));
+        let keys = &self.keys;
+        self.values.note((0..frame.height()).map(|i| {
+            let key = keys.of(emails.get(i).unwrap_or(""));
             let row: Values = columns.iter().map(|c| c.get(i)).collect();
-            match chunk.get_mut(&key) {
-                Some(values) => {
-                    fill_from(values, &row);
-                }
-                None => {
-                    order.push(key);
-                    chunk.insert(key, row);
-                }
-            }
-        }
-        let Some(spill) = &mut self.spill else {
-            for key in order {
-                let Some(later) = chunk.get(&key) else {
-                    continue;
-                };
-                match self.memory.get_mut(&key) {
-                    None => {
-                        self.memory.insert(key, encode(later));
-                    }
-                    Some(held) => {
-                        let mut values = decode(held).ok_or_else(|| damaged(None))?;
-                        if fill_from(&mut values, later) {
-                            *held = encode(&values);
-                        }
-                    }
-                }
-            }
-            if self.memory.len() > self.budget {
-                self.move_to_disk()?;
-            }
-            return Ok(());
-        };
-        // Each address asked once, in key order (neighbours in the index
-        // one after another); a new version only where a value changed.
-        order.sort_unstable();
-        let mut new: Vec<(u128, Box<[u8]>)> = Vec::new();
-        for key in order {
-            let Some(later) = chunk.get(&key) else {
-                continue;
-            };
-            match spill.last(key)? {
-                None => new.push((key, encode(later))),
-                Some(held) => {
-                    let mut values = decode(&held).ok_or_else(|| damaged(Some(spill)))?;
-                    if fill_from(&mut values, later) {
-                        new.push((key, encode(&values)));
-                    }
-                }
-            }
-        }
-        spill.extend(new.iter().map(|(k, v)| (*k, &v[..])))?;
-        Ok(())
+            (key, row)
+        }))
     }
 
     /// The kept rows of a chunk (each the first valid row of its address,
@@ -200,34 +79,15 @@ impl MergedRows {
             .iter()
             .map(|e| self.keys.of(e.unwrap_or("")))
             .collect();
-        let spilled: FastMap<u128, Vec<u8>> = match &self.spill {
-            None => FastMap::default(),
-            Some(spill) => {
-                let mut sorted = keys.clone();
-                sorted.sort_unstable();
-                sorted.dedup();
-                let mut found = FastMap::default();
-                for k in sorted {
-                    if let Some(v) = spill.last(k)? {
-                        found.insert(k, v);
-                    }
-                }
-                found
-            }
-        };
+        let held = self.values.held(&keys)?;
         let mut rows: Vec<Values> = Vec::with_capacity(keys.len());
         for (i, key) in keys.iter().enumerate() {
-            let held = match &self.spill {
-                None => self.memory.get(key).map(|v| &v[..]),
-                Some(_) => spilled.get(key).map(Vec::as_slice),
-            };
             let own: Values = columns.iter().map(|c| c.get(i)).collect();
-            rows.push(match held {
+            rows.push(match held.get(*key)? {
                 None => own,
-                Some(bytes) => {
-                    let values = decode(bytes).ok_or_else(|| damaged(self.spill.as_ref()))?;
+                Some(values) => {
                     if values.len() != own.len() {
-                        return Err(damaged(self.spill.as_ref()));
+                        return Err(super::first_values::damaged(None));
                     }
                     values
                 }
@@ -250,48 +110,13 @@ impl MergedRows {
     /// Whether the values are on disk.
     #[cfg(test)]
     pub fn is_spilled(&self) -> bool {
-        self.spill.is_some()
+        self.values.is_spilled()
     }
-
-    fn move_to_disk(&mut self) -> Result<(), SpillError> {
-        let mut spill = Spill::new()?;
-        let memory = std::mem::take(&mut self.memory);
-        spill.extend(memory.iter().map(|(k, v)| (*k, &v[..])))?;
-        tracing::debug!(
-            budget = self.budget,
-            "the merged values of each address moved to a temporary file"
-        );
-        self.spill = Some(spill);
-        Ok(())
-    }
-}
-
-/// Values that do not decode: written by this module, so never expected;
-/// reported as a spill that failed (a damaged temporary file), not a panic.
-fn damaged(spill: Option<&Spill>) -> PrepareError {
-    let dir = spill.map_or_else(std::env::temp_dir, |s| s.dir().to_path_buf());
-    PrepareError::Spill(SpillError::Io {
-        dir,
-        source: std::io::Error::new(
-            std::io::ErrorKind::InvalidData,
-            "merged values written there could not be read back",
-        ),
-    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn values_encode_and_decode_with_empty_and_blank_cells() {
-        let values = [Some("Köln"), None, Some(""), Some("a,b")];
-        let bytes = encode(&values);
-        assert_eq!(decode(&bytes), Some(values.to_vec()));
-        assert_eq!(decode(&bytes[..bytes.len() - 1]), None);
-        assert_eq!(decode(&[]), Some(Vec::new()));
-        assert_eq!(decode(&[2]), None);
-    }
 
     #[test]
     fn the_first_value_of_each_column_is_kept_in_memory_and_on_disk() {

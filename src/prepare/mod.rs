@@ -20,7 +20,10 @@ pub mod consent;
 pub mod dedupe;
 pub mod domains;
 mod fill;
+#[cfg(test)]
+mod fill_tests;
 mod first_pass;
+mod first_values;
 mod import;
 mod joined;
 mod last_rows;

@@ -1,9 +1,18 @@
 //! Orders: the order lines a chunk's receivers are sent with, and their
 //! fields mapped from a table (the receiver rows, or an orders source of
 //! its own, joined to the receivers in [`super::joined`]).
+//!
+//! Orders on the receiver rows of a source read in chunks: a receiver is
+//! sent with the lines of every valid row of its address, wherever they
+//! are in the file (a duplicate row's lines join the receiver kept, maybe
+//! chunks earlier). A first read notes every valid row's line under its
+//! address ([`RowOrders::note`], in an order [`Store`]: memory, then disk
+//! past `LISTPIPE_SPILL_AFTER` lines); each chunk's receivers then take
+//! theirs ([`RowOrders::take`]), as receivers take a joined source's.
 
 use super::PrepareError;
 use super::columns::{Errors, map_column};
+use super::order_store::{Entries, Store};
 use crate::api::Order;
 use crate::hash::Key128;
 use crate::pipeline::{OrderField, OrdersSpec};
@@ -177,4 +186,66 @@ pub(super) fn row_orders<'a>(
     let mut lines = OrderLines::default();
     let n = lines.add(mapped, rows);
     (Arc::new(lines.seal()), n)
+}
+
+/// Every valid receiver row's order line under its address, from a first
+/// read of the source (see the module).
+pub(super) struct RowOrders {
+    keys: Key128,
+    store: Store,
+    spill_after: usize,
+}
+
+impl RowOrders {
+    /// None noted yet; `spill_after` lines in memory at most.
+    pub(super) fn new(spill_after: usize) -> Self {
+        RowOrders {
+            keys: Key128::default(),
+            store: Store::default(),
+            spill_after,
+        }
+    }
+
+    /// Notes a chunk's lines: `rows` are its valid rows (index in `mapped`,
+    /// normalised address), in source order, after every chunk before it.
+    pub(super) fn note<'a>(
+        &mut self,
+        mapped: &MappedOrders,
+        rows: impl Iterator<Item = (usize, &'a str)>,
+    ) -> Result<(), PrepareError> {
+        let mut entries = Entries::default();
+        for (i, email) in rows.filter(|(i, _)| mapped.has_order(*i)) {
+            // The row index is the joined source's, for its orphans: none here.
+            entries.push(self.keys.of(email), 0, mapped.fields(i));
+        }
+        self.store.append(entries, self.spill_after)?;
+        Ok(())
+    }
+
+    /// Ready for [`RowOrders::take`] once every chunk is noted.
+    pub(super) fn seal(&mut self) {
+        self.store.seal();
+    }
+
+    /// The order lines of a chunk's receivers (`emails`, normalised, each
+    /// once in the whole import), each address's in file order.
+    pub(super) fn take<'a>(
+        &self,
+        emails: impl Iterator<Item = &'a str>,
+    ) -> Result<Arc<OrderLines>, PrepareError> {
+        let mut keys: Vec<u128> = emails.map(|e| self.keys.of(e)).collect();
+        // In key order: neighbours in the index, and in the spill's pages.
+        keys.sort_unstable();
+        keys.dedup();
+        let mut lines = OrderLines::with_keys(self.keys.clone());
+        for key in keys {
+            self.store.for_each(key, |_, text| lines.push(key, text))?;
+        }
+        Ok(Arc::new(lines.seal()))
+    }
+}
+
+/// How many of `rows` (row index in `mapped`) hold an order.
+pub(super) fn count_orders(mapped: &MappedOrders, rows: impl Iterator<Item = usize>) -> u64 {
+    rows.filter(|&i| mapped.has_order(i)).count() as u64
 }

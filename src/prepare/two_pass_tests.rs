@@ -1,6 +1,7 @@
 //! A source read twice in chunks (`dedupe = "last"` and `"merge"`, mirror
-//! mode) comes to what the same source read whole comes to: the same rows
-//! sent, the same duplicates, counts and rejects, the same source addresses.
+//! mode, orders on the receiver rows) comes to what the same source read
+//! whole comes to: the same rows sent, the same duplicates, counts and
+//! rejects, the same source addresses, the same order lines per receiver.
 
 use super::{Budget, ImportChunk, import_chunks};
 use crate::pipeline::{self, ImportStep, Step};
@@ -299,6 +300,100 @@ fn merge_read_twice_in_chunks_merges_what_a_whole_read_merges_in_memory_and_spil
                 "{budget:?}"
             );
             assert_eq!(frames, whole_cities, "{budget:?}");
+        }
+    }
+}
+
+/// 40 rows of 8 addresses, each address every 8th row (its rows chunks
+/// apart), each row an order line `O<row>`; every 5th row holds no order,
+/// every 7th has a price that cannot be read (rejected: its line does not
+/// count), the 30th a broken address.
+fn orders_source(dir: &Path, dedupe: &str) -> ImportStep {
+    let mut csv = String::from("email,order_id,price\n");
+    for i in 0..40 {
+        let email = match i {
+            30 => "broken".to_string(),
+            _ => format!("user{}@example.com", i % 8),
+        };
+        let id = if i % 5 == 0 {
+            String::new()
+        } else {
+            format!("O{i}")
+        };
+        let price = if i % 7 == 0 { "oops" } else { "1.50" };
+        csv.push_str(&format!("{email},{id},{price}\n"));
+    }
+    std::fs::write(dir.join("in.csv"), csv).unwrap();
+    std::fs::write(
+        dir.join("p.toml"),
+        format!(
+            "[target]\nurl = \"builtin\"\n[[import]]\nname = \"i\"\nsource = \"in.csv\"\ngroup = \"G\"\ndedupe = \"{dedupe}\"\n[import.receiver]\nemail = \"email\"\n[import.orders]\norder_id = \"order_id\"\nprice = \"price\"\n"
+        ),
+    )
+    .unwrap();
+    let p = pipeline::load(&dir.join("p.toml")).unwrap();
+    match p.steps.into_iter().next() {
+        Some(Step::Import(s)) => s,
+        _ => panic!("an import step"),
+    }
+}
+
+/// Each receiver sent (row, address) with the order ids it is sent with,
+/// and the counts (rows, duplicates, rejected, orders read, accepted).
+type Sent = (Vec<(u32, String, Vec<String>)>, [u64; 5]);
+
+fn sent_with_orders(step: &ImportStep, dir: &Path, budget: Budget) -> (Sent, usize) {
+    let (mut sent, mut chunks) = (Vec::new(), 0);
+    let summary = import_chunks(step, dir, budget, &mut |c| {
+        chunks += 1;
+        let rows = c.frame.column(ROW_COL).unwrap().u32().unwrap();
+        let emails = c.frame.column("email").unwrap().str().unwrap();
+        for (row, email) in rows.iter().zip(emails.iter()) {
+            let email = email.unwrap_or("").to_string();
+            let ids = c.orders.of(&email).unwrap_or_default();
+            let ids = ids.into_iter().map(|o| o.order_id).collect();
+            sent.push((row.unwrap_or(0), email, ids));
+        }
+        true
+    })
+    .unwrap();
+    let s = summary.stats;
+    let counts = [
+        s.rows_read,
+        s.duplicates,
+        s.rejected_total(),
+        s.orders_read,
+        s.orders_accepted,
+    ];
+    ((sent, counts), chunks)
+}
+
+#[test]
+fn orders_on_receiver_rows_read_twice_in_chunks_go_with_their_receiver_in_memory_and_spilled() {
+    let dir = tempfile::tempdir().unwrap();
+    for dedupe in ["first", "last", "merge"] {
+        let step = orders_source(dir.path(), dedupe);
+        let whole_budget = Budget::default().with_chunk_rows(usize::MAX);
+        let (whole, chunks) = sent_with_orders(&step, dir.path(), whole_budget);
+        assert_eq!(chunks, 1);
+        // 8 receivers; 7 rows rejected (0, 7, ..., 35 and the broken 30);
+        // 33 valid rows, 28 of them with an order.
+        assert_eq!(whole.0.len(), 8, "{dedupe}");
+        assert_eq!(whole.1, [40, 25, 7, 28, 28], "{dedupe}");
+        // user1: rows 1, 9, 17, 25, 33: every line, wherever it is.
+        let user1 = whole.0.iter().find(|s| s.1 == "user1@example.com");
+        let ids = ["O1", "O9", "O17", "O33"].map(String::from).to_vec();
+        assert_eq!(user1.map(|s| &s.2), Some(&ids), "{dedupe}");
+        for spill_after in [usize::MAX, 1, 5] {
+            for chunk_rows in [3, 8] {
+                let budget = Budget {
+                    chunk_rows,
+                    spill_after,
+                };
+                let (chunked, chunks) = sent_with_orders(&step, dir.path(), budget);
+                assert!(chunks >= 40 / chunk_rows, "{budget:?}");
+                assert_eq!(chunked, whole, "{dedupe} {budget:?}");
+            }
         }
     }
 }

@@ -48,6 +48,7 @@ mod tags;
 mod target_errors;
 mod third_party;
 mod two_pass;
+mod two_pass_orders;
 mod warehouse;
 mod wire;
 mod writes;

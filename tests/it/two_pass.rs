@@ -1,5 +1,5 @@
 //! Sources read twice in small chunks (`dedupe = "last"` and `"merge"`,
-//! mirror mode) run as the same sources read whole: the same plan, counts, rejects, writes
+//! mirror mode, `fill_down`) run as the same sources read whole: the same plan, counts, rejects, writes
 //! and removals, and mirror mode's guard still refuses before any write.
 
 use crate::import::run_with;
@@ -9,12 +9,13 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// The source read as one chunk (the budget's rows: all of them).
-const WHOLE: [(&str, &str); 1] = [("LISTPIPE_CHUNK_ROWS", "18446744073709551615")];
+pub(crate) const WHOLE: [(&str, &str); 1] = [("LISTPIPE_CHUNK_ROWS", "18446744073709551615")];
 /// Chunks of 4 rows, one key in memory: every set and map on disk.
-const CHUNKED: [(&str, &str); 2] = [("LISTPIPE_CHUNK_ROWS", "4"), ("LISTPIPE_SPILL_AFTER", "1")];
+pub(crate) const CHUNKED: [(&str, &str); 2] =
+    [("LISTPIPE_CHUNK_ROWS", "4"), ("LISTPIPE_SPILL_AFTER", "1")];
 
 /// A file of the step's output named in the report, as text.
-fn file_of(t: &TestServer, report: &Value, key: &str) -> String {
+pub(crate) fn file_of(t: &TestServer, report: &Value, key: &str) -> String {
     let path = report["steps"][0][key]
         .as_str()
         .unwrap_or_else(|| panic!("{key}: {report}"));
@@ -23,7 +24,7 @@ fn file_of(t: &TestServer, report: &Value, key: &str) -> String {
 
 /// What the report says the step read and did (not how: the requests
 /// depend on the chunks).
-fn counts(report: &Value) -> (Value, Value) {
+pub(crate) fn counts(report: &Value) -> (Value, Value) {
     let step = &report["steps"][0];
     let import = &step["import"];
     let did = [
@@ -203,6 +204,73 @@ async fn dedupe_merge_read_twice_in_chunks_plans_and_imports_what_a_whole_read_d
     .map(|(n, name, city)| (format!("p{n}@example.com"), (name.into(), city.into())))
     .collect();
     assert_eq!(held, want);
+}
+
+/// 24 order lines of 6 orders, each order's lines chunks apart: order k's
+/// address only on its (k % 4)-th line, its city only on its last; order
+/// 5's address broken (its lines rejected).
+fn fill_source(dir: &Path) -> PathBuf {
+    let mut csv = String::from(
+        "Name,Email,City,Lineitem
+",
+    );
+    for i in 0..24 {
+        let (k, line) = (i % 6, i / 6);
+        let email = match (k, line == k % 4) {
+            (5, true) => "broken".to_string(),
+            (_, true) => format!("buyer{k}@example.com"),
+            _ => String::new(),
+        };
+        let city = if line == 3 {
+            format!("City{k}")
+        } else {
+            String::new()
+        };
+        csv.push_str(&format!("#{k},{email},{city},L{i}\n"));
+    }
+    std::fs::write(dir.join("orders.csv"), csv).unwrap();
+    let path = dir.join("orders.toml");
+    std::fs::write(
+        &path,
+        "[[import]]\nname = \"buyers\"\nsource = \"orders.csv\"\ngroup = \"Buyers\"\ncreate_group = true\nfill_down = { within = \"Name\", columns = [\"Email\", \"City\"] }\n[import.receiver]\nemail = \"Email\"\n[import.attributes]\ncity = \"City\"\n",
+    )
+    .unwrap();
+    path
+}
+
+#[tokio::test]
+async fn fill_down_read_in_chunks_plans_and_imports_what_a_whole_read_does() {
+    let t = TestServer::start().await;
+    let path = fill_source(t.dir.path());
+    let (code, whole, stderr) = run_with(&t, &path, &["--dry-run"], &WHOLE).await;
+    assert_eq!(code, 1, "rejected rows: {stderr}");
+    let (whole_plan, whole_rejects) = (
+        file_of(&t, &whole, "plan_file"),
+        file_of(&t, &whole, "rejects_file"),
+    );
+    let (code, chunked, stderr) = run_with(&t, &path, &["--dry-run"], &CHUNKED).await;
+    assert_eq!(code, 1, "{stderr}");
+    assert_eq!(file_of(&t, &chunked, "plan_file"), whole_plan);
+    assert_eq!(file_of(&t, &chunked, "rejects_file"), whole_rejects);
+    assert_eq!(counts(&chunked), counts(&whole));
+    // 5 buyers, each at its order's first line, 15 duplicates; order 5's
+    // 4 lines rejected showing the address and city filled in.
+    assert_eq!(chunked["steps"][0]["prepare"]["duplicates"], 15);
+    assert!(
+        whole_plan.contains("\n4,buyer2@example.com,create"),
+        "{whole_plan}"
+    );
+    for line in ["\n#5,broken,City5,L5,7,", "\n#5,broken,City5,L23,25,"] {
+        assert!(whole_rejects.contains(line), "{line}: {whole_rejects}");
+    }
+
+    // Written in chunks: each buyer holds its order's city.
+    let (code, _, stderr) = run_with(&t, &path, &[], &CHUNKED).await;
+    assert_eq!(code, 1, "{stderr}");
+    let want: BTreeMap<String, String> = (0..5)
+        .map(|k| (format!("buyer{k}@example.com"), format!("City{k}")))
+        .collect();
+    assert_eq!(city_by_email(t.receivers_of("Buyers").await), want);
 }
 
 /// A mirror pipeline over `rows` (email, signup) in `dir`.
