@@ -8,9 +8,12 @@
 //! that is the same in memory and on disk. A key's entries come back in the
 //! order they were added, which is file order.
 
-use super::orders::UNIT;
 use crate::spill::{Spill, SpillError};
 use std::borrow::Cow;
+
+/// Separates the fields of an order line, in the store and in
+/// [`super::orders::OrderLines`]' text.
+pub(super) const UNIT: char = '\u{1f}';
 
 /// Entries one after another in one arena, with an index by key.
 #[derive(Default)]

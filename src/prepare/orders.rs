@@ -12,17 +12,13 @@
 
 use super::PrepareError;
 use super::columns::{Errors, map_column};
-use super::order_store::{Entries, Store};
+use super::order_store::{Entries, Store, UNIT};
 use crate::api::Order;
 use crate::hash::Key128;
 use crate::pipeline::{OrderField, OrdersSpec};
 use crate::source::Table;
 use polars::prelude::*;
 use std::sync::Arc;
-
-/// Separates the fields of a line in [`OrderLines::text`] (and of a line
-/// kept by a joined source).
-pub(super) const UNIT: char = '\u{1f}';
 
 /// Order lines as one text of their mapped fields, and an index from each
 /// address's 128-bit key to its lines: a line costs its text and 32 bytes
