@@ -118,22 +118,11 @@ impl JoinedOrders {
         &mut self,
         emails: impl Iterator<Item = &'a str>,
     ) -> Result<Arc<OrderLines>, PrepareError> {
-        let mut keys: Vec<u128> = emails.map(|e| self.keys.of(e)).collect();
-        // In key order: neighbours in the index, and in the spill's pages.
-        keys.sort_unstable();
-        keys.dedup();
-        let mut lines = OrderLines::with_keys(self.keys.clone());
-        let (untaken, accepted) = (&mut self.untaken, &mut self.accepted);
-        for key in keys {
-            self.store.for_each(key, |row, text| {
-                untaken.remove(row);
-                if !text.is_empty() {
-                    lines.push(key, text);
-                    *accepted += 1;
-                }
-            })?;
-        }
-        Ok(Arc::new(lines.seal()))
+        let lines = super::orders::lines_of(&self.store, &self.keys, emails, |row| {
+            self.untaken.remove(row);
+        })?;
+        self.accepted += lines.len() as u64;
+        Ok(lines)
     }
 
     /// The rejects, once every receiver has taken its orders.

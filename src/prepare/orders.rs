@@ -229,16 +229,33 @@ impl RowOrders {
         &self,
         emails: impl Iterator<Item = &'a str>,
     ) -> Result<Arc<OrderLines>, PrepareError> {
-        let mut keys: Vec<u128> = emails.map(|e| self.keys.of(e)).collect();
-        // In key order: neighbours in the index, and in the spill's pages.
-        keys.sort_unstable();
-        keys.dedup();
-        let mut lines = OrderLines::with_keys(self.keys.clone());
-        for key in keys {
-            self.store.for_each(key, |_, text| lines.push(key, text))?;
-        }
-        Ok(Arc::new(lines.seal()))
+        lines_of(&self.store, &self.keys, emails, |_| {})
     }
+}
+
+/// The order lines `store` holds for a chunk's receivers (`emails`,
+/// normalised), each address's in file order; `row` is told the row index
+/// of every entry read, with or without a line. Asked in key order:
+/// neighbours in the index, and in a spill's pages.
+pub(super) fn lines_of<'a>(
+    store: &Store,
+    keys: &Key128,
+    emails: impl Iterator<Item = &'a str>,
+    mut row: impl FnMut(u64),
+) -> Result<Arc<OrderLines>, PrepareError> {
+    let mut wanted: Vec<u128> = emails.map(|e| keys.of(e)).collect();
+    wanted.sort_unstable();
+    wanted.dedup();
+    let mut lines = OrderLines::with_keys(keys.clone());
+    for key in wanted {
+        store.for_each(key, |at, text| {
+            row(at);
+            if !text.is_empty() {
+                lines.push(key, text);
+            }
+        })?;
+    }
+    Ok(Arc::new(lines.seal()))
 }
 
 /// How many of `rows` (row index in `mapped`) hold an order.
