@@ -42,6 +42,24 @@ pub(crate) fn counts(report: &Value) -> (Value, Value) {
     )
 }
 
+/// Dry runs of the pipeline at `path`, whole and in chunks, both exiting
+/// 1 (some rows rejected), with the same plan, rejects and counts; answers
+/// the chunked run's report and the plan.
+pub(crate) async fn dry_runs_agree(t: &TestServer, path: &Path) -> (Value, String) {
+    let (code, whole, stderr) = run_with(t, path, &["--dry-run"], &WHOLE).await;
+    assert_eq!(code, 1, "rejected rows: {stderr}");
+    let (code, chunked, stderr) = run_with(t, path, &["--dry-run"], &CHUNKED).await;
+    assert_eq!(code, 1, "{stderr}");
+    let plan = file_of(t, &whole, "plan_file");
+    assert_eq!(file_of(t, &chunked, "plan_file"), plan);
+    assert_eq!(
+        file_of(t, &chunked, "rejects_file"),
+        file_of(t, &whole, "rejects_file")
+    );
+    assert_eq!(counts(&chunked), counts(&whole));
+    (chunked, plan)
+}
+
 fn city_by_email(receivers: Vec<listpipe::api::Receiver>) -> BTreeMap<String, String> {
     receivers
         .into_iter()
@@ -81,17 +99,7 @@ fn last_source(dir: &Path) -> PathBuf {
 async fn dedupe_last_read_twice_in_chunks_plans_and_imports_what_a_whole_read_does() {
     let t = TestServer::start().await;
     let path = last_source(t.dir.path());
-    let (code, whole, stderr) = run_with(&t, &path, &["--dry-run"], &WHOLE).await;
-    assert_eq!(code, 1, "rejected rows: {stderr}");
-    let (whole_plan, whole_rejects) = (
-        file_of(&t, &whole, "plan_file"),
-        file_of(&t, &whole, "rejects_file"),
-    );
-    let (code, chunked, stderr) = run_with(&t, &path, &["--dry-run"], &CHUNKED).await;
-    assert_eq!(code, 1, "{stderr}");
-    assert_eq!(file_of(&t, &chunked, "plan_file"), whole_plan);
-    assert_eq!(file_of(&t, &chunked, "rejects_file"), whole_rejects);
-    assert_eq!(counts(&chunked), counts(&whole));
+    let (chunked, whole_plan) = dry_runs_agree(&t, &path).await;
     // 8 addresses kept, 20 duplicates, 2 rejected: p7's last row is on
     // line 25; p5's, on line 31, was rejected: its row on line 23 is kept.
     assert_eq!(chunked["steps"][0]["prepare"]["duplicates"], 20);
@@ -154,17 +162,7 @@ fn merge_source(dir: &Path) -> PathBuf {
 async fn dedupe_merge_read_twice_in_chunks_plans_and_imports_what_a_whole_read_does() {
     let t = TestServer::start().await;
     let path = merge_source(t.dir.path());
-    let (code, whole, stderr) = run_with(&t, &path, &["--dry-run"], &WHOLE).await;
-    assert_eq!(code, 1, "rejected rows: {stderr}");
-    let (whole_plan, whole_rejects) = (
-        file_of(&t, &whole, "plan_file"),
-        file_of(&t, &whole, "rejects_file"),
-    );
-    let (code, chunked, stderr) = run_with(&t, &path, &["--dry-run"], &CHUNKED).await;
-    assert_eq!(code, 1, "{stderr}");
-    assert_eq!(file_of(&t, &chunked, "plan_file"), whole_plan);
-    assert_eq!(file_of(&t, &chunked, "rejects_file"), whole_rejects);
-    assert_eq!(counts(&chunked), counts(&whole));
+    let (chunked, whole_plan) = dry_runs_agree(&t, &path).await;
     // 8 addresses kept, each at its first valid row, 20 duplicates, 2
     // rejected: p7's first row, on line 9, was rejected: line 17 is kept.
     assert_eq!(chunked["steps"][0]["prepare"]["duplicates"], 20);
@@ -242,17 +240,7 @@ fn fill_source(dir: &Path) -> PathBuf {
 async fn fill_down_read_in_chunks_plans_and_imports_what_a_whole_read_does() {
     let t = TestServer::start().await;
     let path = fill_source(t.dir.path());
-    let (code, whole, stderr) = run_with(&t, &path, &["--dry-run"], &WHOLE).await;
-    assert_eq!(code, 1, "rejected rows: {stderr}");
-    let (whole_plan, whole_rejects) = (
-        file_of(&t, &whole, "plan_file"),
-        file_of(&t, &whole, "rejects_file"),
-    );
-    let (code, chunked, stderr) = run_with(&t, &path, &["--dry-run"], &CHUNKED).await;
-    assert_eq!(code, 1, "{stderr}");
-    assert_eq!(file_of(&t, &chunked, "plan_file"), whole_plan);
-    assert_eq!(file_of(&t, &chunked, "rejects_file"), whole_rejects);
-    assert_eq!(counts(&chunked), counts(&whole));
+    let (chunked, whole_plan) = dry_runs_agree(&t, &path).await;
     // 5 buyers, each at its order's first line, 15 duplicates; order 5's
     // 4 lines rejected showing the address and city filled in.
     assert_eq!(chunked["steps"][0]["prepare"]["duplicates"], 15);
@@ -260,8 +248,9 @@ async fn fill_down_read_in_chunks_plans_and_imports_what_a_whole_read_does() {
         whole_plan.contains("\n4,buyer2@example.com,create"),
         "{whole_plan}"
     );
+    let rejects = file_of(&t, &chunked, "rejects_file");
     for line in ["\n#5,broken,City5,L5,7,", "\n#5,broken,City5,L23,25,"] {
-        assert!(whole_rejects.contains(line), "{line}: {whole_rejects}");
+        assert!(rejects.contains(line), "{line}: {rejects}");
     }
 
     // Written in chunks: each buyer holds its order's city.
