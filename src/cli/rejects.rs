@@ -56,6 +56,16 @@ impl StepRejects {
         }
     }
 
+    /// Writes a chunk's `rows` as [`StepRejects::chunk`] does and lets them
+    /// go, unless `keep` (a dry run keeps them for the plan's `invalid`
+    /// lines).
+    pub(super) fn take(&mut self, table: &Table, rows: &mut Vec<RejectRow>, keep: bool) {
+        self.chunk(table, rows);
+        if !keep {
+            *rows = Vec::new();
+        }
+    }
+
     /// Adds the rows the target `refused` after every row written, and puts
     /// the file under its name; a step that rejected nothing removes a file
     /// an earlier run left. The error of a file that could not be written.

@@ -166,11 +166,7 @@ async fn import_step(
         let mut rejects = rejects;
         let budget = prepare::Budget::from_env();
         let summary = prepare::import_chunks(&step, &base_dir, budget, &mut |mut c| {
-            rejects.chunk(&c.table, &c.rejects);
-            // Written: a dry run keeps them for the plan's `invalid` lines.
-            if !dry_run {
-                c.rejects = Vec::new();
-            }
+            rejects.take(&c.table, &mut c.rejects, dry_run);
             send(c)
         });
         (summary, rejects)
@@ -221,11 +217,7 @@ async fn blacklist_step(
         let mut rejects = rejects;
         let budget = prepare::Budget::from_env();
         let summary = prepare::blacklist_chunks(&step, &base_dir, budget, &mut |mut c| {
-            rejects.chunk(&c.table, &c.rejects);
-            // Written: a dry run keeps them for the plan's `invalid` lines.
-            if !dry_run {
-                c.rejects = Vec::new();
-            }
+            rejects.take(&c.table, &mut c.rejects, dry_run);
             send(c)
         });
         (summary, rejects)
