@@ -7,8 +7,8 @@
 //! (about 200 bytes each) instead of a million full receivers with their
 //! maps of attributes (kilobytes each). They are kept by address in a
 //! [`TargetIndex`](super::held::TargetIndex): in memory up to a budget,
-//! past it on disk, as the bytes of [`Held::encode`] (88 bytes and 8 a
-//! part: no names, no lengths but the four part ends).
+//! past it on disk, as the bytes of [`Held::encode`] (about 40 bytes and 8
+//! a part: no names, no lengths but the four part ends).
 
 use crate::api::{Order, Receiver, ReceiverInput};
 use crate::pipeline::ReceiverField;
@@ -91,22 +91,57 @@ impl From<&Receiver> for Held {
     }
 }
 
-/// The fixed part of an encoded [`Held`]: stamps, points, texts, part ends.
-const ENCODED_HEAD: usize = 5 * 8 + 8 + 4 * 8 + 4 * 4;
+/// The hash of an empty text: most receivers have no `last_ip`,
+/// `last_location` or `last_client`, and their encoding leaves it out.
+static EMPTY_TEXT: std::sync::LazyLock<u64> = std::sync::LazyLock::new(|| hash(String::new()));
+
+/// Appends `v` zig-zagged as a LEB128 varint: a timestamp takes 5 bytes,
+/// a zero 1.
+fn put_varint(out: &mut Vec<u8>, v: i64) {
+    let mut z = ((v << 1) ^ (v >> 63)) as u64;
+    while z >= 0x80 {
+        out.push(z as u8 | 0x80);
+        z >>= 7;
+    }
+    out.push(z as u8);
+}
+
+/// Reads a varint of [`put_varint`] at `*at`, moving past it; `None` past
+/// the end or past ten bytes.
+fn get_varint(bytes: &[u8], at: &mut usize) -> Option<i64> {
+    let mut z = 0u64;
+    for shift in (0..70).step_by(7) {
+        let b = *bytes.get(*at)?;
+        *at += 1;
+        z |= u64::from(b & 0x7f).checked_shl(shift)?;
+        if b < 0x80 {
+            return Some((z >> 1) as i64 ^ -((z & 1) as i64));
+        }
+    }
+    None
+}
 
 impl Held {
-    /// The bytes of this receiver for a spill (little-endian: the stamps,
-    /// the points, the texts, the four part ends, then the parts).
+    /// The bytes of this receiver, for the in-memory index and the spill:
+    /// the five stamps and the points as varints, a byte whose bit `i` says
+    /// text `i` is empty, the texts that are not (8 bytes little-endian
+    /// each), the four part ends as varints, then the parts (8 bytes each).
+    /// About 40 bytes and 8 a part, where a fixed layout took 96 and 8.
     pub fn encode(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(ENCODED_HEAD + 8 * self.parts.len());
-        let words = self.stamps.iter().chain([&self.points]);
-        words.for_each(|w| out.extend_from_slice(&w.to_le_bytes()));
-        self.texts
+        let mut out = Vec::with_capacity(48 + 8 * self.parts.len());
+        self.stamps
             .iter()
-            .for_each(|w| out.extend_from_slice(&w.to_le_bytes()));
+            .chain([&self.points])
+            .for_each(|&w| put_varint(&mut out, w));
+        let empty = *EMPTY_TEXT;
+        let mask = (0..4).fold(0u8, |m, i| m | (u8::from(self.texts[i] == empty) << i));
+        out.push(mask);
+        for t in self.texts.iter().filter(|&&t| t != empty) {
+            out.extend_from_slice(&t.to_le_bytes());
+        }
         self.ends
             .iter()
-            .for_each(|e| out.extend_from_slice(&e.to_le_bytes()));
+            .for_each(|&e| put_varint(&mut out, i64::from(e)));
         self.parts
             .iter()
             .for_each(|w| out.extend_from_slice(&w.to_le_bytes()));
@@ -117,29 +152,37 @@ impl Held {
     /// not such bytes (a damaged spill file), so that a lookup never
     /// answers with a receiver that was not written.
     pub fn decode(bytes: &[u8]) -> Option<Held> {
-        if bytes.len() < ENCODED_HEAD || !(bytes.len() - ENCODED_HEAD).is_multiple_of(8) {
-            return None;
-        }
-        let (head, parts) = bytes.split_at(ENCODED_HEAD);
-        let word = |i: usize| {
-            let b: [u8; 8] = head[8 * i..8 * i + 8].try_into().ok()?;
+        let mut at = 0;
+        let word = |at: &mut usize| -> Option<u64> {
+            let b: [u8; 8] = bytes.get(*at..*at + 8)?.try_into().ok()?;
+            *at += 8;
             Some(u64::from_le_bytes(b))
         };
         let mut stamps = [0i64; 5];
-        for (i, s) in stamps.iter_mut().enumerate() {
-            *s = word(i)? as i64;
+        for s in stamps.iter_mut() {
+            *s = get_varint(bytes, &mut at)?;
         }
-        let points = word(5)? as i64;
-        let mut texts = [0u64; 4];
+        let points = get_varint(bytes, &mut at)?;
+        let mask = *bytes.get(at)?;
+        at += 1;
+        if mask >> 4 != 0 {
+            return None;
+        }
+        let mut texts = [*EMPTY_TEXT; 4];
         for (i, t) in texts.iter_mut().enumerate() {
-            *t = word(6 + i)?;
+            if mask & (1 << i) == 0 {
+                *t = word(&mut at)?;
+            }
         }
         let mut ends = [0u32; 4];
-        for (i, e) in ends.iter_mut().enumerate() {
-            let at = 80 + 4 * i;
-            *e = u32::from_le_bytes(head[at..at + 4].try_into().ok()?);
+        for e in ends.iter_mut() {
+            *e = u32::try_from(get_varint(bytes, &mut at)?).ok()?;
         }
-        let parts: Box<[u64]> = parts
+        let rest = &bytes[at..];
+        if !rest.len().is_multiple_of(8) {
+            return None;
+        }
+        let parts: Box<[u64]> = rest
             .chunks_exact(8)
             .map(|c| c.try_into().map(u64::from_le_bytes))
             .collect::<Result<_, _>>()
@@ -292,7 +335,15 @@ mod tests {
 
     #[test]
     fn a_held_receiver_reads_back_from_its_bytes_unchanged() {
-        for r in [receiver(), Receiver::default()] {
+        let extreme = Receiver {
+            points: i64::MIN,
+            registered: i64::MAX,
+            bounced: -1,
+            last_ip: "10.0.0.1".into(),
+            last_client: "mail".into(),
+            ..Default::default()
+        };
+        for r in [receiver(), Receiver::default(), extreme] {
             let held = Held::from(&r);
             let bytes = held.encode();
             assert_eq!(Held::decode(&bytes), Some(held));
@@ -303,8 +354,12 @@ mod tests {
     fn bytes_that_are_not_a_held_receiver_are_refused() {
         let bytes = Held::from(&receiver()).encode();
         assert_eq!(Held::decode(&bytes[..bytes.len() - 1]), None);
-        assert_eq!(Held::decode(&bytes[..ENCODED_HEAD - 8]), None);
+        assert_eq!(Held::decode(&bytes[..10]), None);
+        assert_eq!(Held::decode(&[]), None);
         // The part ends point past the parts.
-        assert_eq!(Held::decode(&bytes[..ENCODED_HEAD]), None);
+        let head = bytes.len() - 8 * 3;
+        assert_eq!(Held::decode(&bytes[..head]), None);
+        // A varint that never ends.
+        assert_eq!(Held::decode(&[0xff; 16]), None);
     }
 }

@@ -5,11 +5,13 @@
 //! Bounded memory: entries are kept under 128-bit keys of the lower-case
 //! address ([`Key128`]), never the address, in memory up to a budget of
 //! receivers (`LISTPIPE_SPILL_AFTER`, [`crate::spill::TARGET_SPILL_AFTER`] by
-//! default). In memory each receiver is its encoded bytes
-//! ([`Held::encode`], about 180 bytes with a few attributes, tags and
-//! orders) in one arena, and 32 bytes of hash map: a map of `Held` values
+//! default). In memory each receiver is its key and encoded bytes
+//! ([`Held::encode`], about 120 bytes with a few attributes, tags and
+//! orders) in one arena, and a 4-byte offset in a hash table (about 10
+//! bytes a receiver with the table's free slots): a map of `Held` values
 //! cost 128 bytes a slot, twice over while the map grew (measured: the
-//! re-import of 1M rows peaked at 760 MiB). The receiver past the budget moves every
+//! re-import of 1M rows peaked at 760 MiB), a map of key and offset 33
+//! bytes a slot. The receiver past the budget moves every
 //! entry to a [`Spill`] on disk, and the rest of the group goes there too:
 //! a group of ten million costs the spill's page cache, not two gigabytes.
 //! The budget is counted in receivers read, never sized from what the
@@ -25,13 +27,17 @@
 
 use super::LoadError;
 use super::diff::Held;
-use crate::hash::{FastMap, Key128};
+use crate::hash::Key128;
 use crate::spill::{Spill, SpillError};
+use hashbrown::HashTable;
 use std::path::PathBuf;
 use std::sync::Mutex;
 
-/// Bytes of one slot of the in-memory map: a key, an offset, a control byte.
-const MAP_SLOT: usize = std::mem::size_of::<(u128, usize)>() + 1;
+/// Bytes of one slot of the in-memory table: an offset, a control byte.
+const TABLE_SLOT: usize = std::mem::size_of::<u32>() + 1;
+
+/// Bytes before a receiver's encoding in the arena: its key and length.
+const ENTRY_HEAD: usize = 16 + 4;
 
 /// Entries moved to the spill per transaction when the budget is passed.
 const MOVE_BATCH: usize = 16_384;
@@ -66,11 +72,13 @@ pub struct TargetIndex {
     keys: Key128,
     /// Receivers kept in memory at most.
     budget: usize,
-    /// Where each receiver's bytes start in `arena`.
-    memory: FastMap<u128, usize>,
-    /// Each receiver as a 4-byte little-endian length and its
-    /// [`Held::encode`] bytes, one after another; a receiver read twice
-    /// leaves its first bytes unused here.
+    /// Where each receiver's entry starts in `arena`, found by its key
+    /// (whose low 64 bits, already a hash, are the table's hash).
+    memory: HashTable<u32>,
+    /// Each receiver as its 16-byte key, a 4-byte length (little-endian)
+    /// and its [`Held::encode`] bytes, one after another; a receiver read
+    /// twice leaves its first entry unused here. Kept under 4 GiB, so that
+    /// an offset is 4 bytes: past that, the index spills.
     arena: Vec<u8>,
     /// Every entry once the budget was passed (`memory` is then empty).
     /// Behind a mutex because a SQLite connection is not `Sync`; only one
@@ -95,7 +103,7 @@ impl TargetIndex {
         TargetIndex {
             keys: Key128::default(),
             budget: budget.max(1),
-            memory: FastMap::default(),
+            memory: HashTable::new(),
             arena: Vec::new(),
             spill: None,
         }
@@ -123,24 +131,45 @@ impl TargetIndex {
         let mut to_spill: Vec<(u128, Vec<u8>)> = Vec::new();
         for (email, held) in entries {
             let key = self.key(email.as_ref());
+            let bytes = held.encode();
             if self.spill.is_none() {
-                if self.memory.len() < self.budget || self.memory.contains_key(&key) {
-                    self.memory.insert(key, self.arena.len());
-                    let bytes = held.encode();
-                    let len = u32::try_from(bytes.len()).unwrap_or(u32::MAX);
-                    self.arena.extend_from_slice(&len.to_le_bytes());
-                    self.arena.extend_from_slice(&bytes);
+                if self.keep(key, &bytes) {
                     continue;
                 }
                 self.move_to_spill()?;
             }
-            to_spill.push((key, held.encode()));
+            to_spill.push((key, bytes));
         }
         if let Some(spill) = self.spill.as_mut().filter(|_| !to_spill.is_empty()) {
             let spill = spill.get_mut().unwrap_or_else(|p| p.into_inner());
             spill.extend(to_spill.iter().map(|(k, v)| (*k, v.as_slice())))?;
         }
         Ok(())
+    }
+
+    /// Keeps a receiver in memory, in place of one read before under the
+    /// same key; false when that would pass the budget (or the arena's 4
+    /// GiB): the index must spill.
+    fn keep(&mut self, key: u128, bytes: &[u8]) -> bool {
+        let at = self.arena.len();
+        if at + ENTRY_HEAD + bytes.len() > u32::MAX as usize {
+            return false;
+        }
+        let (at32, len) = (at as u32, bytes.len() as u32);
+        let arena = &self.arena;
+        let same = |&o: &u32| key_at(arena, o) == key;
+        if let Some(slot) = self.memory.find_mut(key as u64, same) {
+            *slot = at32;
+        } else if self.memory.len() < self.budget {
+            self.memory
+                .insert_unique(key as u64, at32, |&o| key_at(arena, o) as u64);
+        } else {
+            return false;
+        }
+        self.arena.extend_from_slice(&key.to_le_bytes());
+        self.arena.extend_from_slice(&len.to_le_bytes());
+        self.arena.extend_from_slice(bytes);
+        true
     }
 
     /// Moves every entry held in memory to a new spill, a transaction per
@@ -154,7 +183,7 @@ impl TargetIndex {
             let batch: Vec<(u128, &[u8])> = entries
                 .by_ref()
                 .take(MOVE_BATCH)
-                .map(|(k, at)| (k, stored(&arena, at)))
+                .map(|at| (key_at(&arena, at), stored(&arena, at)))
                 .collect();
             if batch.is_empty() {
                 break;
@@ -213,14 +242,15 @@ impl TargetIndex {
         Ok(ChunkHeld(held))
     }
 
-    /// Bytes the entries held in memory take: the arena's and the map's
-    /// slots (a key, an offset and a control byte each).
+    /// Bytes the entries held in memory take: the arena's and the table's
+    /// slots (an offset and a control byte each, free slots counted).
     pub fn memory_bytes(&self) -> usize {
-        self.arena.len() + self.memory.capacity() * MAP_SLOT
+        self.arena.len() + self.memory.capacity() * 8 / 7 * TABLE_SLOT
     }
 
     fn in_memory(&self, key: u128) -> Result<Option<Held>, IndexError> {
-        let Some(&at) = self.memory.get(&key) else {
+        let same = |&o: &u32| key_at(&self.arena, o) == key;
+        let Some(&at) = self.memory.find(key as u64, same) else {
             return Ok(None);
         };
         // The arena is this process's own memory: bytes that do not decode
@@ -233,8 +263,19 @@ impl TargetIndex {
     }
 }
 
-/// The bytes of the receiver stored at `at` in `arena` (after its length).
-fn stored(arena: &[u8], at: usize) -> &[u8] {
+/// The key of the entry at `at` in `arena`.
+fn key_at(arena: &[u8], at: u32) -> u128 {
+    let at = at as usize;
+    arena
+        .get(at..at + 16)
+        .and_then(|b| b.try_into().ok())
+        .map_or(0, u128::from_le_bytes)
+}
+
+/// The bytes of the receiver stored at `at` in `arena` (after its key and
+/// length).
+fn stored(arena: &[u8], at: u32) -> &[u8] {
+    let at = at as usize + 16;
     let len = arena
         .get(at..at + 4)
         .and_then(|b| b.try_into().ok())
@@ -322,17 +363,21 @@ mod tests {
     }
 
     #[test]
-    fn a_receiver_in_memory_costs_its_encoded_bytes_and_a_map_slot() {
+    fn a_receiver_in_memory_costs_its_key_its_encoded_bytes_and_a_table_slot() {
         let n = 50_000;
         let index = index(n, 100_000);
         assert!(!index.is_spilled());
-        let stored = 4 + receiver(1, 1).1.encode().len();
-        // A map of `Held` values cost a slot of 128 bytes a receiver, 2.3
-        // slots a receiver just after the map grew.
-        const { assert!(MAP_SLOT <= 33) };
+        let encoded = receiver(1, 1).1.encode().len();
+        // Five stamps (one set), points, no texts, four ends, one tag: the
+        // fixed layout before took 104 bytes.
+        assert!(encoded <= 24, "{encoded} bytes encoded");
+        let stored = ENTRY_HEAD + encoded;
+        // A map of `Held` values cost a slot of 128 bytes a receiver, a map
+        // of key and offset 33, 2.3 slots a receiver just after it grew.
+        const { assert!(TABLE_SLOT <= 5) };
         let per_receiver = index.memory_bytes() as f64 / n as f64;
         assert!(
-            per_receiver <= stored as f64 + 2.3 * MAP_SLOT as f64,
+            per_receiver <= stored as f64 + 2.3 * TABLE_SLOT as f64,
             "{per_receiver} bytes a receiver, {stored} stored"
         );
     }
