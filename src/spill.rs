@@ -43,11 +43,12 @@ const CACHE_KIB: i64 = 8 * 1024;
 pub const SPILL_AFTER: usize = 2_000_000;
 
 /// Receivers of the target's group a re-import keeps in memory before they
-/// go to a [`Spill`]: one million, about 250 MB. Fewer than the other
-/// kinds, because a receiver costs more (its hashes, encoded) and because
-/// the group is read while the run holds its other state: at two million
-/// the index alone took about 500 MB just before it spilled, over the
-/// 512 MiB a run of ten million rows is meant to stay under.
+/// go to a [`Spill`]: one million, about 125 MB (the bench's receivers).
+/// Fewer than the other kinds, because a receiver costs more (its hashes,
+/// encoded) and because the group is read while the run holds its other
+/// state: at two million, when a receiver cost 237 bytes, the index alone
+/// took about 500 MB just before it spilled, over the 512 MiB a run of ten
+/// million rows is meant to stay under.
 pub const TARGET_SPILL_AFTER: usize = 1_000_000;
 
 /// `LISTPIPE_SPILL_AFTER`, when set to a positive number: every kind then

@@ -6,14 +6,15 @@
 //! address ([`Key128`]), never the address, in memory up to a budget of
 //! receivers (`LISTPIPE_SPILL_AFTER`, [`crate::spill::TARGET_SPILL_AFTER`] by
 //! default). In memory each receiver is its key and encoded bytes
-//! ([`Held::encode`], about 120 bytes with a few attributes, tags and
-//! orders) in one arena, and a 4-byte offset in a hash table (about 10
-//! bytes a receiver with the table's free slots): a map of `Held` values
-//! cost 128 bytes a slot, twice over while the map grew (measured: the
-//! re-import of 1M rows peaked at 760 MiB), a map of key and offset 33
-//! bytes a slot. The receiver past the budget moves every
-//! entry to a [`Spill`] on disk, and the rest of the group goes there too:
-//! a group of ten million costs the spill's page cache, not two gigabytes.
+//! ([`Held::encode`], about 100 bytes with a few attributes, tags and
+//! orders) in one arena, found through a 4-byte offset in a hash table:
+//! 125 bytes a receiver in all on the bench's 1M re-import. Before, a map
+//! of `Held` values cost a 128-byte slot, twice over while the map grew
+//! (the re-import of 1M rows peaked at 760 MiB), then a map of key and
+//! offset beside a fixed 96-byte head cost 237 bytes a receiver. The
+//! receiver past the budget moves every entry to a [`Spill`] on disk, and
+//! the rest of the group goes there too: a group of ten million costs the
+//! spill's page cache, not two gigabytes.
 //! The budget is counted in receivers read, never sized from what the
 //! server says the group holds.
 //!
