@@ -5,7 +5,7 @@
 
 use super::exit;
 use super::rejects::{StepRejects, write_order_rejects};
-use crate::pipeline::{self, Step};
+use crate::pipeline::{self, ImportStep, Step};
 use crate::prepare::{self, PreparedRows};
 use crate::source::RejectSpool;
 use clap::Args;
@@ -63,6 +63,12 @@ pub fn run(args: CheckArgs) -> super::Outcome {
                 // its own shows the `registered` it will be sent with.
                 let now = chrono::Utc::now().timestamp();
                 let mut rejects = StepRejects::new(&s.rejects, s.rejects_bom);
+                // Mirror mode's first read of every address plans removals,
+                // which a check does not: its rows come out the same without.
+                let s = &ImportStep {
+                    mirror: None,
+                    ..s.clone()
+                };
                 let summary = prepare::import_chunks(
                     s,
                     &pipeline.base_dir,

@@ -375,3 +375,43 @@ async fn mirror_mode_read_twice_in_chunks_removes_what_a_whole_read_removes_and_
     let gone: Vec<&String> = group.iter().filter(|(_, d)| **d).map(|(e, _)| e).collect();
     assert_eq!(gone, ["m0@example.com", "m1@example.com", "m2@example.com"]);
 }
+
+/// `listpipe check` of the pipeline at `path`, chunked: exit code, what it
+/// printed and the rejects it wrote.
+fn check_chunked(dir: &Path, path: &Path) -> (Option<i32>, String, String) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_listpipe"))
+        .args(["check", path.to_str().unwrap(), "--preview", "3"])
+        .envs(CHUNKED)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    let rejects = dir.join(".listpipe/rejects/members/members.rejects.csv");
+    let rejects = std::fs::read_to_string(rejects).unwrap_or_default();
+    // The pipeline's path heads the output.
+    let stdout = String::from_utf8_lossy(&out.stdout).replace(dir.to_str().unwrap(), "DIR");
+    (out.status.code(), stdout, rejects)
+}
+
+#[test]
+fn a_check_of_a_mirror_step_reads_its_rows_as_the_plain_step_does() {
+    // A check plans no removals, so it skips mirror mode's first read of
+    // every address; what it counts, shows and rejects is the plain step's.
+    let dir = tempfile::tempdir().unwrap();
+    let mut rows = members(0..30);
+    rows.insert(9, ("not-an-address".into(), "2024-05-01"));
+    rows.push(("m3@example.com".into(), "2024-05-02"));
+    let mirrored = mirror_source(dir.path(), &rows, "");
+    // The same step and rows, not mirrored, in a folder of its own.
+    let other = tempfile::tempdir().unwrap();
+    let plain = mirror_source(other.path(), &rows, "");
+    let text = std::fs::read_to_string(&plain).unwrap();
+    std::fs::write(&plain, text.replace("mode = \"mirror\"\n", "")).unwrap();
+    let (code, stdout, rejects) = check_chunked(dir.path(), &mirrored);
+    assert_eq!(code, Some(1), "{stdout}");
+    assert!(stdout.contains("30 receivers to send"), "{stdout}");
+    assert!(
+        rejects.contains("not-an-address,2024-05-01,11,email"),
+        "{rejects}"
+    );
+    assert_eq!(check_chunked(other.path(), &plain), (code, stdout, rejects));
+}
