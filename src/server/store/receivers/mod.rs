@@ -13,12 +13,14 @@ mod batch;
 pub(crate) mod bulk;
 mod cursor;
 pub(crate) mod list;
+mod page;
 pub(crate) mod read;
 
 pub use activation::{Activation, set_activation};
 pub use address::{change_email, groups_of};
 pub use batch::{BatchItem, BatchMode, ItemOutcome, write_batch};
 pub use list::{Selection, count_matching, list, list_matching};
+pub use page::ReceiversJson;
 pub use read::{contact_of, get};
 
 use super::{AccountId, StoreResult, attributes, conflict, groups, invalid, not_found, now, tags};
