@@ -19,7 +19,7 @@ use crate::server::auth::Auth;
 use crate::server::error::{ApiError, ApiResult};
 use crate::server::openapi::Routes;
 use crate::server::store::receivers::{
-    self, Activation, BatchItem, BatchMode, ItemOutcome, ReceiverKey, Selection,
+    self, Activation, BatchItem, BatchMode, ItemOutcome, ReceiverKey, ReceiversJson, Selection,
 };
 use crate::server::wire::{Input, QueryInput, RawInput};
 use axum::extract::{Path, State};
@@ -295,7 +295,7 @@ async fn bounced(
     State(s): State<AppState>,
     auth: Auth,
     QueryInput(mut q): QueryInput<ReceiverQuery>,
-) -> ApiResult<Json<Vec<Receiver>>> {
+) -> ApiResult<ReceiversJson> {
     let account = auth.account();
     q.kind = Some("bounce".into());
     let everyone = Selection {
@@ -303,11 +303,9 @@ async fn bounced(
         params: Vec::new(),
         whole_group: None,
     };
-    Ok(Json(
-        s.store
-            .read(move |c| receivers::list_matching(c, account, &everyone, &q, false))
-            .await?,
-    ))
+    Ok(s.store
+        .read(move |c| receivers::list_matching(c, account, &everyone, &q, false))
+        .await?)
 }
 
 /// `GET /v3/receivers/{id}/groups`.

@@ -2,12 +2,13 @@
 
 use super::path_id;
 use crate::api::filter::{Filter, FilterInput, FilterStats, RuntimeFilter};
-use crate::api::{Receiver, ReceiverQuery, paths};
+use crate::api::{ReceiverQuery, paths};
 use crate::server::AppState;
 use crate::server::auth::Auth;
 use crate::server::error::ApiResult;
 use crate::server::openapi::Routes;
 use crate::server::store::filters;
+use crate::server::store::receivers::ReceiversJson;
 use crate::server::wire::{Input, QueryInput};
 use axum::Json;
 use axum::extract::{Path, State};
@@ -142,24 +143,20 @@ async fn receivers(
     auth: Auth,
     Path((g, f)): Path<(String, String)>,
     QueryInput(q): QueryInput<ReceiverQuery>,
-) -> ApiResult<Json<Vec<Receiver>>> {
+) -> ApiResult<ReceiversJson> {
     let (account, (g, f)) = (auth.account(), ids(&g, &f)?);
-    Ok(Json(
-        s.store
-            .read(move |c| filters::receivers(c, account, g, f, &q))
-            .await?,
-    ))
+    Ok(s.store
+        .read(move |c| filters::receivers(c, account, g, f, &q))
+        .await?)
 }
 
 async fn runtime(
     State(s): State<AppState>,
     auth: Auth,
     Input(input): Input<RuntimeFilter>,
-) -> ApiResult<Json<Vec<Receiver>>> {
+) -> ApiResult<ReceiversJson> {
     let account = auth.account();
-    Ok(Json(
-        s.store
-            .read(move |c| filters::runtime(c, account, &input))
-            .await?,
-    ))
+    Ok(s.store
+        .read(move |c| filters::runtime_json(c, account, &input))
+        .await?)
 }

@@ -46,3 +46,19 @@ pub fn path_id(segment: &str, what: &str) -> ApiResult<i64> {
         .map(|id| id.0)
         .ok_or_else(|| ApiError::not_found(format!("invalid {what}")))
 }
+
+/// A page of receivers is sent as the store wrote it, with the header
+/// `Json` would give it: the same answer, without `Receiver` values in
+/// between (`store::receivers::page`).
+impl axum::response::IntoResponse for crate::server::store::receivers::ReceiversJson {
+    fn into_response(self) -> axum::response::Response {
+        (
+            [(
+                axum::http::header::CONTENT_TYPE,
+                axum::http::HeaderValue::from_static("application/json"),
+            )],
+            self.0,
+        )
+            .into_response()
+    }
+}

@@ -7,7 +7,7 @@ use crate::server::AppState;
 use crate::server::auth::Auth;
 use crate::server::error::ApiResult;
 use crate::server::openapi::Routes;
-use crate::server::store::receivers::{self, ReceiverKey};
+use crate::server::store::receivers::{self, ReceiverKey, ReceiversJson};
 use crate::server::wire::{Input, QueryInput};
 use axum::Json;
 use axum::extract::{Path, State};
@@ -49,13 +49,11 @@ async fn list(
     auth: Auth,
     Path(g): Path<String>,
     QueryInput(q): QueryInput<ReceiverQuery>,
-) -> ApiResult<Json<Vec<Receiver>>> {
+) -> ApiResult<ReceiversJson> {
     let (account, g) = (auth.account(), path_id(&g, "group")?);
-    Ok(Json(
-        s.store
-            .read(move |c| receivers::list(c, account, g, &q))
-            .await?,
-    ))
+    Ok(s.store
+        .read(move |c| receivers::list(c, account, g, &q))
+        .await?)
 }
 
 /// The same list with its parameters in the body, for long email lists.
@@ -64,13 +62,11 @@ async fn list_by_body(
     auth: Auth,
     Path(g): Path<String>,
     Input(q): Input<ReceiverQuery>,
-) -> ApiResult<Json<Vec<Receiver>>> {
+) -> ApiResult<ReceiversJson> {
     let (account, g) = (auth.account(), path_id(&g, "group")?);
-    Ok(Json(
-        s.store
-            .read(move |c| receivers::list(c, account, g, &q))
-            .await?,
-    ))
+    Ok(s.store
+        .read(move |c| receivers::list(c, account, g, &q))
+        .await?)
 }
 
 async fn create(

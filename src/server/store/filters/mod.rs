@@ -4,7 +4,7 @@
 
 pub mod rules;
 
-use super::receivers::{self, Selection};
+use super::receivers::{self, ReceiversJson, Selection};
 use super::{AccountId, StoreResult, groups, invalid, not_found, now};
 use crate::api::filter::{Filter, FilterInput, FilterStats, Rule, RuntimeFilter};
 use crate::api::{Receiver, ReceiverQuery};
@@ -172,19 +172,28 @@ pub fn receivers(
     group_id: i64,
     id: i64,
     q: &ReceiverQuery,
-) -> StoreResult<Vec<Receiver>> {
+) -> StoreResult<ReceiversJson> {
     let sel = selection(conn, account, group_id, id)?;
     receivers::list_matching(conn, account, &sel, q, true)
 }
 
-/// `POST /v3/receivers/filter`. The options the spec leaves open
-/// (`last_poolid`, `inactive_events`, `super_tags`, `fast_mode`, `debug`)
-/// are accepted and change nothing.
+/// [`runtime_json`]'s receivers, as values.
 pub fn runtime(
     conn: &Connection,
     account: AccountId,
     f: &RuntimeFilter,
 ) -> StoreResult<Vec<Receiver>> {
+    runtime_json(conn, account, f)?.receivers()
+}
+
+/// `POST /v3/receivers/filter`. The options the spec leaves open
+/// (`last_poolid`, `inactive_events`, `super_tags`, `fast_mode`, `debug`)
+/// are accepted and change nothing.
+pub fn runtime_json(
+    conn: &Connection,
+    account: AccountId,
+    f: &RuntimeFilter,
+) -> StoreResult<ReceiversJson> {
     let mut group_ids = Vec::new();
     for g in f
         .groups

@@ -4,9 +4,10 @@
 
 use super::super::groups::{ACTIVE_SQL, BOUNCED_SQL, INACTIVE_SQL};
 use super::super::{AccountId, StoreResult, groups, invalid};
-use super::read::{SELECT, complete, from_row};
+use super::page::{Page, ReceiversJson};
+use super::read::SELECT;
 use super::{DEFAULT_PAGESIZE, MAX_PAGESIZE};
-use crate::api::{Receiver, ReceiverQuery, ReceiverType};
+use crate::api::{ReceiverQuery, ReceiverType};
 use crate::server::store::Cached;
 use rusqlite::types::Value;
 use rusqlite::{Connection, OptionalExtension, params};
@@ -74,7 +75,7 @@ pub fn list(
     account: AccountId,
     group_id: i64,
     q: &ReceiverQuery,
-) -> StoreResult<Vec<Receiver>> {
+) -> StoreResult<ReceiversJson> {
     groups::ensure(conn, account, group_id)?;
     list_matching(conn, account, &Selection::group(group_id), q, true)
 }
@@ -139,7 +140,7 @@ pub fn list_matching(
     sel: &Selection,
     q: &ReceiverQuery,
     with_group_parts: bool,
-) -> StoreResult<Vec<Receiver>> {
+) -> StoreResult<ReceiversJson> {
     let pagesize = q.pagesize.unwrap_or(DEFAULT_PAGESIZE);
     if !(1..=MAX_PAGESIZE).contains(&pagesize) {
         return invalid(format!(
@@ -185,7 +186,7 @@ pub fn list_matching(
         if skip > 0 {
             match page_start(conn, g, after_id, skip)? {
                 Some(before_first) => (after_id, after_page) = (before_first, page - 1),
-                None => return Ok(Vec::new()),
+                None => return Ok(ReceiversJson(b"[]".to_vec())),
             }
         }
     }
@@ -200,22 +201,16 @@ pub fn list_matching(
     stmt.raw_bind_parameter(1003, skip)?;
     stmt.raw_bind_parameter(1004, after_id)?;
     let mut rows = stmt.raw_query();
-    let mut found = Vec::new();
+    let mut found = Page::default();
     while let Some(row) = rows.next()? {
-        found.push(from_row(row)?);
+        found.push(row)?;
     }
-    if let (Some(k), Some((last, _))) = (cursor_key, found.last())
+    if let Some(k) = cursor_key
         && found.len() as i64 == pagesize
     {
-        super::cursor::remember(k, page, last.id.0);
+        super::cursor::remember(k, page, found.last_id);
     }
-    complete(
-        conn,
-        account,
-        found,
-        with_group_parts,
-        q.detail.unwrap_or(0),
-    )
+    found.finish(conn, account, with_group_parts, q.detail.unwrap_or(0))
 }
 
 /// The query of one page of receivers: the selection `sel_sql` (its values
