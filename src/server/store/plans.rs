@@ -6,11 +6,11 @@
 
 #![cfg(test)]
 
-use super::Store;
 use super::blacklist;
 use super::groups::ACTIVE_SQL;
 use super::receivers::list::{PAGE_START_SQL, page_sql};
 use super::receivers::{DELETE_ORPHAN_CONTACT, bulk, read};
+use super::{AccountId, Store};
 
 /// The plan's lines of `sql` (EXPLAIN QUERY PLAN's detail column).
 fn plan(store_conn: &rusqlite::Connection, sql: &str) -> Vec<String> {
@@ -138,4 +138,33 @@ fn the_main_queries_use_their_indexes() {
     for (name, sql, indexes) in checks {
         assert_indexed(&conn, name, sql, indexes);
     }
+}
+
+#[test]
+fn a_filter_for_one_address_finds_it_on_the_contacts_index() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&dir.path().join("plans.db")).unwrap();
+    let conn = store.conn.lock().unwrap();
+    let rule = |logic: &str| crate::api::filter::Rule {
+        field: "email".into(),
+        logic: logic.into(),
+        condition: "anna@example.com".into(),
+    };
+    let one =
+        super::filters::rules::compile(&conn, AccountId(1), &[1], &[rule("eq")], "AND").unwrap();
+    let sql = page_sql(
+        &format!("r.group_id = ? AND ({})", one.sql),
+        "1",
+        "r.id ASC",
+    );
+    let lines = plan(&conn, &sql).join("\n");
+    assert!(
+        lines.contains("sqlite_autoindex_contacts_1 (account_id=? AND email=?)"),
+        "{lines}"
+    );
+    // A group's page without it still walks the group in id order.
+    let page = page_sql("r.group_id = ?", "1", "r.id ASC");
+    let lines = plan(&conn, &page).join("\n");
+    assert!(lines.contains("receivers_group_order"), "{lines}");
+    assert!(!lines.contains("TEMP B-TREE"), "{lines}");
 }
