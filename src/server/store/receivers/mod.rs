@@ -66,8 +66,7 @@ pub fn check_email(email: &str) -> StoreResult<String> {
     Ok(email.to_string())
 }
 
-/// The contact of an address, and whether this call made it.
-fn contact_for(conn: &Connection, account: AccountId, email: &str) -> StoreResult<(i64, bool)> {
+fn contact_for(conn: &Connection, account: AccountId, email: &str) -> StoreResult<i64> {
     // A new address answers its id at once; a known one is looked up.
     let created: Option<i64> = conn
         .row(
@@ -78,14 +77,13 @@ fn contact_for(conn: &Connection, account: AccountId, email: &str) -> StoreResul
         )
         .optional()?;
     if let Some(id) = created {
-        return Ok((id, true));
+        return Ok(id);
     }
-    let id = conn.row(
+    Ok(conn.row(
         "SELECT id FROM contacts WHERE account_id = ?1 AND email = ?2",
         params![account.0, email],
         |r| r.get(0),
-    )?;
-    Ok((id, false))
+    )?)
 }
 
 /// The size limits of a receiver's text fields, tags and orders (a 400 before
@@ -189,44 +187,26 @@ pub fn create(
     input: &ReceiverInput,
 ) -> StoreResult<Receiver> {
     groups::ensure(conn, account, group_id)?;
-    let new = insert(conn, account, group_id, input)?;
+    let id = insert(conn, account, group_id, input)?;
     groups::touch(conn, group_id)?;
-    if !new.new_contact {
-        // The contact was someone's already: what it carries is read.
-        return load(conn, account, new.receiver.id.0, true, detail::ALL);
-    }
-    let given = |list: Option<usize>| list.is_some_and(|n| n > 0);
-    read::complete_new(
-        conn,
-        account,
-        new.receiver,
-        new.contact_id,
-        given(input.tags.as_ref().map(Vec::len)),
-        given(input.orders.as_ref().map(Vec::len)),
-    )
+    load(conn, account, id, true, detail::ALL)
 }
 
-/// What [`insert`] wrote: the receiver's own columns as they now are in
-/// the database, its contact, and whether that contact is new.
-struct Inserted {
-    receiver: Receiver,
-    contact_id: i64,
-    new_contact: bool,
-}
-
-/// The write of [`create`] for a group known to exist.
+/// The write of [`create`] for a group known to exist, answering the new
+/// receiver's id: a batch checks the group, touches it and loads answers
+/// once per call rather than once per item.
 fn insert(
     conn: &Connection,
     account: AccountId,
     group_id: i64,
     input: &ReceiverInput,
-) -> StoreResult<Inserted> {
+) -> StoreResult<i64> {
     let Some(email) = input.email.as_deref() else {
         return invalid("Bad Request: email is required");
     };
     let email = check_email(email)?;
     check_sizes(input)?;
-    let (contact_id, new_contact) = contact_for(conn, account, &email)?;
+    let contact_id = contact_for(conn, account, &email)?;
     let t = now();
     let (registered, activated, deactivated) = initial_state(input, t);
     // The unique key (group, contact) answers "already there": no lookup first.
@@ -260,31 +240,7 @@ fn insert(
     let id = conn.last_insert_rowid();
     write_parts(conn, account, group_id, contact_id, input)?;
     attributes::apply_defaults(conn, account, group_id, contact_id)?;
-    // The columns as bound above, as `read::from_row` would read them back.
-    let text = |v: &Option<String>| v.clone().unwrap_or_default();
-    let receiver = Receiver {
-        id: id.into(),
-        email,
-        group_id: group_id.into(),
-        activated,
-        registered,
-        deactivated,
-        imported: input.imported.unwrap_or(0),
-        bounced: input.bounced.unwrap_or(0),
-        source: text(&input.source),
-        points: input.points.unwrap_or(0),
-        stars: 0,
-        last_ip: text(&input.last_ip),
-        last_location: text(&input.last_location),
-        last_client: text(&input.last_client),
-        active: activated > 0 && deactivated == 0 && input.bounced.unwrap_or(0) == 0,
-        ..Default::default()
-    };
-    Ok(Inserted {
-        receiver,
-        contact_id,
-        new_contact,
-    })
+    Ok(id)
 }
 
 /// `PUT /v3/groups/{g}/receivers/{id}`: changes what the input gives. The

@@ -253,33 +253,6 @@ pub(super) fn load(
         .map_or_else(|| not_found("Not Found: invalid receiver"), Ok)
 }
 
-/// The answer to a create whose write also made the receiver's contact,
-/// with every detail, from what was written where it can be: the receiver's
-/// own columns as given, no events (a new contact has none), no tags or
-/// orders unless the input gave some (then they are read: a tag list can
-/// remove what it adds, an order can repeat another's key). Attribute
-/// values are always read: defaults add some. Three to five statements
-/// fewer on the writer than [`load`] (issue 15).
-pub(super) fn complete_new(
-    conn: &Connection,
-    account: AccountId,
-    receiver: Receiver,
-    contact_id: i64,
-    tags_given: bool,
-    orders_given: bool,
-) -> StoreResult<Receiver> {
-    let bits =
-        if tags_given { detail::TAGS } else { 0 } | if orders_given { detail::ORDERS } else { 0 };
-    let mut done = complete(conn, account, vec![(receiver, contact_id)], true, bits)?;
-    let Some(mut r) = done.pop() else {
-        return not_found("Not Found: invalid receiver");
-    };
-    r.tags.get_or_insert_with(Vec::new);
-    r.events = Some(Vec::new());
-    r.orders.get_or_insert_with(Vec::new);
-    Ok(r)
-}
-
 /// `GET /v3/receivers/{id}` and `GET /v3/groups/{g}/receivers/{id}`:
 /// group-specific parts (group attributes) only when a group is given.
 pub fn get(
