@@ -9,7 +9,7 @@
 use super::blacklist;
 use super::groups::ACTIVE_SQL;
 use super::receivers::list::{PAGE_START_SQL, page_sql};
-use super::receivers::{DELETE_ORPHAN_CONTACT, bulk, read};
+use super::receivers::{DELETE_ORPHAN_CONTACT, bulk, page, read};
 use super::{AccountId, Store};
 
 /// The plan's lines of `sql` (EXPLAIN QUERY PLAN's detail column).
@@ -117,6 +117,29 @@ fn the_main_queries_use_their_indexes() {
         (
             "a page's events",
             read::PAGE_EVENTS,
+            &["SCAN j VIRTUAL TABLE", "e USING INDEX"],
+        ),
+        (
+            "a list page's attribute values",
+            page::VALUES,
+            &["SCAN j VIRTUAL TABLE", "v USING PRIMARY KEY (contact_id=?)"],
+        ),
+        (
+            "a list page's tags",
+            page::TAGS,
+            &["SCAN j VIRTUAL TABLE", "t USING PRIMARY KEY (contact_id=?)"],
+        ),
+        (
+            "a list page's orders",
+            page::ORDERS,
+            &[
+                "SCAN j VIRTUAL TABLE",
+                "o USING INDEX orders_key (contact_id=?)",
+            ],
+        ),
+        (
+            "a list page's events",
+            page::EVENTS,
             &["SCAN j VIRTUAL TABLE", "e USING INDEX"],
         ),
         (

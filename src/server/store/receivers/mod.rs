@@ -13,7 +13,7 @@ mod batch;
 pub(crate) mod bulk;
 mod cursor;
 pub(crate) mod list;
-mod page;
+pub(crate) mod page;
 pub(crate) mod read;
 
 pub use activation::{Activation, set_activation};

@@ -38,14 +38,14 @@ impl ReceiversJson {
 // contact's position in the page's list (`j.key`) instead of its id, so no
 // row is looked up in a map. The ORDER BYs are the single reads' and each
 // contact's rows keep that order (a stable sort by position, below).
-const VALUES: &str = "SELECT j.key, v.attribute_id, v.value
+pub(crate) const VALUES: &str = "SELECT j.key, v.attribute_id, v.value
      FROM json_each(?1) AS j JOIN attribute_values v ON v.contact_id = j.value";
-const TAGS: &str = "SELECT j.key, t.tag
+pub(crate) const TAGS: &str = "SELECT j.key, t.tag
      FROM json_each(?1) AS j JOIN tags t ON t.contact_id = j.value ORDER BY t.tag";
-const ORDERS: &str = "SELECT j.key, o.order_id, o.product_id, o.product,
+pub(crate) const ORDERS: &str = "SELECT j.key, o.order_id, o.product_id, o.product,
      o.price, o.currency, o.quantity, o.mailing_id, o.stamp
      FROM json_each(?1) AS j JOIN orders o ON o.contact_id = j.value ORDER BY o.id";
-const EVENTS: &str = "SELECT j.key, e.stamp, e.type, e.type_id, e.value,
+pub(crate) const EVENTS: &str = "SELECT j.key, e.stamp, e.type, e.type_id, e.value,
      e.mailing_id, e.group_id
      FROM json_each(?1) AS j JOIN events e ON e.contact_id = j.value ORDER BY e.stamp, e.id";
 
