@@ -191,3 +191,33 @@ fn a_filter_for_one_address_finds_it_on_the_contacts_index() {
     assert!(lines.contains("receivers_group_order"), "{lines}");
     assert!(!lines.contains("TEMP B-TREE"), "{lines}");
 }
+
+#[test]
+fn a_runtime_filter_walks_its_group_or_account_in_id_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&dir.path().join("plans.db")).unwrap();
+    let conn = store.conn.lock().unwrap();
+    let rule = crate::api::filter::Rule {
+        field: "points".into(),
+        logic: "bg".into(),
+        condition: "3".into(),
+    };
+    let rules = super::filters::rules::compile(&conn, AccountId(1), &[1], &[rule], "AND").unwrap();
+    let page_of = |groups: &[i64], whole_account: bool| {
+        let scope = super::filters::runtime_scope(groups, whole_account).and(rules.clone());
+        plan(&conn, &page_sql(&scope.sql, "1", "r.id ASC")).join("\n")
+    };
+    // Its first page stops at its 50th match: no sort of every match.
+    let one = page_of(&[1], false);
+    assert!(one.contains("receivers_group_order"), "{one}");
+    assert!(!one.contains("TEMP B-TREE"), "{one}");
+    let account = page_of(&[1, 2, 3], true);
+    assert!(
+        account.contains("r USING INTEGER PRIMARY KEY") || account.starts_with("SCAN r"),
+        "{account}"
+    );
+    assert!(!account.contains("TEMP B-TREE"), "{account}");
+    // Some of the account's groups: gathered from each group's index.
+    let some = page_of(&[1, 2], false);
+    assert!(some.contains("receivers_group_order"), "{some}");
+}

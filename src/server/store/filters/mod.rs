@@ -209,7 +209,8 @@ pub fn runtime_json(
         groups::ensure(conn, account, id.0)?;
         group_ids.push(id.0);
     }
-    if group_ids.is_empty() {
+    let whole_account = group_ids.is_empty();
+    if whole_account {
         group_ids = groups::list(conn, account, None)?
             .into_iter()
             .map(|g| g.id.0)
@@ -223,13 +224,7 @@ pub fn runtime_json(
         rules,
         f.operator.as_deref().unwrap_or("AND"),
     )?;
-    let scope = Selection {
-        sql: "r.group_id IN (SELECT value FROM json_each(?))".into(),
-        params: vec![Value::Text(
-            serde_json::to_string(&group_ids).unwrap_or_else(|_| "[]".into()),
-        )],
-        whole_group: None,
-    };
+    let scope = runtime_scope(&group_ids, whole_account);
     let q = ReceiverQuery {
         pagesize: f.pagesize,
         page: f.page,
@@ -239,4 +234,36 @@ pub fn runtime_json(
         ..Default::default()
     };
     receivers::list_matching(conn, account, &scope.and(compiled), &q, true)
+}
+
+/// The receivers a runtime filter looks in: those of `group_ids`, or of the
+/// whole account (every group) when it named none.
+///
+/// The shape decides the page's plan, at 10M receivers a matter of
+/// seconds: one group is `r.group_id = ?`, walked on the group's index in
+/// id order, so a page stops at its last match (36 s to 1 ms for an
+/// attribute rule's first page); the whole account is no condition past the
+/// account's own, walked in id order likewise. Only a list of some groups
+/// is a list, whose receivers the page gathers from each group's index and
+/// sorts.
+pub(crate) fn runtime_scope(group_ids: &[i64], whole_account: bool) -> Selection {
+    match group_ids {
+        [one] => Selection {
+            sql: "r.group_id = ?".into(),
+            params: vec![Value::Integer(*one)],
+            whole_group: None,
+        },
+        _ if whole_account => Selection {
+            sql: "1".into(),
+            params: vec![],
+            whole_group: None,
+        },
+        _ => Selection {
+            sql: "r.group_id IN (SELECT value FROM json_each(?))".into(),
+            params: vec![Value::Text(
+                serde_json::to_string(group_ids).unwrap_or_else(|_| "[]".into()),
+            )],
+            whole_group: None,
+        },
+    }
 }
