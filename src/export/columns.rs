@@ -250,8 +250,56 @@ pub fn order_row(email: &str, o: &Order) -> Vec<Cell> {
 }
 
 /// An ISO 8601 UTC timestamp (`2024-02-01T14:22:00Z`), as imports read it.
+///
+/// Written from the date's parts: `format`'s pattern, parsed on every call,
+/// was a tenth of an export's client time. Years past 9999 (and before 0)
+/// keep `format`'s own spelling.
 pub fn iso(secs: i64) -> String {
-    chrono::DateTime::from_timestamp(secs, 0)
-        .map(|t| t.format("%Y-%m-%dT%H:%M:%SZ").to_string())
-        .unwrap_or_else(|| secs.to_string())
+    use chrono::{Datelike, Timelike};
+    match chrono::DateTime::from_timestamp(secs, 0) {
+        Some(t) if (0..=9999).contains(&t.year()) => format!(
+            "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}Z",
+            t.year(),
+            t.month(),
+            t.day(),
+            t.hour(),
+            t.minute(),
+            t.second()
+        ),
+        Some(t) => t.format("%Y-%m-%dT%H:%M:%SZ").to_string(),
+        None => secs.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::iso;
+
+    #[test]
+    fn an_iso_timestamp_is_what_chronos_pattern_writes() {
+        let pattern = |secs: i64| {
+            chrono::DateTime::from_timestamp(secs, 0)
+                .map(|t| t.format("%Y-%m-%dT%H:%M:%SZ").to_string())
+                .unwrap_or_else(|| secs.to_string())
+        };
+        let year_10000 = 253_402_300_800;
+        let mut cases = vec![
+            0,
+            1,
+            -1,
+            1_706_795_120,
+            951_782_400,     // 2000-02-29
+            -62_167_219_200, // 0000-01-01
+            -62_167_219_201,
+            year_10000 - 1,
+            year_10000,
+            i64::MAX,
+            i64::MIN,
+        ];
+        cases.extend((0..2_000).map(|i| i * 7_919_993 - 2_000_000_000));
+        for secs in cases {
+            assert_eq!(iso(secs), pattern(secs), "{secs}");
+        }
+        assert_eq!(iso(1_706_795_120), "2024-02-01T13:45:20Z");
+    }
 }

@@ -6,6 +6,7 @@
 use super::{Layout, Sink, WriteError, text};
 use crate::export::columns::Cell;
 use crate::pipeline::export::{CsvEncoding, Quoting, Timestamps};
+use std::borrow::Cow;
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::Path;
@@ -68,12 +69,17 @@ fn csv_error(e: csv::Error) -> WriteError {
 
 impl Sink for CsvSink {
     fn write(&mut self, rows: &[Vec<Cell>]) -> Result<(), WriteError> {
+        let (encoding, timestamps) = (self.encoding, self.timestamps);
         for row in rows {
-            let record: Vec<Vec<u8>> = row
-                .iter()
-                .map(|c| self.encode(&text(c, self.timestamps)))
-                .collect();
-            self.out.write_record(&record).map_err(csv_error)?;
+            let record = row.iter().map(|c| {
+                let text = text(c, timestamps);
+                match (encoding, text) {
+                    (CsvEncoding::Utf8, Cow::Borrowed(s)) => Cow::Borrowed(s.as_bytes()),
+                    (CsvEncoding::Utf8, Cow::Owned(s)) => Cow::Owned(s.into_bytes()),
+                    (CsvEncoding::Windows1252, s) => Cow::Owned(windows_1252(&s)),
+                }
+            });
+            self.out.write_record(record).map_err(csv_error)?;
         }
         Ok(())
     }

@@ -10,6 +10,7 @@ mod xlsx;
 use super::columns::{Cell, Kind};
 use crate::pipeline::ExportFormat;
 use crate::pipeline::export::{CsvOptions, Timestamps};
+use std::borrow::Cow;
 use std::path::Path;
 
 /// A writer failed: the message names the cause (the path is added by the caller).
@@ -53,17 +54,18 @@ pub fn open(
     })
 }
 
-/// A cell as text (CSV): timestamps as the step says, empty for none.
-pub fn text(cell: &Cell, timestamps: Timestamps) -> String {
+/// A cell as text (CSV): timestamps as the step says, empty for none. A
+/// text cell is borrowed, not copied: most of an export's cells are text.
+pub fn text(cell: &Cell, timestamps: Timestamps) -> Cow<'_, str> {
     match cell {
-        Cell::Text(s) => s.clone(),
-        Cell::Int(Some(n)) => n.to_string(),
-        Cell::Int(None) | Cell::Time(None) => String::new(),
-        Cell::Float(f) => f.to_string(),
-        Cell::Bool(b) => b.to_string(),
+        Cell::Text(s) => Cow::Borrowed(s),
+        Cell::Int(Some(n)) => Cow::Owned(n.to_string()),
+        Cell::Int(None) | Cell::Time(None) => Cow::Borrowed(""),
+        Cell::Float(f) => Cow::Owned(f.to_string()),
+        Cell::Bool(b) => Cow::Borrowed(if *b { "true" } else { "false" }),
         Cell::Time(Some(t)) => match timestamps {
-            Timestamps::Iso => super::columns::iso(*t),
-            Timestamps::Unix => t.to_string(),
+            Timestamps::Iso => Cow::Owned(super::columns::iso(*t)),
+            Timestamps::Unix => Cow::Owned(t.to_string()),
         },
     }
 }
