@@ -9,12 +9,14 @@ use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 use std::collections::BTreeMap;
 
-fn scalar_text(v: &Value) -> Option<String> {
+/// A scalar's text; anything else is given back. Takes the value, so a
+/// string is moved, not copied: pages of receivers are mostly strings.
+fn scalar_text(v: Value) -> Result<String, Value> {
     match v {
-        Value::String(s) => Some(s.clone()),
-        Value::Number(n) => Some(n.to_string()),
-        Value::Bool(b) => Some(b.to_string()),
-        _ => None,
+        Value::String(s) => Ok(s),
+        Value::Number(n) => Ok(n.to_string()),
+        Value::Bool(b) => Ok(b.to_string()),
+        other => Err(other),
     }
 }
 
@@ -98,9 +100,9 @@ pub fn bool_or_false<'de, D: Deserializer<'de>>(d: D) -> Result<bool, D::Error> 
 pub fn opt_string<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
     match Value::deserialize(d)? {
         Value::Null => Ok(None),
-        v => scalar_text(&v)
+        v => scalar_text(v)
             .map(Some)
-            .ok_or_else(|| D::Error::custom(format!("expected a string, got {v}"))),
+            .map_err(|v| D::Error::custom(format!("expected a string, got {v}"))),
     }
 }
 
@@ -122,19 +124,17 @@ fn string_list(v: Value) -> Result<Vec<String>, String> {
     match v {
         Value::Null => Ok(Vec::new()),
         Value::String(s) if s.is_empty() => Ok(Vec::new()),
-        Value::Array(items) => items
-            .iter()
-            .map(|i| scalar_text(i).ok_or_else(|| format!("expected a list of strings, got {i}")))
-            .collect(),
+        Value::Array(items) => items.into_iter().map(list_item).collect(),
         // XML and PHP forms give `{"0": .., "1": ..}` or `{"item": ..}` shapes.
-        Value::Object(map) => index_ordered(map)
-            .iter()
-            .map(|i| scalar_text(i).ok_or_else(|| format!("expected a list of strings, got {i}")))
-            .collect(),
-        v => scalar_text(&v)
+        Value::Object(map) => index_ordered(map).into_iter().map(list_item).collect(),
+        v => scalar_text(v)
             .map(|s| vec![s])
-            .ok_or_else(|| "expected a list of strings".into()),
+            .map_err(|_| "expected a list of strings".into()),
     }
+}
+
+fn list_item(i: Value) -> Result<String, String> {
+    scalar_text(i).map_err(|i| format!("expected a list of strings, got {i}"))
 }
 
 /// An optional list of strings; a single string is a list of one.
@@ -161,9 +161,12 @@ pub fn opt_string_map<'de, D: Deserializer<'de>>(
             .into_iter()
             .map(|(k, v)| match v {
                 Value::Null => Ok((k, String::new())),
-                v => scalar_text(&v).map(|s| (k.clone(), s)).ok_or_else(|| {
-                    D::Error::custom(format!("attribute \"{k}\": expected a text value"))
-                }),
+                v => match scalar_text(v) {
+                    Ok(s) => Ok((k, s)),
+                    Err(_) => Err(D::Error::custom(format!(
+                        "attribute \"{k}\": expected a text value"
+                    ))),
+                },
             })
             .collect::<Result<_, _>>()
             .map(Some),
