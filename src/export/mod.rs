@@ -117,7 +117,7 @@ pub async fn run(
         format: step.format.extension(),
         ..Default::default()
     };
-    let plan = plan(conn, step).await?;
+    let plan = plan(conn, step, opts.progress).await?;
     let cols = match &step.columns {
         None => plan.defaults.clone(),
         Some(chosen) => columns::select(&plan.columns, chosen).map_err(LoadError::step)?,
@@ -271,7 +271,10 @@ async fn receiver_columns(
     )
 }
 
-async fn plan(conn: &Connected, step: &ExportStep) -> Result<Plan, LoadError> {
+/// `counted`: whether the progress bar wants the total. A count is a pass
+/// over every receiver on the server (seconds at 10M, more for a filter),
+/// so a run that shows no bar (`--quiet`, cron) does not ask for it.
+async fn plan(conn: &Connected, step: &ExportStep, counted: bool) -> Result<Plan, LoadError> {
     let c = &conn.client;
     let globals = || async {
         Ok::<_, LoadError>(
@@ -295,12 +298,16 @@ async fn plan(conn: &Connected, step: &ExportStep) -> Result<Plan, LoadError> {
     Ok(match &step.what {
         ExportWhat::Group { group, kind } => {
             let g = find_group(conn, group).await?;
-            let stats = c.group_stats(g.id).await?;
-            let total = match kind {
-                ReceiverType::All => stats.total_count,
-                ReceiverType::Active => stats.active_count,
-                ReceiverType::Inactive => stats.inactive_count,
-                ReceiverType::Bounce => stats.bounce_count,
+            let total = if counted {
+                let stats = c.group_stats(g.id).await?;
+                Some(match kind {
+                    ReceiverType::All => stats.total_count,
+                    ReceiverType::Active => stats.active_count,
+                    ReceiverType::Inactive => stats.inactive_count,
+                    ReceiverType::Bounce => stats.bounce_count,
+                })
+            } else {
+                None
             };
             let (all, defaults) = receiver_columns(
                 conn,
@@ -317,7 +324,7 @@ async fn plan(conn: &Connected, step: &ExportStep) -> Result<Plan, LoadError> {
                 blocklist_of: None,
                 columns: all,
                 defaults,
-                total: Some(total.max(0) as u64),
+                total: total.map(|t| t.max(0) as u64),
             }
         }
         ExportWhat::Filter { group, filter } => {
@@ -345,7 +352,11 @@ async fn plan(conn: &Connected, step: &ExportStep) -> Result<Plan, LoadError> {
                         }
                     ))
                 })?;
-            let total = c.filter_stats(g.id, f.id).await?.total_count;
+            let total = if counted {
+                Some(c.filter_stats(g.id, f.id).await?.total_count)
+            } else {
+                None
+            };
             let (all, defaults) = receiver_columns(
                 conn,
                 Some(&[g.id]),
@@ -361,7 +372,7 @@ async fn plan(conn: &Connected, step: &ExportStep) -> Result<Plan, LoadError> {
                 blocklist_of: None,
                 columns: all,
                 defaults,
-                total: Some(total.max(0) as u64),
+                total: total.map(|t| t.max(0) as u64),
             }
         }
         ExportWhat::Runtime {

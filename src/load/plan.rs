@@ -255,12 +255,11 @@ pub async fn blocked(
 /// reduced to what the comparison needs: in memory up to `spill_after`
 /// receivers, on disk past that ([`TargetIndex`]).
 ///
-/// The group's `total_count` only says how many pages to read side by side;
-/// the pages decide where the group ends, and memory is never sized from
-/// it. A count too small: pages past the last counted one are read one
-/// after another until one comes back short. A count too large: the read
-/// stops at the first short page (the few pages already asked for are
-/// dropped).
+/// The pages decide where the group ends: the first page alone (a small
+/// group is one request), then up to four side by side until one comes
+/// back short (the few asked for past it come back empty and are dropped).
+/// The group's count is not asked for: it was only ever a hint, and at 10M
+/// receivers the server takes seconds to count them.
 pub async fn existing(
     conn: &Connected,
     group: &Group,
@@ -269,13 +268,6 @@ pub async fn existing(
     spill_after: usize,
 ) -> Result<TargetIndex, LoadError> {
     let retried = AtomicU64::new(0);
-    let total = retry::retrying(conn, retries, &retried, || {
-        conn.client.group_stats(group.id)
-    })
-    .await?
-    .total_count
-    .max(0);
-    let counted_pages = total / PAGE + i64::from(total % PAGE != 0);
     let mut out = TargetIndex::new(spill_after);
     let read = |page: i64| {
         let retried = &retried;
@@ -292,27 +284,19 @@ pub async fn existing(
             .await
         }
     };
-    let mut stream = futures::stream::iter(0..counted_pages.max(1))
+    let first = read(0).await?;
+    let mut full = first.len() as i64 >= PAGE;
+    out.extend(first.iter().map(|r| (r.email.as_str(), Held::from(r))))?;
+    drop(first);
+    let mut rest = futures::stream::iter(1..)
         .map(read)
         .buffered(concurrency.clamp(1, 4));
-    let mut next = 0;
-    let mut last_full = false;
-    while let Some(page) = stream.next().await {
+    while full && let Some(page) = rest.next().await {
         let page = page?;
-        next += 1;
-        last_full = page.len() as i64 >= PAGE;
-        out.extend(page.iter().map(|r| (r.email.as_str(), Held::from(r))))?;
-        if !last_full {
-            break;
-        }
-    }
-    drop(stream);
-    while last_full {
-        let page = read(next).await?;
-        next += 1;
-        last_full = page.len() as i64 >= PAGE;
+        full = page.len() as i64 >= PAGE;
         out.extend(page.iter().map(|r| (r.email.as_str(), Held::from(r))))?;
     }
+    drop(rest);
     tracing::debug!(
         spilled = out.is_spilled(),
         bytes_in_memory = out.memory_bytes(),
