@@ -9,7 +9,7 @@
 use super::blacklist;
 use super::groups::ACTIVE_SQL;
 use super::receivers::list::{PAGE_START_SQL, page_sql};
-use super::receivers::{DELETE_ORPHAN_CONTACT, bulk, page, read};
+use super::receivers::{DELETE_ORPHAN_CONTACT, bulk, page};
 use super::{AccountId, Store};
 
 /// The plan's lines of `sql` (EXPLAIN QUERY PLAN's detail column).
@@ -98,39 +98,16 @@ fn the_main_queries_use_their_indexes() {
         ),
         (
             "a page's attribute values",
-            read::PAGE_VALUES,
-            &["SCAN j VIRTUAL TABLE", "v USING PRIMARY KEY (contact_id=?)"],
-        ),
-        (
-            "a page's tags",
-            read::PAGE_TAGS,
-            &["SCAN j VIRTUAL TABLE", "t USING PRIMARY KEY (contact_id=?)"],
-        ),
-        (
-            "a page's orders",
-            read::PAGE_ORDERS,
-            &[
-                "SCAN j VIRTUAL TABLE",
-                "o USING INDEX orders_key (contact_id=?)",
-            ],
-        ),
-        (
-            "a page's events",
-            read::PAGE_EVENTS,
-            &["SCAN j VIRTUAL TABLE", "e USING INDEX"],
-        ),
-        (
-            "a list page's attribute values",
             page::VALUES,
             &["SCAN j VIRTUAL TABLE", "v USING PRIMARY KEY (contact_id=?)"],
         ),
         (
-            "a list page's tags",
+            "a page's tags",
             page::TAGS,
             &["SCAN j VIRTUAL TABLE", "t USING PRIMARY KEY (contact_id=?)"],
         ),
         (
-            "a list page's orders",
+            "a page's orders",
             page::ORDERS,
             &[
                 "SCAN j VIRTUAL TABLE",
@@ -138,7 +115,7 @@ fn the_main_queries_use_their_indexes() {
             ],
         ),
         (
-            "a list page's events",
+            "a page's events",
             page::EVENTS,
             &["SCAN j VIRTUAL TABLE", "e USING INDEX"],
         ),

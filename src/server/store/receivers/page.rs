@@ -34,10 +34,15 @@ impl ReceiversJson {
     }
 }
 
-// What a page's receivers carry, as in `read::PAGE_*` but each row with its
-// contact's position in the page's list (`j.key`) instead of its id, so no
-// row is looked up in a map. The ORDER BYs are the single reads' and each
-// contact's rows keep that order (a stable sort by position, below).
+// What a page's receivers carry, one statement each over the page's
+// contacts (a JSON array, each contact once), each row naming its contact by
+// its position in the list (`j.key`), so no row is looked up in a map; the
+// single reads use them too (`read::complete`). Each contact's rows keep
+// the ORDER BY (a stable sort by position, below). Decision: driven by the
+// list (`FROM json_each(?1) JOIN ...`), each contact looked up on the
+// table's key; `contact_id IN (SELECT value FROM json_each(?1))` first
+// copied the list into a temporary b-tree on every page (perf of an export,
+// issue 15).
 pub(crate) const VALUES: &str = "SELECT j.key, v.attribute_id, v.value
      FROM json_each(?1) AS j JOIN attribute_values v ON v.contact_id = j.value";
 pub(crate) const TAGS: &str = "SELECT j.key, t.tag

@@ -3,7 +3,7 @@
 //! in [`list`](super::list).
 
 use super::super::{AccountId, StoreResult, groups, not_found};
-use super::ReceiverKey;
+use super::{ReceiverKey, page};
 use crate::api::receiver::detail;
 use crate::api::{Event, Order, Receiver};
 use crate::server::store::Cached;
@@ -82,22 +82,6 @@ pub fn contact_of(
     Ok((contact_id, group_id))
 }
 
-// What a page's receivers carry, one statement each over the page's
-// contacts (a JSON array, each contact once). Decision: driven by the list
-// (`FROM json_each(?1) JOIN ...`), each contact looked up on the table's
-// key; `contact_id IN (SELECT value FROM json_each(?1))` first copied the
-// list into a temporary b-tree on every page (perf of an export, issue 15).
-pub(crate) const PAGE_VALUES: &str = "SELECT v.contact_id, v.attribute_id, v.value
-     FROM json_each(?1) AS j JOIN attribute_values v ON v.contact_id = j.value";
-pub(crate) const PAGE_TAGS: &str = "SELECT t.contact_id, t.tag
-     FROM json_each(?1) AS j JOIN tags t ON t.contact_id = j.value ORDER BY t.tag";
-pub(crate) const PAGE_ORDERS: &str = "SELECT o.contact_id, o.order_id, o.product_id, o.product,
-     o.price, o.currency, o.quantity, o.mailing_id, o.stamp
-     FROM json_each(?1) AS j JOIN orders o ON o.contact_id = j.value ORDER BY o.id";
-pub(crate) const PAGE_EVENTS: &str = "SELECT e.contact_id, e.stamp, e.type, e.type_id, e.value,
-     e.mailing_id, e.group_id
-     FROM json_each(?1) AS j JOIN events e ON e.contact_id = j.value ORDER BY e.stamp, e.id";
-
 /// Loads full receivers for the given rows: attribute values always (group
 /// attributes only when `with_group_parts`), tags, orders and events as
 /// `detail` asks.
@@ -120,9 +104,23 @@ pub(super) fn complete(
         }
         at.push(i);
     }
-    // Each contact once: the queries below walk this list and look each up.
+    // Each contact once: the queries below walk this list and look each up,
+    // and name each row's contact by its position in it (the list pages'
+    // own queries, `page::VALUES`...).
     let ids = serde_json::to_string(&contacts)
         .map_err(|e| super::super::StoreError::Internal(e.to_string()))?;
+    let at: Vec<Vec<usize>> = contacts
+        .iter()
+        .map(|c| by_contact.remove(c).unwrap_or_default())
+        .collect();
+    // The receivers of the row's contact.
+    let of = |row: &Row| -> rusqlite::Result<&[usize]> {
+        let position: i64 = row.get(0)?;
+        Ok(usize::try_from(position)
+            .ok()
+            .and_then(|p| at.get(p))
+            .map_or(&[][..], Vec::as_slice))
+    };
     let mut out: Vec<Receiver> = rows.into_iter().map(|(r, _)| r).collect();
     if detail_bits & detail::TAGS != 0 {
         for r in out.iter_mut() {
@@ -146,15 +144,14 @@ pub(super) fn complete(
     let names: HashMap<i64, (i64, String)> = stmt
         .query_map([account.0], |r| Ok((r.get(0)?, (r.get(1)?, r.get(2)?))))?
         .collect::<Result<_, _>>()?;
-    let mut stmt = conn.prepare_cached(PAGE_VALUES)?;
+    let mut stmt = conn.prepare_cached(page::VALUES)?;
     let mut rows = stmt.query([&ids])?;
     while let Some(row) = rows.next()? {
-        let (contact, attribute, value): (i64, i64, String) =
-            (row.get(0)?, row.get(1)?, row.get(2)?);
+        let (attribute, value): (i64, String) = (row.get(1)?, row.get(2)?);
         let Some((group_id, name)) = names.get(&attribute) else {
             continue;
         };
-        for &i in by_contact.get(&contact).into_iter().flatten() {
+        for &i in of(row)? {
             let rec = &mut out[i];
             if *group_id == 0 {
                 rec.global_attributes.insert(name.clone(), value.clone());
@@ -165,20 +162,19 @@ pub(super) fn complete(
     }
 
     if detail_bits & detail::TAGS != 0 {
-        let mut stmt = conn.prepare_cached(PAGE_TAGS)?;
+        let mut stmt = conn.prepare_cached(page::TAGS)?;
         let mut rows = stmt.query([&ids])?;
         while let Some(row) = rows.next()? {
-            let (contact, tag): (i64, String) = (row.get(0)?, row.get(1)?);
-            for &i in by_contact.get(&contact).into_iter().flatten() {
+            let tag: String = row.get(1)?;
+            for &i in of(row)? {
                 out[i].tags.get_or_insert_with(Vec::new).push(tag.clone());
             }
         }
     }
     if detail_bits & detail::ORDERS != 0 {
-        let mut stmt = conn.prepare_cached(PAGE_ORDERS)?;
+        let mut stmt = conn.prepare_cached(page::ORDERS)?;
         let mut rows = stmt.query([&ids])?;
         while let Some(row) = rows.next()? {
-            let contact: i64 = row.get(0)?;
             let order = Order {
                 order_id: row.get(1)?,
                 product_id: row.get(2)?,
@@ -189,7 +185,7 @@ pub(super) fn complete(
                 mailing_id: row.get(7)?,
                 stamp: row.get(8)?,
             };
-            for &i in by_contact.get(&contact).into_iter().flatten() {
+            for &i in of(row)? {
                 out[i]
                     .orders
                     .get_or_insert_with(Vec::new)
@@ -198,10 +194,9 @@ pub(super) fn complete(
         }
     }
     if detail_bits & detail::EVENTS != 0 {
-        let mut stmt = conn.prepare_cached(PAGE_EVENTS)?;
+        let mut stmt = conn.prepare_cached(page::EVENTS)?;
         let mut rows = stmt.query([&ids])?;
         while let Some(row) = rows.next()? {
-            let contact: i64 = row.get(0)?;
             let event = Event {
                 stamp: row.get(1)?,
                 kind: row.get(2)?,
@@ -210,7 +205,7 @@ pub(super) fn complete(
                 mailing_id: row.get(5)?,
                 groups_id: row.get::<_, i64>(6)?.to_string(),
             };
-            for &i in by_contact.get(&contact).into_iter().flatten() {
+            for &i in of(row)? {
                 out[i]
                     .events
                     .get_or_insert_with(Vec::new)
