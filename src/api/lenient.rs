@@ -1,30 +1,158 @@
 //! Lenient field decoders. The same request structs read JSON, XML and form
 //! bodies; in the last two every scalar is text, and real clients send ids as
 //! numbers or strings, booleans as `true`, `"true"` or `"1"`. Each decoder
-//! goes through `serde_json::Value`, accepts the spellings in use and rejects
-//! the rest with a message naming the expected type.
+//! reads the field as a [`Raw`] value, accepts the spellings in use and
+//! rejects the rest with a message naming the expected type.
+//!
+//! [`Raw`] is `serde_json::Value` with its text borrowed from the body where
+//! the body allows it (JSON without escapes): pages of receivers are mostly
+//! text, and a page decoded into [`ReceiverRow`](super::ReceiverRow)s
+//! copies none of it (issue 15: allocation was a quarter of an export's
+//! client time).
 
-use serde::de::Error;
+use serde::de::{Error, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer};
-use serde_json::Value;
+use serde_json::{Number, Value};
+use std::borrow::Cow;
 use std::collections::BTreeMap;
+use std::fmt;
 
-/// A scalar's text; anything else is given back. Takes the value, so a
-/// string is moved, not copied: pages of receivers are mostly strings.
-fn scalar_text(v: Value) -> Result<String, Value> {
+/// A field's value as sent. Objects come whole as JSON values: no decoder
+/// here takes their text apart but [`text_map`], which reads its own.
+#[derive(Debug)]
+enum Raw<'a> {
+    Null,
+    Bool(bool),
+    Number(Number),
+    Text(Cow<'a, str>),
+    List(Vec<Raw<'a>>),
+    Object(serde_json::Map<String, Value>),
+}
+
+impl<'de> Deserialize<'de> for Raw<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(RawVisitor)
+    }
+}
+
+/// What `serde_json::Value` would make of each call, text borrowed.
+struct RawVisitor;
+
+impl<'de> Visitor<'de> for RawVisitor {
+    type Value = Raw<'de>;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("any value")
+    }
+    fn visit_bool<E: Error>(self, v: bool) -> Result<Raw<'de>, E> {
+        Ok(Raw::Bool(v))
+    }
+    fn visit_i64<E: Error>(self, v: i64) -> Result<Raw<'de>, E> {
+        Ok(Raw::Number(v.into()))
+    }
+    fn visit_u64<E: Error>(self, v: u64) -> Result<Raw<'de>, E> {
+        Ok(Raw::Number(v.into()))
+    }
+    fn visit_f64<E: Error>(self, v: f64) -> Result<Raw<'de>, E> {
+        // As `Value`: a float JSON cannot hold (NaN, infinities) is null.
+        Ok(Number::from_f64(v).map_or(Raw::Null, Raw::Number))
+    }
+    fn visit_borrowed_str<E: Error>(self, v: &'de str) -> Result<Raw<'de>, E> {
+        Ok(Raw::Text(Cow::Borrowed(v)))
+    }
+    fn visit_str<E: Error>(self, v: &str) -> Result<Raw<'de>, E> {
+        Ok(Raw::Text(Cow::Owned(v.to_owned())))
+    }
+    fn visit_string<E: Error>(self, v: String) -> Result<Raw<'de>, E> {
+        Ok(Raw::Text(Cow::Owned(v)))
+    }
+    fn visit_unit<E: Error>(self) -> Result<Raw<'de>, E> {
+        Ok(Raw::Null)
+    }
+    fn visit_none<E: Error>(self) -> Result<Raw<'de>, E> {
+        Ok(Raw::Null)
+    }
+    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Raw<'de>, D::Error> {
+        Raw::deserialize(d)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Raw<'de>, A::Error> {
+        let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(4_096));
+        while let Some(item) = seq.next_element()? {
+            items.push(item);
+        }
+        Ok(Raw::List(items))
+    }
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Raw<'de>, A::Error> {
+        serde_json::Map::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+            .map(Raw::Object)
+    }
+}
+
+impl From<Value> for Raw<'_> {
+    fn from(v: Value) -> Self {
+        match v {
+            Value::Null => Raw::Null,
+            Value::Bool(b) => Raw::Bool(b),
+            Value::Number(n) => Raw::Number(n),
+            Value::String(s) => Raw::Text(Cow::Owned(s)),
+            Value::Array(items) => Raw::List(items.into_iter().map(Raw::from).collect()),
+            Value::Object(m) => Raw::Object(m),
+        }
+    }
+}
+
+impl From<Raw<'_>> for Value {
+    fn from(v: Raw<'_>) -> Self {
+        match v {
+            Raw::Null => Value::Null,
+            Raw::Bool(b) => Value::Bool(b),
+            Raw::Number(n) => Value::Number(n),
+            Raw::Text(s) => Value::String(s.into_owned()),
+            Raw::List(items) => Value::Array(items.into_iter().map(Value::from).collect()),
+            Raw::Object(m) => Value::Object(m),
+        }
+    }
+}
+
+/// As JSON, the way error messages show what was sent.
+impl fmt::Display for Raw<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        match self {
+            Raw::Null => f.write_str("null"),
+            Raw::Bool(b) => write!(f, "{b}"),
+            Raw::Number(n) => write!(f, "{n}"),
+            Raw::Text(s) => write!(f, "{}", Value::String(s.to_string())),
+            Raw::List(items) => {
+                f.write_str("[")?;
+                for (i, item) in items.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(",")?;
+                    }
+                    write!(f, "{item}")?;
+                }
+                f.write_str("]")
+            }
+            Raw::Object(m) => write!(f, "{}", Value::Object(m.clone())),
+        }
+    }
+}
+
+/// A scalar's text; anything else (null included) is given back. Text is
+/// moved, not copied.
+fn scalar_text(v: Raw<'_>) -> Result<Cow<'_, str>, Raw<'_>> {
     match v {
-        Value::String(s) => Ok(s),
-        Value::Number(n) => Ok(n.to_string()),
-        Value::Bool(b) => Ok(b.to_string()),
+        Raw::Text(s) => Ok(s),
+        Raw::Number(n) => Ok(Cow::Owned(n.to_string())),
+        Raw::Bool(b) => Ok(Cow::Borrowed(if b { "true" } else { "false" })),
         other => Err(other),
     }
 }
 
 /// An optional integer: number, numeric string; null or `""` is absent.
 pub fn i64_value<'de, D: Deserializer<'de>>(d: D) -> Result<Option<i64>, D::Error> {
-    match Value::deserialize(d)? {
-        Value::Null => Ok(None),
-        Value::Number(n) => n
+    match Raw::deserialize(d)? {
+        Raw::Null => Ok(None),
+        Raw::Number(n) => n
             .as_i64()
             .or_else(|| {
                 n.as_f64()
@@ -33,13 +161,13 @@ pub fn i64_value<'de, D: Deserializer<'de>>(d: D) -> Result<Option<i64>, D::Erro
             })
             .map(Some)
             .ok_or_else(|| D::Error::custom(format!("expected an integer, got {n}"))),
-        Value::String(s) if s.trim().is_empty() => Ok(None),
-        Value::String(s) => s
+        Raw::Text(s) if s.trim().is_empty() => Ok(None),
+        Raw::Text(s) => s
             .trim()
             .parse::<i64>()
             .map(Some)
             .map_err(|_| D::Error::custom(format!("expected an integer, got \"{s}\""))),
-        Value::Bool(b) => Ok(Some(b as i64)),
+        Raw::Bool(b) => Ok(Some(b as i64)),
         other => Err(D::Error::custom(format!(
             "expected an integer, got {other}"
         ))),
@@ -56,11 +184,11 @@ pub fn i64_or_zero<'de, D: Deserializer<'de>>(d: D) -> Result<i64, D::Error> {
 
 /// An optional float: number or numeric string (`,` accepted as decimal mark).
 pub fn opt_f64<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
-    match Value::deserialize(d)? {
-        Value::Null => Ok(None),
-        Value::Number(n) => Ok(n.as_f64()),
-        Value::String(s) if s.trim().is_empty() => Ok(None),
-        Value::String(s) => s
+    match Raw::deserialize(d)? {
+        Raw::Null => Ok(None),
+        Raw::Number(n) => Ok(n.as_f64()),
+        Raw::Text(s) if s.trim().is_empty() => Ok(None),
+        Raw::Text(s) => s
             .trim()
             .replace(',', ".")
             .parse::<f64>()
@@ -78,11 +206,11 @@ pub fn f64_or_zero<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
 
 /// An optional boolean: `true`/`false`, `1`/`0`, `"true"`, `"yes"`, `"on"`...
 pub fn opt_bool<'de, D: Deserializer<'de>>(d: D) -> Result<Option<bool>, D::Error> {
-    match Value::deserialize(d)? {
-        Value::Null => Ok(None),
-        Value::Bool(b) => Ok(Some(b)),
-        Value::Number(n) => Ok(Some(n.as_f64().unwrap_or(0.0) != 0.0)),
-        Value::String(s) => match s.trim().to_ascii_lowercase().as_str() {
+    match Raw::deserialize(d)? {
+        Raw::Null => Ok(None),
+        Raw::Bool(b) => Ok(Some(b)),
+        Raw::Number(n) => Ok(Some(n.as_f64().unwrap_or(0.0) != 0.0)),
+        Raw::Text(s) => match s.trim().to_ascii_lowercase().as_str() {
             "" => Ok(None),
             "true" | "1" | "yes" | "on" => Ok(Some(true)),
             "false" | "0" | "no" | "off" => Ok(Some(false)),
@@ -96,14 +224,24 @@ pub fn bool_or_false<'de, D: Deserializer<'de>>(d: D) -> Result<bool, D::Error> 
     Ok(opt_bool(d)?.unwrap_or(false))
 }
 
-/// An optional string: numbers and booleans are taken as their text.
-pub fn opt_string<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
-    match Value::deserialize(d)? {
-        Value::Null => Ok(None),
+/// Optional text, borrowed from the body where it can be: numbers and
+/// booleans are taken as their text.
+pub fn opt_text<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Cow<'de, str>>, D::Error> {
+    match Raw::deserialize(d)? {
+        Raw::Null => Ok(None),
         v => scalar_text(v)
             .map(Some)
             .map_err(|v| D::Error::custom(format!("expected a string, got {v}"))),
     }
+}
+
+pub fn text_or_empty<'de, D: Deserializer<'de>>(d: D) -> Result<Cow<'de, str>, D::Error> {
+    Ok(opt_text(d)?.unwrap_or_default())
+}
+
+/// An optional string: numbers and booleans are taken as their text.
+pub fn opt_string<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    Ok(opt_text(d)?.map(Cow::into_owned))
 }
 
 pub fn string_or_empty<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
@@ -120,66 +258,148 @@ fn index_ordered(map: serde_json::Map<String, Value>) -> Vec<Value> {
     items.into_iter().map(|(_, _, v)| v).collect()
 }
 
-fn string_list(v: Value) -> Result<Vec<String>, String> {
+fn text_list(v: Raw<'_>) -> Result<Vec<Cow<'_, str>>, String> {
     match v {
-        Value::Null => Ok(Vec::new()),
-        Value::String(s) if s.is_empty() => Ok(Vec::new()),
-        Value::Array(items) => items.into_iter().map(list_item).collect(),
+        Raw::Null => Ok(Vec::new()),
+        Raw::Text(s) if s.is_empty() => Ok(Vec::new()),
+        Raw::List(items) => items.into_iter().map(list_item).collect(),
         // XML and PHP forms give `{"0": .., "1": ..}` or `{"item": ..}` shapes.
-        Value::Object(map) => index_ordered(map).into_iter().map(list_item).collect(),
+        Raw::Object(map) => index_ordered(map)
+            .into_iter()
+            .map(|v| list_item(v.into()))
+            .collect(),
         v => scalar_text(v)
             .map(|s| vec![s])
             .map_err(|_| "expected a list of strings".into()),
     }
 }
 
-fn list_item(i: Value) -> Result<String, String> {
+fn list_item(i: Raw<'_>) -> Result<Cow<'_, str>, String> {
     scalar_text(i).map_err(|i| format!("expected a list of strings, got {i}"))
+}
+
+/// An optional list of texts, borrowed where they can be; a single text is
+/// a list of one.
+pub fn opt_text_list<'de, D: Deserializer<'de>>(
+    d: D,
+) -> Result<Option<Vec<Cow<'de, str>>>, D::Error> {
+    match Raw::deserialize(d)? {
+        Raw::Null => Ok(None),
+        v => text_list(v).map(Some).map_err(D::Error::custom),
+    }
 }
 
 /// An optional list of strings; a single string is a list of one.
 pub fn opt_string_list<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Vec<String>>, D::Error> {
-    match Value::deserialize(d)? {
-        Value::Null => Ok(None),
-        v => string_list(v).map(Some).map_err(D::Error::custom),
-    }
+    Ok(opt_text_list(d)?.map(|l| l.into_iter().map(Cow::into_owned).collect()))
 }
 
 pub fn string_list_or_empty<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
-    string_list(Value::deserialize(d)?).map_err(D::Error::custom)
+    Ok(opt_string_list(d)?.unwrap_or_default())
 }
 
-/// An optional map of name to text value (attribute values travel as strings).
+/// Attribute values by name, as sent.
+pub type TextMap<'a> = BTreeMap<Cow<'a, str>, Cow<'a, str>>;
+
+/// An optional map of name to text value (attribute values travel as
+/// strings), its text borrowed where it can be: read entry by entry, not
+/// through a JSON object of values.
+pub fn opt_text_map<'de, D: Deserializer<'de>>(d: D) -> Result<Option<TextMap<'de>>, D::Error> {
+    d.deserialize_any(TextMapVisitor)
+}
+
+pub fn text_map_or_empty<'de, D: Deserializer<'de>>(d: D) -> Result<TextMap<'de>, D::Error> {
+    Ok(opt_text_map(d)?.unwrap_or_default())
+}
+
+/// An optional map of name to text value, owned.
 pub fn opt_string_map<'de, D: Deserializer<'de>>(
     d: D,
 ) -> Result<Option<BTreeMap<String, String>>, D::Error> {
-    match Value::deserialize(d)? {
-        Value::Null => Ok(None),
-        Value::String(s) if s.is_empty() => Ok(Some(BTreeMap::new())),
-        Value::Array(a) if a.is_empty() => Ok(Some(BTreeMap::new())),
-        Value::Object(map) => map
-            .into_iter()
-            .map(|(k, v)| match v {
-                Value::Null => Ok((k, String::new())),
-                v => match scalar_text(v) {
-                    Ok(s) => Ok((k, s)),
-                    Err(_) => Err(D::Error::custom(format!(
-                        "attribute \"{k}\": expected a text value"
-                    ))),
-                },
-            })
-            .collect::<Result<_, _>>()
-            .map(Some),
-        other => Err(D::Error::custom(format!(
-            "expected an object of name: value, got {other}"
-        ))),
-    }
+    Ok(opt_text_map(d)?.map(|m| {
+        m.into_iter()
+            .map(|(k, v)| (k.into_owned(), v.into_owned()))
+            .collect()
+    }))
 }
 
 pub fn string_map_or_empty<'de, D: Deserializer<'de>>(
     d: D,
 ) -> Result<BTreeMap<String, String>, D::Error> {
     Ok(opt_string_map(d)?.unwrap_or_default())
+}
+
+/// An object's entries as text; `null`, `""` and `[]` are an empty map
+/// (PHP's encoding of an empty array), null values empty text.
+struct TextMapVisitor;
+
+impl TextMapVisitor {
+    fn other<'de, E: Error>(v: Raw<'de>) -> Result<Option<TextMap<'de>>, E> {
+        match v {
+            Raw::Null => Ok(None),
+            Raw::Text(s) if s.is_empty() => Ok(Some(TextMap::new())),
+            Raw::List(a) if a.is_empty() => Ok(Some(TextMap::new())),
+            other => Err(E::custom(format!(
+                "expected an object of name: value, got {other}"
+            ))),
+        }
+    }
+}
+
+impl<'de> Visitor<'de> for TextMapVisitor {
+    type Value = Option<TextMap<'de>>;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("an object of name: value")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut out = TextMap::new();
+        while let Some(k) = map.next_key::<Raw<'de>>()? {
+            let k = scalar_text(k)
+                .map_err(|k| A::Error::custom(format!("expected a name, got {k}")))?;
+            let v = match map.next_value::<Raw<'de>>()? {
+                Raw::Null => Cow::Borrowed(""),
+                v => scalar_text(v).map_err(|_| {
+                    A::Error::custom(format!("attribute \"{k}\": expected a text value"))
+                })?,
+            };
+            out.insert(k, v);
+        }
+        Ok(Some(out))
+    }
+    fn visit_bool<E: Error>(self, v: bool) -> Result<Self::Value, E> {
+        Self::other(RawVisitor.visit_bool(v)?)
+    }
+    fn visit_i64<E: Error>(self, v: i64) -> Result<Self::Value, E> {
+        Self::other(RawVisitor.visit_i64(v)?)
+    }
+    fn visit_u64<E: Error>(self, v: u64) -> Result<Self::Value, E> {
+        Self::other(RawVisitor.visit_u64(v)?)
+    }
+    fn visit_f64<E: Error>(self, v: f64) -> Result<Self::Value, E> {
+        Self::other(RawVisitor.visit_f64(v)?)
+    }
+    fn visit_borrowed_str<E: Error>(self, v: &'de str) -> Result<Self::Value, E> {
+        Self::other(RawVisitor.visit_borrowed_str(v)?)
+    }
+    fn visit_str<E: Error>(self, v: &str) -> Result<Self::Value, E> {
+        Self::other(RawVisitor.visit_str(v)?)
+    }
+    fn visit_string<E: Error>(self, v: String) -> Result<Self::Value, E> {
+        Self::other(RawVisitor.visit_string(v)?)
+    }
+    fn visit_unit<E: Error>(self) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_none<E: Error>(self) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_any(TextMapVisitor)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
+        Self::other(RawVisitor.visit_seq(seq)?)
+    }
 }
 
 /// A list of objects that may arrive as an array, one object, or an
@@ -189,25 +409,108 @@ where
     D: Deserializer<'de>,
     T: serde::de::DeserializeOwned,
 {
-    let items = match Value::deserialize(d)? {
-        Value::Null => return Ok(None),
-        Value::String(s) if s.is_empty() => Vec::new(),
-        Value::Array(a) => a,
-        Value::Object(m) if m.keys().all(|k| k.bytes().all(|b| b.is_ascii_digit())) => {
-            index_ordered(m)
+    let items: Vec<Raw> = match Raw::deserialize(d)? {
+        Raw::Null => return Ok(None),
+        Raw::Text(s) if s.is_empty() => Vec::new(),
+        Raw::List(a) => a,
+        Raw::Object(m) if m.keys().all(|k| k.bytes().all(|b| b.is_ascii_digit())) => {
+            index_ordered(m).into_iter().map(Raw::from).collect()
         }
-        v @ Value::Object(_) => vec![v],
+        Raw::Object(m) => vec![Raw::Object(m)],
         other => return Err(D::Error::custom(format!("expected a list, got {other}"))),
     };
     items
         .into_iter()
         .map(|v| match v {
             // serde fills a struct from an array by position: refuse it.
-            Value::Array(_) => Err(D::Error::custom(
+            Raw::List(_) => Err(D::Error::custom(
                 "expected an object in the list, got an array",
             )),
-            v => serde_json::from_value(v).map_err(D::Error::custom),
+            v => serde_json::from_value(Value::from(v)).map_err(D::Error::custom),
         })
         .collect::<Result<Vec<T>, _>>()
         .map(Some)
+}
+
+#[cfg(test)]
+mod tests {
+    use serde::Deserialize;
+    use std::collections::BTreeMap;
+
+    #[derive(Debug, Deserialize)]
+    #[allow(dead_code)]
+    struct Fields {
+        #[serde(default, deserialize_with = "super::opt_i64")]
+        n: Option<i64>,
+        #[serde(default, deserialize_with = "super::opt_bool")]
+        b: Option<bool>,
+        #[serde(default, deserialize_with = "super::opt_f64")]
+        f: Option<f64>,
+        #[serde(default, deserialize_with = "super::opt_string")]
+        s: Option<String>,
+        #[serde(default, deserialize_with = "super::opt_string_list")]
+        l: Option<Vec<String>>,
+        #[serde(default, deserialize_with = "super::opt_string_map")]
+        m: Option<BTreeMap<String, String>>,
+    }
+
+    fn read(json: &str) -> Result<Fields, String> {
+        serde_json::from_str(json).map_err(|e| e.to_string())
+    }
+
+    fn refused(json: &str) -> String {
+        read(json).unwrap_err()
+    }
+
+    #[test]
+    fn scalars_in_every_spelling_in_use() {
+        let f =
+            read(r#"{"n": "42", "b": "yes", "f": "2,5", "s": 12, "l": "one", "m": []}"#).unwrap();
+        assert_eq!((f.n, f.b, f.f), (Some(42), Some(true), Some(2.5)));
+        assert_eq!(f.s.as_deref(), Some("12"));
+        assert_eq!(f.l, Some(vec!["one".to_string()]));
+        assert_eq!(f.m, Some(BTreeMap::new()));
+        let f = read(r#"{"n": 3.0, "b": 0, "s": true, "l": {"1": "b", "0": "a"}}"#).unwrap();
+        assert_eq!(
+            (f.n, f.b, f.s.as_deref()),
+            (Some(3), Some(false), Some("true"))
+        );
+        assert_eq!(f.l, Some(vec!["a".to_string(), "b".to_string()]));
+        let f = read(r#"{"n": "", "b": null, "s": null, "m": {"a": null, "b": 1}}"#).unwrap();
+        assert_eq!((f.n, f.b, f.s), (None, None, None));
+        assert_eq!(f.m.unwrap()["b"], "1");
+    }
+
+    /// What a wrong value is refused with, as the JSON it was.
+    #[test]
+    fn refusals_name_the_expected_type_and_show_the_value() {
+        for (json, message) in [
+            (r#"{"n": [1, "x"]}"#, r#"expected an integer, got [1,"x"]"#),
+            (r#"{"n": "4x"}"#, r#"expected an integer, got "4x""#),
+            (r#"{"n": 1.5}"#, "expected an integer, got 1.5"),
+            (r#"{"b": "maybe"}"#, r#"expected a boolean, got "maybe""#),
+            (r#"{"f": {"a": 1}}"#, r#"expected a number, got {"a":1}"#),
+            (r#"{"s": ["a"]}"#, r#"expected a string, got ["a"]"#),
+            (
+                r#"{"l": [["a"]]}"#,
+                r#"expected a list of strings, got ["a"]"#,
+            ),
+            (r#"{"l": [null]}"#, "expected a list of strings, got null"),
+            (
+                r#"{"m": {"city": ["x"]}}"#,
+                r#"attribute "city": expected a text value"#,
+            ),
+            (
+                r#"{"m": "Berlin"}"#,
+                r#"expected an object of name: value, got "Berlin""#,
+            ),
+            (
+                r#"{"m": [1]}"#,
+                "expected an object of name: value, got [1]",
+            ),
+        ] {
+            let got = refused(json);
+            assert!(got.starts_with(message), "{json}: {got}");
+        }
+    }
 }

@@ -31,5 +31,7 @@ pub use error::ErrorBody;
 pub use group::{Group, GroupInput, GroupStats};
 pub use id::Id;
 pub use oauth::{OAuthError, TokenResponse};
-pub use receiver::{Event, Order, Receiver, ReceiverInput, ReceiverQuery, ReceiverType, detail};
+pub use receiver::{
+    Event, Order, Receiver, ReceiverInput, ReceiverQuery, ReceiverRow, ReceiverType, detail,
+};
 pub use tag::{TagsInput, normalize_tag};

@@ -3,6 +3,7 @@
 use super::Id;
 use super::lenient as l;
 use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 /// A receiver as read back. `tags`, `events` and `orders` are present only
@@ -67,6 +68,79 @@ pub struct Receiver {
         skip_serializing_if = "Option::is_none"
     )]
     pub orders: Option<Vec<Order>>,
+}
+
+/// A receiver of a page read in bulk (an export, a re-import's
+/// comparison): the fields of [`Receiver`] those readers use, under the
+/// same rules, their text borrowed from the answer's body
+/// ([`Page`](crate::client::Page)) instead of copied. Events, stars and
+/// rates are skipped.
+#[derive(Debug, Deserialize, PartialEq, Default)]
+pub struct ReceiverRow<'a> {
+    #[serde(default)]
+    pub id: Id,
+    #[serde(borrow, deserialize_with = "l::text_or_empty", default)]
+    pub email: Cow<'a, str>,
+    #[serde(default)]
+    pub group_id: Id,
+    #[serde(deserialize_with = "l::i64_or_zero", default)]
+    pub activated: i64,
+    #[serde(deserialize_with = "l::i64_or_zero", default)]
+    pub registered: i64,
+    #[serde(deserialize_with = "l::i64_or_zero", default)]
+    pub deactivated: i64,
+    #[serde(deserialize_with = "l::i64_or_zero", default)]
+    pub imported: i64,
+    #[serde(deserialize_with = "l::i64_or_zero", default)]
+    pub bounced: i64,
+    #[serde(borrow, deserialize_with = "l::text_or_empty", default)]
+    pub source: Cow<'a, str>,
+    #[serde(deserialize_with = "l::i64_or_zero", default)]
+    pub points: i64,
+    #[serde(borrow, deserialize_with = "l::text_or_empty", default)]
+    pub last_ip: Cow<'a, str>,
+    #[serde(borrow, deserialize_with = "l::text_or_empty", default)]
+    pub last_location: Cow<'a, str>,
+    #[serde(borrow, deserialize_with = "l::text_or_empty", default)]
+    pub last_client: Cow<'a, str>,
+    #[serde(borrow, deserialize_with = "l::text_map_or_empty", default)]
+    pub attributes: l::TextMap<'a>,
+    #[serde(borrow, deserialize_with = "l::text_map_or_empty", default)]
+    pub global_attributes: l::TextMap<'a>,
+    #[serde(deserialize_with = "l::bool_or_false", default)]
+    pub active: bool,
+    #[serde(borrow, deserialize_with = "l::opt_text_list", default)]
+    pub tags: Option<Vec<Cow<'a, str>>>,
+    #[serde(deserialize_with = "l::object_list", default)]
+    pub orders: Option<Vec<Order>>,
+}
+
+impl<'a> From<&'a Receiver> for ReceiverRow<'a> {
+    fn from(r: &'a Receiver) -> Self {
+        let text = |s: &'a String| Cow::Borrowed(s.as_str());
+        let map =
+            |m: &'a BTreeMap<String, String>| m.iter().map(|(k, v)| (text(k), text(v))).collect();
+        ReceiverRow {
+            id: r.id,
+            email: text(&r.email),
+            group_id: r.group_id,
+            activated: r.activated,
+            registered: r.registered,
+            deactivated: r.deactivated,
+            imported: r.imported,
+            bounced: r.bounced,
+            source: text(&r.source),
+            points: r.points,
+            last_ip: text(&r.last_ip),
+            last_location: text(&r.last_location),
+            last_client: text(&r.last_client),
+            attributes: map(&r.attributes),
+            global_attributes: map(&r.global_attributes),
+            active: r.active,
+            tags: r.tags.as_ref().map(|t| t.iter().map(text).collect()),
+            orders: r.orders.clone(),
+        }
+    }
 }
 
 /// The body of receiver create and update (the spec's `postdata`). Every
@@ -352,4 +426,61 @@ impl ReceiverQuery {
 pub struct EmailChange {
     #[serde(deserialize_with = "l::opt_string", default)]
     pub email: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A page in the spellings real services use: ids and numbers as
+    /// strings or numbers, `null`s, PHP's `[]` for an empty map, escapes,
+    /// tags as one string, orders keyed by index.
+    const PAGE: &str = r#"[
+        {"id": "7", "email": "anna@example.com", "group_id": 3, "registered": "1714521600",
+         "activated": 1714521601, "deactivated": null, "points": "-3", "source": "shop \"west\"",
+         "last_ip": 3232235777, "active": "1",
+         "attributes": {"firstname": "Anna", "city": "K\u00f6ln", "zip": 50667, "empty": null},
+         "global_attributes": [], "tags": ["vip", "newsletter"],
+         "orders": {"1": {"order_id": "o2", "price": "4,50"}, "0": {"order_id": "o1", "amount": 2}},
+         "events": [{"type": "open"}], "stars": 3},
+        {"id": 8, "email": "ben@example.com", "attributes": "", "tags": "solo", "active": false},
+        {"id": 9}
+    ]"#;
+
+    #[test]
+    fn a_page_row_reads_what_a_receiver_reads() {
+        let owned: Vec<Receiver> = serde_json::from_str(PAGE).unwrap();
+        let rows: Vec<ReceiverRow> = serde_json::from_str(PAGE).unwrap();
+        assert_eq!(rows.len(), 3);
+        for (r, row) in owned.iter().zip(&rows) {
+            assert_eq!(&ReceiverRow::from(r), row);
+        }
+        let first = &rows[0];
+        assert_eq!(first.source, "shop \"west\"");
+        assert_eq!(first.last_ip, "3232235777");
+        assert_eq!(first.attributes["city"], "Köln");
+        assert_eq!(first.attributes["zip"], "50667");
+        assert_eq!(first.attributes["empty"], "");
+        let orders = first.orders.as_deref().unwrap();
+        assert_eq!((orders[0].quantity, orders[1].price), (2, 4.5));
+        assert_eq!(rows[1].tags.as_deref(), Some(&["solo".into()][..]));
+    }
+
+    /// Text without escapes is the body's own bytes, not a copy.
+    #[test]
+    fn a_page_rows_text_is_borrowed_from_the_body() {
+        let rows: Vec<ReceiverRow> = serde_json::from_str(PAGE).unwrap();
+        let first = &rows[0];
+        assert!(matches!(first.email, Cow::Borrowed(_)));
+        assert!(matches!(first.attributes["firstname"], Cow::Borrowed(_)));
+        assert!(
+            first
+                .tags
+                .iter()
+                .flatten()
+                .all(|t| matches!(t, Cow::Borrowed(_)))
+        );
+        // Escaped text cannot be borrowed.
+        assert!(matches!(first.source, Cow::Owned(_)));
+    }
 }

@@ -4,6 +4,7 @@ use super::{ApiClient, Result};
 use crate::api::filter::{Filter, FilterInput, FilterStats, RuntimeFilter};
 use crate::api::paths::{self, fill};
 use crate::api::{Id, Receiver, ReceiverQuery};
+use reqwest::Method;
 
 impl ApiClient {
     pub async fn filters(&self, group: Id) -> Result<Vec<Filter>> {
@@ -70,7 +71,25 @@ impl ApiClient {
         )
         .await
     }
+    /// The same receivers as a [`Page`](super::Page).
+    pub async fn filter_receivers_page(
+        &self,
+        group: Id,
+        id: Id,
+        query: &ReceiverQuery,
+    ) -> Result<super::Page> {
+        let path = fill(
+            paths::GROUP_FILTER_RECEIVERS,
+            &[&group.to_string(), &id.to_string()],
+        );
+        self.page(Method::GET, &path, &query.to_pairs(), None).await
+    }
     pub async fn runtime_filter(&self, filter: &RuntimeFilter) -> Result<Vec<Receiver>> {
         self.post(paths::RUNTIME_FILTER, filter).await
+    }
+    /// The same receivers as a [`Page`](super::Page).
+    pub async fn runtime_filter_page(&self, filter: &RuntimeFilter) -> Result<super::Page> {
+        self.page(Method::POST, paths::RUNTIME_FILTER, &[], Some(filter))
+            .await
     }
 }

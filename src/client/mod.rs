@@ -19,6 +19,7 @@ mod tags;
 
 pub use error::ClientError;
 pub use rate::RateHeaders;
+pub use receivers::Page;
 
 use crate::api::ErrorBody;
 use reqwest::Method;
@@ -104,6 +105,19 @@ impl ApiClient {
         query: &[(&str, String)],
         body: Option<&dyn erased::Body>,
     ) -> Result<T> {
+        let bytes = self.send(method.clone(), path, query, body).await?;
+        decode(&method, path, &bytes)
+    }
+
+    /// Sends one request and gives back the body of a successful answer
+    /// undecoded; any other status is the error it carries.
+    async fn send(
+        &self,
+        method: Method,
+        path: &str,
+        query: &[(&str, String)],
+        body: Option<&dyn erased::Body>,
+    ) -> Result<bytes::Bytes> {
         let mut req = self
             .http
             .request(method.clone(), format!("{}{path}", self.base))
@@ -154,17 +168,7 @@ impl ApiClient {
                 retry_after,
             });
         }
-        serde_json::from_slice(&bytes).map_err(|e| ClientError::Decode {
-            method: method.to_string(),
-            path: path.to_string(),
-            detail: format!(
-                "{e} in {}",
-                String::from_utf8_lossy(&bytes)
-                    .chars()
-                    .take(200)
-                    .collect::<String>()
-            ),
-        })
+        Ok(bytes)
     }
 
     pub(crate) async fn get<T: DeserializeOwned>(
@@ -191,6 +195,41 @@ impl ApiClient {
     pub(crate) async fn delete(&self, path: &str, query: &[(&str, String)]) -> Result<bool> {
         self.call(Method::DELETE, path, query, None).await
     }
+    /// A list of receivers kept undecoded (see [`Page`]).
+    pub(crate) async fn page(
+        &self,
+        method: Method,
+        path: &str,
+        query: &[(&str, String)],
+        body: Option<&dyn erased::Body>,
+    ) -> Result<Page> {
+        let bytes = self.send(method.clone(), path, query, body).await?;
+        Ok(Page {
+            method,
+            path: path.to_string(),
+            bytes,
+        })
+    }
+}
+
+/// A successful answer's body as `T`, which may borrow from it; the error
+/// names the request and shows the body's start.
+fn decode<'a, T: serde::Deserialize<'a>>(
+    method: &Method,
+    path: &str,
+    bytes: &'a [u8],
+) -> Result<T> {
+    serde_json::from_slice(bytes).map_err(|e| ClientError::Decode {
+        method: method.to_string(),
+        path: path.to_string(),
+        detail: format!(
+            "{e} in {}",
+            String::from_utf8_lossy(bytes)
+                .chars()
+                .take(200)
+                .collect::<String>()
+        ),
+    })
 }
 
 /// Request bodies as trait objects, so [`ApiClient::call`] is not generic

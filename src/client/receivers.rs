@@ -3,6 +3,22 @@
 use super::{ApiClient, Result};
 use crate::api::paths::{self, fill};
 use crate::api::*;
+use reqwest::Method;
+
+/// A page of receivers as the answer's bytes: [`Page::rows`] reads them
+/// into rows that borrow their text from it, so a bulk read (an export, a
+/// re-import's comparison) copies no text it does not keep.
+pub struct Page {
+    pub(super) method: Method,
+    pub(super) path: String,
+    pub(super) bytes: bytes::Bytes,
+}
+
+impl Page {
+    pub fn rows(&self) -> Result<Vec<ReceiverRow<'_>>> {
+        super::decode(&self.method, &self.path, &self.bytes)
+    }
+}
 
 impl ApiClient {
     pub async fn receivers(&self, group: Id, query: &ReceiverQuery) -> Result<Vec<Receiver>> {
@@ -11,6 +27,11 @@ impl ApiClient {
             &query.to_pairs(),
         )
         .await
+    }
+    /// The same list as a [`Page`].
+    pub async fn receivers_page(&self, group: Id, query: &ReceiverQuery) -> Result<Page> {
+        let path = fill(paths::GROUP_RECEIVERS, &[&group.to_string()]);
+        self.page(Method::GET, &path, &query.to_pairs(), None).await
     }
     /// The same list with the parameters in the body (for long email lists).
     pub async fn receivers_by_body(

@@ -2,7 +2,8 @@
 //! a receiver (or a blacklist entry, or an order) becomes a row of typed
 //! [`Cell`]s. The writers only see names, kinds and cells.
 
-use crate::api::{BlacklistEntry, Order, Receiver};
+use crate::api::{BlacklistEntry, Order, ReceiverRow};
+use std::borrow::Cow;
 
 /// A column's type, which the typed formats (Parquet, XLSX, JSON lines) keep.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -16,9 +17,10 @@ pub enum Kind {
 }
 
 /// One value. `Time(None)`/`Int(None)` are empty (a timestamp of 0 is "never").
+/// Text is borrowed from what it was read from where it can be.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Cell {
-    Text(String),
+pub enum Cell<'a> {
+    Text(Cow<'a, str>),
     Int(Option<i64>),
     Float(f64),
     Bool(bool),
@@ -110,43 +112,44 @@ impl Source {
         }
     }
 
-    fn receiver(&self, r: &Receiver, tags_separator: &str) -> Cell {
+    fn receiver<'a>(&self, r: &'a ReceiverRow<'_>, tags_separator: &str) -> Cell<'a> {
         let time = |t: i64| Cell::Time((t != 0).then_some(t));
+        let text = |s: &'a str| Cell::Text(Cow::Borrowed(s));
         match self {
-            Source::Id => Cell::Text(r.id.to_string()),
-            Source::Email => Cell::Text(r.email.clone()),
-            Source::GroupId => Cell::Text(r.group_id.to_string()),
+            Source::Id => Cell::Text(Cow::Owned(r.id.to_string())),
+            Source::Email => text(&r.email),
+            Source::GroupId => Cell::Text(Cow::Owned(r.group_id.to_string())),
             Source::Registered => time(r.registered),
             Source::Activated => time(r.activated),
             Source::Deactivated => time(r.deactivated),
             Source::Imported => time(r.imported),
             Source::Bounced => time(r.bounced),
-            Source::Source => Cell::Text(r.source.clone()),
+            Source::Source => text(&r.source),
             Source::Points => Cell::Int(Some(r.points)),
-            Source::LastIp => Cell::Text(r.last_ip.clone()),
-            Source::LastLocation => Cell::Text(r.last_location.clone()),
-            Source::LastClient => Cell::Text(r.last_client.clone()),
+            Source::LastIp => text(&r.last_ip),
+            Source::LastLocation => text(&r.last_location),
+            Source::LastClient => text(&r.last_client),
             Source::Active => Cell::Bool(r.active),
-            Source::Global(n) => {
-                Cell::Text(r.global_attributes.get(n).cloned().unwrap_or_default())
-            }
-            Source::Group(n) => Cell::Text(r.attributes.get(n).cloned().unwrap_or_default()),
-            Source::Tags => Cell::Text(r.tags.as_deref().unwrap_or_default().join(tags_separator)),
-            Source::Comment => Cell::Text(String::new()),
+            Source::Global(n) => text(r.global_attributes.get(n.as_str()).map_or("", |v| v)),
+            Source::Group(n) => text(r.attributes.get(n.as_str()).map_or("", |v| v)),
+            Source::Tags => Cell::Text(Cow::Owned(
+                r.tags.as_deref().unwrap_or_default().join(tags_separator),
+            )),
+            Source::Comment => text(""),
             Source::Stamp => Cell::Time(None),
         }
     }
 
-    fn entry(&self, e: &BlacklistEntry) -> Cell {
+    fn entry<'a>(&self, e: &'a BlacklistEntry) -> Cell<'a> {
         match self {
-            Source::Email => Cell::Text(e.email.clone()),
-            Source::Comment => Cell::Text(e.comment.clone()),
+            Source::Email => Cell::Text(Cow::Borrowed(&e.email)),
+            Source::Comment => Cell::Text(Cow::Borrowed(&e.comment)),
             Source::Stamp => Cell::Time((e.stamp != 0).then_some(e.stamp)),
             other => match other.kind() {
                 Kind::Time => Cell::Time(None),
                 Kind::Int => Cell::Int(None),
                 Kind::Bool => Cell::Bool(false),
-                _ => Cell::Text(String::new()),
+                _ => Cell::Text(Cow::Borrowed("")),
             },
         }
     }
@@ -225,26 +228,31 @@ pub fn select(all: &[Column], chosen: &[(String, String)]) -> Result<Vec<Column>
     Ok(out)
 }
 
-pub fn receiver_row(cols: &[Column], r: &Receiver, tags_separator: &str) -> Vec<Cell> {
+pub fn receiver_row<'a>(
+    cols: &[Column],
+    r: &'a ReceiverRow<'_>,
+    tags_separator: &str,
+) -> Vec<Cell<'a>> {
     cols.iter()
         .map(|c| c.source.receiver(r, tags_separator))
         .collect()
 }
 
-pub fn entry_row(cols: &[Column], e: &BlacklistEntry) -> Vec<Cell> {
+pub fn entry_row<'a>(cols: &[Column], e: &'a BlacklistEntry) -> Vec<Cell<'a>> {
     cols.iter().map(|c| c.source.entry(e)).collect()
 }
 
-pub fn order_row(email: &str, o: &Order) -> Vec<Cell> {
+pub fn order_row<'a>(email: &'a str, o: &'a Order) -> Vec<Cell<'a>> {
+    let text = |s: &'a str| Cell::Text(Cow::Borrowed(s));
     vec![
-        Cell::Text(email.to_string()),
-        Cell::Text(o.order_id.clone()),
-        Cell::Text(o.product_id.clone()),
-        Cell::Text(o.product.clone()),
+        text(email),
+        text(&o.order_id),
+        text(&o.product_id),
+        text(&o.product),
         Cell::Float(o.price),
-        Cell::Text(o.currency.clone()),
+        text(&o.currency),
         Cell::Int(Some(o.quantity)),
-        Cell::Text(o.mailing_id.clone()),
+        text(&o.mailing_id),
         Cell::Time((o.stamp != 0).then_some(o.stamp)),
     ]
 }

@@ -192,6 +192,9 @@ pub async fn run(
             let mut order_rows = 0u64;
             while let Some(page) = pages.next().await {
                 let page = page.map_err(|e| read_failed(step, outcome.rows, e))?;
+                let page = page
+                    .rows()
+                    .map_err(|e| read_failed(step, outcome.rows, e))?;
                 outcome.pages += 1;
                 let rows: Vec<_> = page
                     .iter()

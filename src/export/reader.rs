@@ -2,11 +2,13 @@
 //! maximum) are fetched a few at a time, and handed on in page order (the
 //! stream buffers pages that arrive early), so the file's row order is
 //! stable whatever the network does. Each page is retried on 408, 429, 5xx
-//! and dropped connections like any other request.
+//! and dropped connections like any other request. A page stays the
+//! answer's bytes until its reader decodes it ([`Page::rows`]), into rows
+//! that borrow their text from it.
 
 use crate::api::filter::RuntimeFilter;
-use crate::api::{Id, Receiver, ReceiverQuery, ReceiverType};
-use crate::client::ClientError;
+use crate::api::{Id, ReceiverQuery, ReceiverType};
+use crate::client::{ClientError, Page};
 use crate::load::retry::retrying;
 use crate::load::target::Connected;
 use futures::{Stream, StreamExt};
@@ -43,7 +45,7 @@ pub async fn page(
     query: &Query,
     page: i64,
     opts: &ReadOptions,
-) -> Result<Vec<Receiver>, ClientError> {
+) -> Result<Page, ClientError> {
     let q = ReceiverQuery {
         pagesize: Some(opts.pagesize),
         page: Some(page),
@@ -57,9 +59,11 @@ pub async fn page(
                 kind: (*kind != ReceiverType::All).then(|| kind.as_str().to_string()),
                 ..q
             };
-            conn.client.receivers(*group, &q).await
+            conn.client.receivers_page(*group, &q).await
         }
-        Query::Filter { group, filter } => conn.client.filter_receivers(*group, *filter, &q).await,
+        Query::Filter { group, filter } => {
+            conn.client.filter_receivers_page(*group, *filter, &q).await
+        }
         Query::Runtime(f) => {
             let f = RuntimeFilter {
                 pagesize: Some(opts.pagesize),
@@ -68,7 +72,7 @@ pub async fn page(
                 orderby: Some(ORDER.into()),
                 ..f.clone()
             };
-            conn.client.runtime_filter(&f).await
+            conn.client.runtime_filter_page(&f).await
         }
     }
 }
@@ -81,7 +85,7 @@ pub fn pages<'a>(
     query: &'a Query,
     opts: &'a ReadOptions,
     retried: &'a AtomicU64,
-) -> impl Stream<Item = Result<Vec<Receiver>, ClientError>> + 'a {
+) -> impl Stream<Item = Result<Page, ClientError>> + 'a {
     futures::stream::iter(0i64..)
         .map(move |n| {
             retrying(conn, opts.retries, retried, move || {

@@ -10,7 +10,7 @@
 //! past it on disk, as the bytes of [`Held::encode`] (about 40 bytes and 8
 //! a part: no names, no lengths but the four part ends).
 
-use crate::api::{Order, Receiver, ReceiverInput};
+use crate::api::{Order, ReceiverInput, ReceiverRow};
 use crate::pipeline::ReceiverField;
 use std::hash::{BuildHasher, Hash};
 
@@ -52,8 +52,8 @@ pub struct Held {
     ends: [u32; 4],
 }
 
-impl From<&Receiver> for Held {
-    fn from(r: &Receiver) -> Self {
+impl From<&ReceiverRow<'_>> for Held {
+    fn from(r: &ReceiverRow<'_>) -> Self {
         let sorted = |mut v: Vec<u64>| {
             v.sort_unstable();
             v
@@ -312,6 +312,11 @@ pub fn clear(input: &mut ReceiverInput, f: ReceiverField) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::api::Receiver;
+
+    fn held(r: &Receiver) -> Held {
+        Held::from(&ReceiverRow::from(r))
+    }
 
     fn receiver() -> Receiver {
         let mut r: Receiver = serde_json::from_value(serde_json::json!({
@@ -346,7 +351,7 @@ mod tests {
             ..Default::default()
         };
         for r in [receiver(), Receiver::default(), extreme] {
-            let held = Held::from(&r);
+            let held = held(&r);
             let bytes = held.encode();
             assert_eq!(Held::decode(&bytes), Some(held));
         }
@@ -354,7 +359,7 @@ mod tests {
 
     #[test]
     fn bytes_that_are_not_a_held_receiver_are_refused() {
-        let bytes = Held::from(&receiver()).encode();
+        let bytes = held(&receiver()).encode();
         assert_eq!(Held::decode(&bytes[..bytes.len() - 1]), None);
         assert_eq!(Held::decode(&bytes[..10]), None);
         assert_eq!(Held::decode(&[]), None);

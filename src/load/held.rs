@@ -300,7 +300,7 @@ fn spilled(spill: &Spill, key: u128) -> Result<Option<Held>, IndexError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::api::Receiver;
+    use crate::api::{Receiver, ReceiverRow};
 
     fn receiver(i: usize, points: i64) -> (String, Held) {
         let email = format!("User{i}@Example.com");
@@ -311,7 +311,7 @@ mod tests {
             tags: Some(vec![format!("t{}", i % 3)]),
             ..Default::default()
         };
-        (email, Held::from(&r))
+        (email, Held::from(&ReceiverRow::from(&r)))
     }
 
     /// The group of `n` receivers, the first read twice (the second time

@@ -279,22 +279,25 @@ pub async fn existing(
         };
         async move {
             retry::retrying(conn, retries, retried, || {
-                conn.client.receivers(group.id, &q)
+                conn.client.receivers_page(group.id, &q)
             })
             .await
         }
     };
-    let first = read(0).await?;
-    let mut full = first.len() as i64 >= PAGE;
-    out.extend(first.iter().map(|r| (r.email.as_str(), Held::from(r))))?;
-    drop(first);
+    let mut full = {
+        let first = read(0).await?;
+        let rows = first.rows()?;
+        out.extend(rows.iter().map(|r| (r.email.as_ref(), Held::from(r))))?;
+        rows.len() as i64 >= PAGE
+    };
     let mut rest = futures::stream::iter(1..)
         .map(read)
         .buffered(concurrency.clamp(1, 4));
     while full && let Some(page) = rest.next().await {
         let page = page?;
-        full = page.len() as i64 >= PAGE;
-        out.extend(page.iter().map(|r| (r.email.as_str(), Held::from(r))))?;
+        let rows = page.rows()?;
+        full = rows.len() as i64 >= PAGE;
+        out.extend(rows.iter().map(|r| (r.email.as_ref(), Held::from(r))))?;
     }
     drop(rest);
     tracing::debug!(

@@ -9,7 +9,7 @@ use super::journal::{self, Journal, Prior};
 use super::target::Connected;
 use super::write::{self, WriteError};
 use super::{Action, WriteOptions};
-use crate::api::{Id, ReceiverInput};
+use crate::api::{Id, ReceiverInput, ReceiverRow};
 use crate::hash::FastSet;
 use crate::pipeline::ReceiverField;
 use crate::prepare::{OrderLines, PreparedRows, consent};
@@ -113,7 +113,9 @@ impl Rows<'_> {
                     self.checked.fetch_add(1, Ordering::Relaxed);
                     match write::fetch(self.conn, g, email, self.opts.retries, &self.retried).await
                     {
-                        Ok(r) => fetched = Some(r.as_ref().map(Held::from)),
+                        Ok(r) => {
+                            fetched = Some(r.as_ref().map(|r| Held::from(&ReceiverRow::from(r))))
+                        }
                         Err(error) => return finished(RowResult::Failed { index: i, error }),
                     }
                 }

@@ -68,7 +68,7 @@ fn csv_error(e: csv::Error) -> WriteError {
 }
 
 impl Sink for CsvSink {
-    fn write(&mut self, rows: &[Vec<Cell>]) -> Result<(), WriteError> {
+    fn write(&mut self, rows: &[Vec<Cell<'_>>]) -> Result<(), WriteError> {
         let (encoding, timestamps) = (self.encoding, self.timestamps);
         for row in rows {
             let record = row.iter().map(|c| {
@@ -100,7 +100,7 @@ mod tests {
     use super::*;
     use crate::pipeline::export::CsvOptions;
 
-    fn write(opts: CsvOptions, rows: &[Vec<Cell>]) -> Vec<u8> {
+    fn write(opts: CsvOptions, rows: &[Vec<Cell<'_>>]) -> Vec<u8> {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("x.csv");
         let layout = Layout {
@@ -115,7 +115,7 @@ mod tests {
         std::fs::read(path).unwrap()
     }
 
-    fn row(city: &str) -> Vec<Cell> {
+    fn row(city: &str) -> Vec<Cell<'_>> {
         vec![
             Cell::Text("a@example.com".into()),
             Cell::Text(city.into()),

@@ -27,7 +27,7 @@ impl JsonlSink {
 
     fn value(&self, cell: &Cell) -> Value {
         match cell {
-            Cell::Text(s) => Value::String(s.clone()),
+            Cell::Text(s) => Value::String(s.to_string()),
             Cell::Int(n) => n.map_or(Value::Null, Value::from),
             Cell::Float(f) => Value::from(*f),
             Cell::Bool(b) => Value::Bool(*b),
@@ -41,7 +41,7 @@ impl JsonlSink {
 }
 
 impl Sink for JsonlSink {
-    fn write(&mut self, rows: &[Vec<Cell>]) -> Result<(), WriteError> {
+    fn write(&mut self, rows: &[Vec<Cell<'_>>]) -> Result<(), WriteError> {
         for row in rows {
             // Written by hand so keys stay in column order (serde_json sorts maps).
             self.out.write_all(b"{")?;

@@ -27,7 +27,7 @@ impl From<std::io::Error> for WriteError {
 /// Where rows go.
 pub trait Sink: Send {
     /// Writes the next rows (one page) in order.
-    fn write(&mut self, rows: &[Vec<Cell>]) -> Result<(), WriteError>;
+    fn write(&mut self, rows: &[Vec<Cell<'_>>]) -> Result<(), WriteError>;
     /// Writes what is buffered and closes the file.
     fn finish(self: Box<Self>) -> Result<(), WriteError>;
 }
@@ -56,9 +56,9 @@ pub fn open(
 
 /// A cell as text (CSV): timestamps as the step says, empty for none. A
 /// text cell is borrowed, not copied: most of an export's cells are text.
-pub fn text(cell: &Cell, timestamps: Timestamps) -> Cow<'_, str> {
+pub fn text<'a>(cell: &'a Cell<'_>, timestamps: Timestamps) -> Cow<'a, str> {
     match cell {
-        Cell::Text(s) => Cow::Borrowed(s),
+        Cell::Text(s) => Cow::Borrowed(s.as_ref()),
         Cell::Int(Some(n)) => Cow::Owned(n.to_string()),
         Cell::Int(None) | Cell::Time(None) => Cow::Borrowed(""),
         Cell::Float(f) => Cow::Owned(f.to_string()),

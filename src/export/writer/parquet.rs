@@ -52,7 +52,7 @@ impl ParquetSink {
         })
     }
 
-    fn frame(&self, rows: &[Vec<Cell>]) -> Result<DataFrame, WriteError> {
+    fn frame(&self, rows: &[Vec<Cell<'_>>]) -> Result<DataFrame, WriteError> {
         let mut columns = Vec::with_capacity(self.names.len());
         for (i, (name, kind)) in self.names.iter().zip(&self.kinds).enumerate() {
             let name: PlSmallStr = name.as_str().into();
@@ -62,7 +62,7 @@ impl ParquetSink {
                     name,
                     cells
                         .map(|c| match c {
-                            Some(Cell::Text(s)) => s.as_str(),
+                            Some(Cell::Text(s)) => s.as_ref(),
                             _ => "",
                         })
                         .collect::<Vec<_>>(),
@@ -102,7 +102,7 @@ impl ParquetSink {
 }
 
 impl Sink for ParquetSink {
-    fn write(&mut self, rows: &[Vec<Cell>]) -> Result<(), WriteError> {
+    fn write(&mut self, rows: &[Vec<Cell<'_>>]) -> Result<(), WriteError> {
         if rows.is_empty() {
             return Ok(());
         }

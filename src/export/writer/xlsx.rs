@@ -56,7 +56,7 @@ impl XlsxSink {
 }
 
 impl Sink for XlsxSink {
-    fn write(&mut self, rows: &[Vec<Cell>]) -> Result<(), WriteError> {
+    fn write(&mut self, rows: &[Vec<Cell<'_>>]) -> Result<(), WriteError> {
         if self.next_row as usize + rows.len() > MAX_ROWS as usize {
             return Err(WriteError(format!(
                 "an XLSX sheet holds at most {} rows; export to CSV, Parquet or JSON lines instead",
@@ -70,7 +70,7 @@ impl Sink for XlsxSink {
                 let c = c as u16;
                 match cell {
                     Cell::Text(s) if s.is_empty() => continue,
-                    Cell::Text(s) => sheet.write_string(r, c, s).map(|_| ()),
+                    Cell::Text(s) => sheet.write_string(r, c, s.as_ref()).map(|_| ()),
                     Cell::Int(Some(n)) => sheet.write_number(r, c, *n as f64).map(|_| ()),
                     Cell::Float(f) => sheet.write_number(r, c, *f).map(|_| ()),
                     Cell::Bool(b) => sheet.write_boolean(r, c, *b).map(|_| ()),
