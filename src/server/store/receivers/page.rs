@@ -17,9 +17,9 @@
 
 use super::super::{AccountId, StoreError, StoreResult};
 use crate::api::receiver::detail;
+use crate::hash::FastMap;
 use rusqlite::types::ValueRef;
 use rusqlite::{Connection, Row};
-use std::collections::HashMap;
 
 /// A JSON array of receivers, byte for byte as `serde_json` writes the
 /// `Vec<Receiver>` it stands for.
@@ -70,7 +70,9 @@ pub(super) struct Page {
     heads: Vec<u8>,
     rows: Vec<Head>,
     contacts: Vec<i64>,
-    position: HashMap<i64, u32>,
+    /// Each contact's place in `contacts` (foldhash: std's SipHash was 2 to
+    /// 3% of the server's time in an export).
+    position: FastMap<i64, u32>,
     /// The id of the last receiver pushed.
     pub last_id: i64,
 }
@@ -207,7 +209,7 @@ impl Page {
 /// The account's attributes: group and JSON key (`"name":`) by id, and
 /// each name's place in `BTreeMap` order.
 struct Names {
-    by_id: HashMap<i64, usize>,
+    by_id: FastMap<i64, usize>,
     group: Vec<i64>,
     rank: Vec<u32>,
     key: Vec<Vec<u8>>,
@@ -223,7 +225,7 @@ impl Names {
         // `String`'s order is the bytes' order, as `BTreeMap<String, _>` keeps.
         all.sort_by(|a, b| a.2.cmp(&b.2));
         let mut names = Names {
-            by_id: HashMap::with_capacity(all.len()),
+            by_id: FastMap::with_capacity_and_hasher(all.len(), Default::default()),
             group: Vec::with_capacity(all.len()),
             rank: Vec::with_capacity(all.len()),
             key: Vec::with_capacity(all.len()),
