@@ -198,3 +198,26 @@ fn a_runtime_filter_walks_its_group_or_account_in_id_order() {
     let some = page_of(&[1, 2], false);
     assert!(some.contains("receivers_group_order"), "{some}");
 }
+
+/// A blacklist check runs once per address of an import: two lookups on
+/// the key, no temporary table built per call (an `IN` list, or an `OR`
+/// that SQLite makes one, is built into a b-tree on every call).
+#[test]
+fn a_blacklist_check_builds_no_temporary_table() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&dir.path().join("plans.db")).unwrap();
+    let conn = store.conn.lock().unwrap();
+    for sql in [blacklist::IS_LISTED, blacklist::IS_BLOCKED_IN] {
+        let mut stmt = conn.prepare(&format!("EXPLAIN {sql}")).unwrap();
+        let mut rows = stmt.raw_query();
+        let mut ops = Vec::new();
+        while let Some(row) = rows.next().unwrap() {
+            ops.push(row.get::<_, String>(1).unwrap());
+        }
+        assert!(
+            !ops.iter().any(|op| op == "OpenEphemeral"),
+            "{sql}: {ops:?}"
+        );
+        assert_eq!(ops.iter().filter(|op| *op == "SeekGE").count(), 2, "{sql}");
+    }
+}
