@@ -271,6 +271,11 @@ pub fn check_value(kind: AttributeType, name: &str, value: &str) -> StoreResult<
     }
 }
 
+/// An attribute by scope (0: global) and name: [`resolve`]'s lookup.
+pub(crate) const RESOLVE: &str =
+    "SELECT id, name, group_id, description, preview_value, default_value, type
+     FROM attributes WHERE account_id = ?1 AND group_id = ?2 AND name = ?3";
+
 /// Finds an attribute by name for a receiver of `group_id`: the group's own
 /// attribute first, then a global one (or only global ones with `global_only`).
 pub fn resolve(
@@ -280,14 +285,24 @@ pub fn resolve(
     name: &str,
     global_only: bool,
 ) -> StoreResult<Option<Attribute>> {
-    let sql = format!(
-        "SELECT {COLUMNS} FROM attributes WHERE account_id = ?1 AND name = ?2 AND (group_id = 0 OR group_id = ?3)
-         ORDER BY group_id DESC LIMIT 1"
-    );
-    let scope = if global_only { 0 } else { group_id };
-    Ok(conn
-        .row(&sql, params![account.0, name.trim(), scope], from_row)
-        .optional()?)
+    // One lookup on the unique key per scope, the group's first. Decision:
+    // not `(group_id = 0 OR group_id = ?) ORDER BY group_id DESC LIMIT 1`,
+    // which SQLite answers by building the two ids into a temporary b-tree
+    // on every call (a single create resolves each of its attributes).
+    let scopes: &[i64] = if global_only || group_id == 0 {
+        &[0]
+    } else {
+        &[group_id, 0]
+    };
+    for &scope in scopes {
+        let found = conn
+            .row(RESOLVE, params![account.0, scope, name.trim()], from_row)
+            .optional()?;
+        if found.is_some() {
+            return Ok(found);
+        }
+    }
+    Ok(None)
 }
 
 /// Attributes resolved during one batch write, passed down by it: the five
@@ -342,6 +357,17 @@ pub fn set_value(
     Ok(())
 }
 
+/// [`apply_defaults`]' statement: the global attributes, then the group's,
+/// two walks of the key, not an `OR` that SQLite would build into a
+/// temporary b-tree on every call.
+pub(crate) const APPLY_DEFAULTS: &str =
+    "INSERT OR IGNORE INTO attribute_values (contact_id, attribute_id, value)
+     SELECT ?1, id, default_value FROM attributes
+     WHERE account_id = ?2 AND group_id = 0 AND default_value <> ''
+     UNION ALL
+     SELECT ?1, id, default_value FROM attributes
+     WHERE account_id = ?2 AND group_id = ?3 AND ?3 <> 0 AND default_value <> ''";
+
 /// Fills the default values of the global attributes and the group's
 /// attributes that the contact has no value for.
 pub fn apply_defaults(
@@ -350,12 +376,7 @@ pub fn apply_defaults(
     group_id: i64,
     contact_id: i64,
 ) -> StoreResult<()> {
-    conn.exec(
-        "INSERT OR IGNORE INTO attribute_values (contact_id, attribute_id, value)
-         SELECT ?1, id, default_value FROM attributes
-         WHERE account_id = ?2 AND (group_id = 0 OR group_id = ?3) AND default_value <> ''",
-        params![contact_id, account.0, group_id],
-    )?;
+    conn.exec(APPLY_DEFAULTS, params![contact_id, account.0, group_id])?;
     Ok(())
 }
 

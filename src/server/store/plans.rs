@@ -6,11 +6,11 @@
 
 #![cfg(test)]
 
-use super::blacklist;
 use super::groups::ACTIVE_SQL;
 use super::receivers::list::{PAGE_START_SQL, page_sql};
 use super::receivers::{DELETE_ORPHAN_CONTACT, bulk, page};
 use super::{AccountId, Store};
+use super::{attributes, blacklist};
 
 /// The plan's lines of `sql` (EXPLAIN QUERY PLAN's detail column).
 fn plan(store_conn: &rusqlite::Connection, sql: &str) -> Vec<String> {
@@ -199,15 +199,21 @@ fn a_runtime_filter_walks_its_group_or_account_in_id_order() {
     assert!(some.contains("receivers_group_order"), "{some}");
 }
 
-/// A blacklist check runs once per address of an import: two lookups on
-/// the key, no temporary table built per call (an `IN` list, or an `OR`
-/// that SQLite makes one, is built into a b-tree on every call).
+/// What runs once per address or per receiver (a blacklist check, an
+/// attribute's lookup and the defaults of a single create) builds no
+/// temporary table per call: an `IN` list, or an `OR` on one column that
+/// SQLite makes one, is built into a b-tree on every call.
 #[test]
-fn a_blacklist_check_builds_no_temporary_table() {
+fn per_receiver_lookups_build_no_temporary_table() {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(&dir.path().join("plans.db")).unwrap();
     let conn = store.conn.lock().unwrap();
-    for sql in [blacklist::IS_LISTED, blacklist::IS_BLOCKED_IN] {
+    for (sql, seeks) in [
+        (blacklist::IS_LISTED, 2),
+        (blacklist::IS_BLOCKED_IN, 2),
+        (attributes::RESOLVE, 1),
+        (attributes::APPLY_DEFAULTS, 2),
+    ] {
         let mut stmt = conn.prepare(&format!("EXPLAIN {sql}")).unwrap();
         let mut rows = stmt.raw_query();
         let mut ops = Vec::new();
@@ -218,6 +224,10 @@ fn a_blacklist_check_builds_no_temporary_table() {
             !ops.iter().any(|op| op == "OpenEphemeral"),
             "{sql}: {ops:?}"
         );
-        assert_eq!(ops.iter().filter(|op| *op == "SeekGE").count(), 2, "{sql}");
+        assert_eq!(
+            ops.iter().filter(|op| *op == "SeekGE").count(),
+            seeks,
+            "{sql}"
+        );
     }
 }
