@@ -94,8 +94,15 @@ impl Rows<'_> {
         let mut hashed = None;
         let mut fetched = None;
         if let (Some(j), Some(g)) = (self.journal, self.gid) {
-            let mut stable = input.clone();
-            self.create_only.iter().for_each(|f| clear(&mut stable, *f));
+            // The row as every run sends it: without the times that only a
+            // create sends (copied only when there are any).
+            let stable = if self.create_only.is_empty() {
+                std::borrow::Cow::Borrowed(&input)
+            } else {
+                let mut stable = input.clone();
+                self.create_only.iter().for_each(|f| clear(&mut stable, *f));
+                std::borrow::Cow::Owned(stable)
+            };
             let h = journal::hash(&stable);
             match j.prior(&key, &h) {
                 // Confirmed earlier and still held by the target as sent:
@@ -104,7 +111,7 @@ impl Rows<'_> {
                 // journal is never trusted over what the target holds.
                 Prior::Confirmed => {
                     if let Some(have) = self.existing.get(i)
-                        && changes(stable.clone(), have).is_none()
+                        && changes(stable.into_owned(), have).is_none()
                     {
                         return finished(RowResult::Resumed);
                     }

@@ -114,3 +114,22 @@ fn torn_and_garbled_lines_are_counted_and_the_rest_is_read() {
     assert_eq!(back.unreadable, 2);
     assert!(back.torn);
 }
+
+/// A row's hash is the first half of the SHA-256 of its JSON body, in hex:
+/// what earlier runs wrote into their journals, which a resume compares.
+#[test]
+fn a_rows_hash_is_the_first_half_of_its_bodys_sha256() {
+    use sha2::{Digest, Sha256};
+    let body = crate::api::ReceiverInput {
+        points: Some(3),
+        tags: Some(vec!["vip".into(), "ü \"quoted\"".into()]),
+        ..crate::api::ReceiverInput::email("anna@example.com")
+    };
+    let json = serde_json::to_vec(&body).unwrap();
+    let want: String = Sha256::digest(&json)[..16]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    assert_eq!(super::hash(&body), want);
+    assert_eq!(want.len(), 32);
+}
