@@ -236,12 +236,10 @@ impl Held {
     }
 }
 
-/// Reduces `input` to what differs from `have`, with the names of what
-/// differs; `None` when nothing does.
-pub fn changes(
-    mut input: ReceiverInput,
-    have: &Held,
-) -> Option<(ReceiverInput, Vec<&'static str>)> {
+/// The fields in which the row differs from what the target holds, by
+/// name: a field the row leaves out never differs, an order line differs
+/// when the target lacks it (or holds it differently). Empty: unchanged.
+pub fn changed_fields(input: &ReceiverInput, have: &Held) -> Vec<&'static str> {
     let mut changed: Vec<&'static str> = Vec::new();
     let mut check = |name: &'static str, same: bool| {
         if !same {
@@ -288,13 +286,29 @@ pub fn changes(
         "tags",
         input.tags.iter().flatten().all(|t| have.has(2, hash(t))),
     );
-    // Only orders the target lacks (or holds differently) are sent.
+    check(
+        "orders",
+        input.orders.iter().flatten().all(|o| have.has_order(o)),
+    );
+    changed
+}
+
+/// What an update sends, and the names of the fields that differ
+/// ([`changed_fields`]): the row without the order lines the target holds
+/// already. `None` when nothing differs.
+pub fn changes(
+    mut input: ReceiverInput,
+    have: &Held,
+) -> Option<(ReceiverInput, Vec<&'static str>)> {
+    let changed = changed_fields(&input, have);
+    if changed.is_empty() {
+        return None;
+    }
     if let Some(orders) = input.orders.take() {
         let new: Vec<Order> = orders.into_iter().filter(|o| !have.has_order(o)).collect();
-        check("orders", new.is_empty());
         input.orders = (!new.is_empty()).then_some(new);
     }
-    (!changed.is_empty()).then_some((input, changed))
+    Some((input, changed))
 }
 
 /// Leaves field `f` out of a receiver body.
@@ -368,5 +382,35 @@ mod tests {
         assert_eq!(Held::decode(&bytes[..head]), None);
         // A varint that never ends.
         assert_eq!(Held::decode(&[0xff; 16]), None);
+    }
+
+    /// A row that says what the target holds is unchanged; one that differs
+    /// sends its fields with only the order lines the target lacks.
+    #[test]
+    fn a_row_differs_by_the_fields_it_states_and_the_orders_the_target_lacks() {
+        let r = receiver();
+        let have = held(&r);
+        let same = ReceiverInput {
+            points: Some(-3),
+            attributes: Some(r.attributes.clone()),
+            tags: Some(vec!["vip".into()]),
+            orders: r.orders.clone(),
+            ..ReceiverInput::email("anna@example.com")
+        };
+        assert!(changed_fields(&same, &have).is_empty());
+        assert_eq!(changes(same.clone(), &have), None);
+        let mut new_order = r.orders.clone().unwrap()[0].clone();
+        new_order.order_id = "o2".into();
+        let differs = ReceiverInput {
+            points: Some(4),
+            tags: Some(vec!["vip".into(), "new".into()]),
+            orders: Some(vec![r.orders.clone().unwrap()[0].clone(), new_order.clone()]),
+            ..same
+        };
+        assert_eq!(changed_fields(&differs, &have), ["points", "tags", "orders"]);
+        let (sent, fields) = changes(differs, &have).unwrap();
+        assert_eq!(fields, ["points", "tags", "orders"]);
+        assert_eq!(sent.orders, Some(vec![new_order]));
+        assert_eq!(sent.points, Some(4));
     }
 }

@@ -349,6 +349,14 @@ impl Journal {
     }
 
     /// What an earlier run recorded of `key`, sent with body hash `hash`.
+    /// Whether an earlier run recorded the row: only then does [`prior`]
+    /// need its hash (a run that resumes nothing hashes only what it sends).
+    ///
+    /// [`prior`]: Journal::prior
+    pub fn knows(&self, key: &RowKey) -> bool {
+        self.in_flight.contains_key(key) || self.confirmed.contains_key(key)
+    }
+
     pub fn prior(&self, key: &RowKey, hash: &str) -> Prior {
         if self.confirmed.get(key).is_some_and(|h| h == hash) {
             Prior::Confirmed

@@ -3,7 +3,7 @@
 //! endpoints, or batch upserts where the target has them. [`import`](super::import)
 //! drives the rows through these.
 
-use super::diff::{Held, changes, clear};
+use super::diff::{Held, changed_fields, changes, clear};
 use super::held::ChunkHeld;
 use super::journal::{self, Journal, Prior};
 use super::target::Connected;
@@ -77,6 +77,18 @@ pub(super) struct Rows<'a> {
 }
 
 impl Rows<'_> {
+    /// The row as every run sends it, as the journal hashes it: without the
+    /// times that only a create sends (copied only when there are any).
+    fn stable<'r>(&self, input: &'r ReceiverInput) -> std::borrow::Cow<'r, ReceiverInput> {
+        if self.create_only.is_empty() {
+            std::borrow::Cow::Borrowed(input)
+        } else {
+            let mut stable = input.clone();
+            self.create_only.iter().for_each(|f| clear(&mut stable, *f));
+            std::borrow::Cow::Owned(stable)
+        }
+    }
+
     /// Decides what row `i` needs: nothing, or a write.
     pub(super) async fn decide(&self, i: usize) -> Decision {
         let finished = |r| Decision::Finished(r);
@@ -90,19 +102,15 @@ impl Rows<'_> {
         let mut input = self.cols.input(i, self.orders.of(email));
         let key = (self.cols.file(i), self.cols.row_number(i), email.clone());
         // With a journal: skip what an earlier run had confirmed, and look
-        // again at the target for what it left in flight.
+        // again at the target for what it left in flight. A row no earlier
+        // run recorded is hashed only if it is sent (a tenth of an
+        // unchanged re-import's client was hashing rows, issue 15).
         let mut hashed = None;
         let mut fetched = None;
-        if let (Some(j), Some(g)) = (self.journal, self.gid) {
-            // The row as every run sends it: without the times that only a
-            // create sends (copied only when there are any).
-            let stable = if self.create_only.is_empty() {
-                std::borrow::Cow::Borrowed(&input)
-            } else {
-                let mut stable = input.clone();
-                self.create_only.iter().for_each(|f| clear(&mut stable, *f));
-                std::borrow::Cow::Owned(stable)
-            };
+        if let (Some(j), Some(g)) = (self.journal, self.gid)
+            && j.knows(&key)
+        {
+            let stable = self.stable(&input);
             let h = journal::hash(&stable);
             match j.prior(&key, &h) {
                 // Confirmed earlier and still held by the target as sent:
@@ -130,6 +138,13 @@ impl Rows<'_> {
             }
             hashed = Some(h);
         }
+        // The journal's hash of a row about to be sent.
+        let hash_to_send = |input: &ReceiverInput, hashed: Option<String>| {
+            hashed.or_else(|| {
+                (self.journal.is_some() && self.gid.is_some())
+                    .then(|| journal::hash(&self.stable(input)))
+            })
+        };
         let have = match &fetched {
             Some(r) => r.as_ref(),
             None => self.existing.get(i),
@@ -137,11 +152,14 @@ impl Rows<'_> {
         let (action, body, detail) = match have {
             // Consent is the row's: one that states no state is created
             // registered, awaiting activation, whatever the other rows say.
-            None => (
-                Action::Create,
-                Some(consent::create_body(input, self.run_time)),
-                String::new(),
-            ),
+            None => {
+                hashed = hash_to_send(&input, hashed);
+                (
+                    Action::Create,
+                    Some(consent::create_body(input, self.run_time)),
+                    String::new(),
+                )
+            }
             Some(have) => {
                 // A `now` time says when something first happened: an update
                 // sends it only where the target holds none yet (an opt-out or
@@ -151,9 +169,15 @@ impl Rows<'_> {
                     .iter()
                     .filter(|f| have.stamp(**f) != 0)
                     .for_each(|f| clear(&mut input, *f));
-                match changes(input, have) {
-                    Some((diff, fields)) => (Action::Update, Some(diff), fields.join(" ")),
-                    None => (Action::Unchanged, None, String::new()),
+                if changed_fields(&input, have).is_empty() {
+                    (Action::Unchanged, None, String::new())
+                } else {
+                    // Every time a create alone sends cleared, as before any.
+                    hashed = hash_to_send(&input, hashed);
+                    match changes(input, have) {
+                        Some((diff, fields)) => (Action::Update, Some(diff), fields.join(" ")),
+                        None => (Action::Unchanged, None, String::new()),
+                    }
                 }
             }
         };
