@@ -174,18 +174,20 @@ async fn import_step(
     let prepared = |joined: Result<_, tokio::task::JoinError>| {
         joined.map_err(|e| LoadError::step(format!("preparing the rows failed: {e}")))
     };
-    let loading = Instant::now();
-    let mut refused = RejectSpool::new();
-    let outcome = load::import::run(conn, s, &mut chunks, opts, plan, &mut refused).await;
-    drop(chunks);
-    let ((summary, rejects), prepare_ms) = prepared(preparing.await)?;
-    let Some(outcome) = outcome? else {
+    let Some(first) = chunks.recv().await else {
         // No chunk came: the source could not be read.
+        let ((summary, _), _) = prepared(preparing.await)?;
         return Err(summary
             .err()
             .unwrap_or(prepare::PrepareError::Stopped)
             .into());
     };
+    let loading = Instant::now();
+    let mut refused = RejectSpool::new();
+    let outcome = load::import::run(conn, s, first, &mut chunks, opts, plan, &mut refused).await;
+    drop(chunks);
+    let ((summary, rejects), prepare_ms) = prepared(preparing.await)?;
+    let outcome = outcome?;
     let summary = summary?;
     report.timings_ms.prepare = prepare_ms;
     report.timings_ms.load = loading.elapsed().as_millis() as u64;

@@ -17,60 +17,34 @@ use crate::prepare::{ImportChunk, PreparedRows};
 use crate::source::RejectSpool;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// The prepared chunks of a step, as the preparing thread hands them over
-/// (a bounded channel: it reads ahead a chunk at most).
+/// The prepared chunks of a step after the first, as the preparing thread
+/// hands them over (a bounded channel: it reads ahead a chunk at most).
 pub type Chunks = tokio::sync::mpsc::Receiver<ImportChunk>;
 
-/// Runs one import step over its chunks as the preparing thread hands them
-/// over. Rows the target refuses go to `refused` with their source values;
-/// a dry run writes each chunk's lines to `plan` (the chunk's own rejects
-/// among them, as `invalid`). `None` when no chunk came: the source could
-/// not be read (the preparing thread has the reason), and nothing was
-/// written.
+/// Runs one import step over its chunks, `first` and the `rest`, one after
+/// the other. Rows the target refuses go to `refused` with their source
+/// values; a dry run writes each chunk's lines to `plan` (the chunk's own
+/// rejects among them, as `invalid`).
 pub async fn run(
     conn: &Connected,
     step: &ImportStep,
+    mut first: ImportChunk,
     rest: &mut Chunks,
     opts: &WriteOptions,
     mut plan: Option<&mut PlanFile>,
     refused: &mut RejectSpool,
-) -> Result<Option<ImportOutcome>, LoadError> {
+) -> Result<ImportOutcome, LoadError> {
     let mut out = ImportOutcome::default();
     let setup_retried = AtomicU64::new(0);
-    // The group's receivers are read while the first chunk is prepared (the
-    // two took a third of a re-import one after the other, issue 15). Only
-    // read: a group to create is created once the source has given a chunk.
-    let read = async {
-        // A dry run's lookup: it finds the group, never creates it.
-        let (found, missing) = plan::group(
-            conn,
-            &step.group,
-            step.create_group,
-            true,
-            opts.retries,
-            &setup_retried,
-        )
-        .await?;
-        let existing = match &found {
-            Some(g) => {
-                plan::existing(conn, g, opts.concurrency, opts.retries, opts.spill_after).await?
-            }
-            None => TargetIndex::new(opts.spill_after),
-        };
-        Ok::<_, LoadError>((found, missing, existing))
-    };
-    let (first, read) = futures::join!(rest.recv(), read);
-    let Some(mut first) = first else {
-        return Ok(None);
-    };
-    let (found, missing, existing) = read?;
-    let (group, created) = match found {
-        Some(g) => (Some(g), false),
-        None if missing && !opts.dry_run => {
-            plan::group(conn, &step.group, true, false, opts.retries, &setup_retried).await?
-        }
-        None => (None, missing),
-    };
+    let (group, created) = plan::group(
+        conn,
+        &step.group,
+        step.create_group,
+        opts.dry_run,
+        opts.retries,
+        &setup_retried,
+    )
+    .await?;
     out.group_id = group.as_ref().map(|g| g.id.to_string());
     let attributes = plan::attributes(
         conn,
@@ -93,12 +67,27 @@ pub async fn run(
     // Mirror mode: every address of the source, from its first read.
     let source_addresses = first.source_addresses.take();
     let first = Prepared::new(step, first)?;
-    // The addresses of a chunk that the blacklist or the group's blocklist holds.
-    let blocked_in = async |emails: &[String]| {
-        let (c, r) = (opts.concurrency, opts.retries);
-        plan::blocked(conn, group.as_ref(), emails, c, r).await
+    // The blacklist check of the first chunk and the read of the group go
+    // side by side.
+    let existing = async {
+        match &group {
+            Some(g) => {
+                plan::existing(conn, g, opts.concurrency, opts.retries, opts.spill_after).await
+            }
+            None => Ok(TargetIndex::new(opts.spill_after)),
+        }
     };
-    let blocked = blocked_in(&first.emails).await?;
+    let (blocked, existing) = futures::try_join!(
+        plan::blocked(
+            conn,
+            group.as_ref(),
+            &first.emails,
+            opts.concurrency,
+            opts.retries
+        ),
+        existing
+    )?;
+    let existing: TargetIndex = existing;
     // What listpipe imported into this group before; mirror mode reads it
     // and plans its removals now, so that its guard can refuse before
     // anything is written. A plain import only appends to it.
@@ -196,18 +185,7 @@ pub async fn run(
                 }));
         }
         tally.seen = 0;
-        // A chunk prepared already has its addresses checked against the
-        // blacklist while this one is written (issue 15: the check, a
-        // request per 1,000 addresses, waited for the write before).
-        let ready = rest.try_recv().ok().map(|c| Prepared::new(step, c));
-        let check = async {
-            match &ready {
-                Some(Ok(c)) => Some(blocked_in(&c.emails).await),
-                _ => None,
-            }
-        };
-        let write = write_chunk(&shared, &chunk, &blocked, &mut tally, &mut counters);
-        let (written, checked) = futures::join!(write, check);
+        let written = write_chunk(&shared, &chunk, &blocked, &mut tally, &mut counters).await;
         // What the chunk imported goes to the ledger now, even when the
         // step stops here: the target holds it.
         if let (Some(l), Some(imported)) = (ledger.as_mut(), tally.imported.as_mut()) {
@@ -236,16 +214,11 @@ pub async fn run(
             plan.chunk(tally.plan_rows)?;
         }
         drop(chunk);
-        let ready = ready.transpose()?;
         // A stop (Ctrl-C, SIGTERM) or the breaker opening takes no new chunk.
         if opts.stop.is_set() || conn.breaker.is_open() {
             // Chunks prepared already count as not started; the rest of
             // the source is not read.
-            let taken = ready.map(|c| c.chunk);
-            for c in taken
-                .into_iter()
-                .chain(std::iter::from_fn(|| rest.try_recv().ok()))
-            {
+            while let Ok(c) = rest.try_recv() {
                 not_started += c.frame.height() as u64;
                 if let Some(plan) = plan.as_deref_mut() {
                     let mut invalid = c.rejects.iter().map(plan_file::invalid).collect();
@@ -255,17 +228,18 @@ pub async fn run(
             tally.out.stopped = true;
             break;
         }
-        next = match (ready, checked) {
-            (Some(c), Some(blocked)) => Some((c, blocked?)),
-            _ => match rest.recv().await {
-                Some(c) => {
-                    let c = Prepared::new(step, c)?;
-                    let blocked = blocked_in(&c.emails).await?;
-                    Some((c, blocked))
-                }
-                None => None,
-            },
-        };
+        if let Some(c) = rest.recv().await {
+            let c = Prepared::new(step, c)?;
+            let blocked = plan::blocked(
+                conn,
+                group.as_ref(),
+                &c.emails,
+                opts.concurrency,
+                opts.retries,
+            )
+            .await?;
+            next = Some((c, blocked));
+        }
     }
     drop(tally);
     if let Some(j) = &journal {
@@ -318,5 +292,5 @@ pub async fn run(
     out.orders_sent = counters.orders_sent;
     out.in_flight_checked = counters.checked;
     out.write_requests = counters.write_requests;
-    Ok(Some(out))
+    Ok(out)
 }
