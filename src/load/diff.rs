@@ -404,10 +404,16 @@ mod tests {
         let differs = ReceiverInput {
             points: Some(4),
             tags: Some(vec!["vip".into(), "new".into()]),
-            orders: Some(vec![r.orders.clone().unwrap()[0].clone(), new_order.clone()]),
+            orders: Some(vec![
+                r.orders.clone().unwrap()[0].clone(),
+                new_order.clone(),
+            ]),
             ..same
         };
-        assert_eq!(changed_fields(&differs, &have), ["points", "tags", "orders"]);
+        assert_eq!(
+            changed_fields(&differs, &have),
+            ["points", "tags", "orders"]
+        );
         let (sent, fields) = changes(differs, &have).unwrap();
         assert_eq!(fields, ["points", "tags", "orders"]);
         assert_eq!(sent.orders, Some(vec![new_order]));
