@@ -348,7 +348,6 @@ impl Journal {
         &self.path
     }
 
-    /// What an earlier run recorded of `key`, sent with body hash `hash`.
     /// Whether an earlier run recorded the row: only then does [`prior`]
     /// need its hash (a run that resumes nothing hashes only what it sends).
     ///
@@ -357,6 +356,7 @@ impl Journal {
         self.in_flight.contains_key(key) || self.confirmed.contains_key(key)
     }
 
+    /// What an earlier run recorded of `key`, sent with body hash `hash`.
     pub fn prior(&self, key: &RowKey, hash: &str) -> Prior {
         if self.confirmed.get(key).is_some_and(|h| h == hash) {
             Prior::Confirmed

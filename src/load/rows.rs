@@ -172,7 +172,7 @@ impl Rows<'_> {
                 if changed_fields(&input, have).is_empty() {
                     (Action::Unchanged, None, String::new())
                 } else {
-                    // Every time a create alone sends cleared, as before any.
+                    // Hashed as `stable`: every create-only time cleared.
                     hashed = hash_to_send(&input, hashed);
                     match changes(input, have) {
                         Some((diff, fields)) => (Action::Update, Some(diff), fields.join(" ")),
