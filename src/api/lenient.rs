@@ -208,8 +208,9 @@ pub fn string_map_or_empty<'de, D: Deserializer<'de>>(
     Ok(opt_string_map(d)?.unwrap_or_default())
 }
 
-/// The visit methods of a scalar (and text), each reading the value as a
-/// [`Raw`] and handing it to the visitor's own `other`.
+/// The visit methods of a scalar, text and null, each reading the value
+/// as a [`Raw`] and handing it to the visitor's own `other`; an option's
+/// `Some` is visited as what it holds.
 macro_rules! scalars_via_raw {
     () => {
         fn visit_bool<E: Error>(self, v: bool) -> Result<Self::Value, E> {
@@ -232,6 +233,15 @@ macro_rules! scalars_via_raw {
         }
         fn visit_string<E: Error>(self, v: String) -> Result<Self::Value, E> {
             Self::other(RawVisitor.visit_string(v)?)
+        }
+        fn visit_unit<E: Error>(self) -> Result<Self::Value, E> {
+            Self::other(Raw::Null)
+        }
+        fn visit_none<E: Error>(self) -> Result<Self::Value, E> {
+            Self::other(Raw::Null)
+        }
+        fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+            d.deserialize_any(self)
         }
     };
 }
@@ -278,15 +288,6 @@ impl<'de> Visitor<'de> for TextMapVisitor {
         Ok(Some(out))
     }
     scalars_via_raw!();
-    fn visit_unit<E: Error>(self) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_none<E: Error>(self) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
-        d.deserialize_any(TextMapVisitor)
-    }
     fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
         Self::other(RawVisitor.visit_seq(seq)?)
     }

@@ -51,15 +51,6 @@ impl<'de, T: serde::de::DeserializeOwned> Visitor<'de> for ObjectListVisitor<T> 
         f.write_str("a list of objects")
     }
     scalars_via_raw!();
-    fn visit_unit<E: Error>(self) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_none<E: Error>(self) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
-        d.deserialize_any(self)
-    }
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
         let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(4_096));
         while let Some(Object(item)) = seq.next_element()? {
@@ -101,15 +92,6 @@ impl<'de, T: serde::de::DeserializeOwned> Visitor<'de> for ObjectVisitor<T> {
         f.write_str("an object")
     }
     scalars_via_raw!();
-    fn visit_unit<E: Error>(self) -> Result<T, E> {
-        Self::other(Raw::Null)
-    }
-    fn visit_none<E: Error>(self) -> Result<T, E> {
-        Self::other(Raw::Null)
-    }
-    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<T, D::Error> {
-        d.deserialize_any(self)
-    }
     fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<T, A::Error> {
         Self::other(RawVisitor.visit_seq(seq)?)
     }
