@@ -3,7 +3,7 @@
 //! endpoints, or batch upserts where the target has them. [`import`](super::import)
 //! drives the rows through these.
 
-use super::diff::{Held, changed_fields, changes, clear};
+use super::diff::{Held, changed_fields, clear, update_body};
 use super::held::ChunkHeld;
 use super::journal::{self, Journal, Prior};
 use super::target::Connected;
@@ -119,7 +119,7 @@ impl Rows<'_> {
                 // journal is never trusted over what the target holds.
                 Prior::Confirmed => {
                     if let Some(have) = self.existing.get(i)
-                        && changes(stable.into_owned(), have).is_none()
+                        && changed_fields(&stable, have).is_empty()
                     {
                         return finished(RowResult::Resumed);
                     }
@@ -169,15 +169,14 @@ impl Rows<'_> {
                     .iter()
                     .filter(|f| have.stamp(**f) != 0)
                     .for_each(|f| clear(&mut input, *f));
-                if changed_fields(&input, have).is_empty() {
+                let fields = changed_fields(&input, have);
+                if fields.is_empty() {
                     (Action::Unchanged, None, String::new())
                 } else {
                     // Hashed as `stable`: every create-only time cleared.
                     hashed = hash_to_send(&input, hashed);
-                    match changes(input, have) {
-                        Some((diff, fields)) => (Action::Update, Some(diff), fields.join(" ")),
-                        None => (Action::Unchanged, None, String::new()),
-                    }
+                    let body = update_body(input, have);
+                    (Action::Update, Some(body), fields.join(" "))
                 }
             }
         };
