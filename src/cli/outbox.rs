@@ -37,8 +37,8 @@ async fn outbox(args: OutboxArgs) -> anyhow::Result<()> {
     let name = args.name.clone();
     let mails = store
         .call(move |c| {
-            let account = accounts::app_of(c, &name)?.account;
-            forms::outbox::page(c, account, None, -1, 0)
+            let account = accounts::app_of(c.lite()?, &name)?.account;
+            forms::outbox::page(c.lite()?, account, None, -1, 0)
         })
         .await?;
     let mut out = std::io::stdout().lock();

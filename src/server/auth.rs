@@ -105,7 +105,7 @@ pub async fn require_token(
     match state
         .store
         .read(move |conn| {
-            let caller = accounts::authenticate(conn, &token)?;
+            let caller = accounts::authenticate(conn.lite()?, &token)?;
             if let Some(c) = &caller {
                 cache.put(&token, c);
             }

@@ -468,8 +468,8 @@ async fn users_are_added_and_reset_from_the_command_line_and_log_in() {
     let store = t.server.as_ref().unwrap().store.clone();
     let users = store
         .call(|c| {
-            let app = listpipe::server::store::accounts::app_of(c, "default")?;
-            listpipe::server::store::users::list(c, app.account)
+            let app = listpipe::server::store::accounts::app_of(c.lite()?, "default")?;
+            listpipe::server::store::users::list(c.lite()?, app.account)
         })
         .await
         .unwrap();

@@ -4,6 +4,7 @@ use crate::support::TestServer;
 use chrono::{Datelike, Timelike, Utc};
 use listpipe::api::client_info::ClientLimit;
 use listpipe::api::{AttributeInput, AttributeType, Id, ReceiverInput};
+use listpipe::server::store::db::params;
 use serde_json::Value;
 
 async fn raw_get(t: &TestServer, path: &str) -> (u16, Value) {
@@ -101,13 +102,13 @@ async fn the_plan_is_a_flat_rate_and_a_flat_rate_has_no_contingent() {
     let store = t.server.as_ref().unwrap().store.clone();
     store
         .write(move |c| {
-            c.execute(
+            c.exec(
                 "INSERT INTO plans (id, name, flatrate, emails) VALUES (2, 'Prepaid', 0, 10000)",
-                [],
+                params![],
             )?;
-            c.execute(
+            c.exec(
                 "UPDATE accounts SET plan_id = 2, contingent = 7500 WHERE id = ?1",
-                [id.0],
+                params![id.0],
             )?;
             Ok(())
         })

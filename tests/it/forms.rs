@@ -7,6 +7,7 @@ use listpipe::api::{
     AttributeInput, AttributeType, Group, Id, Receiver, ReceiverInput, ReceiverQuery,
 };
 use listpipe::client::ApiClient;
+use listpipe::server::store::db::params;
 use std::process::Command;
 
 fn named(name: &str) -> FormExtraData {
@@ -473,7 +474,7 @@ async fn an_expired_link_changes_nothing() {
     let link = last_mail_link(c, "late@example.com").await;
     let store = t.server.as_ref().unwrap().store.clone();
     store
-        .write(|c| Ok(c.execute("UPDATE doi_links SET expires = 1", [])?))
+        .write(|c| c.exec("UPDATE doi_links SET expires = 1", params![]))
         .await
         .unwrap();
     let (status, page) = visit(&link).await;

@@ -74,8 +74,8 @@ impl TestServer {
         let name = name.to_string();
         let token = store
             .write(move |c| {
-                let (app, _) = listpipe::server::store::accounts::create_account(c, &name)?;
-                listpipe::server::store::accounts::issue_pair(c, app.account, app.id, 3600)
+                let (app, _) = listpipe::server::store::accounts::create_account(c.lite()?, &name)?;
+                listpipe::server::store::accounts::issue_pair(c.lite()?, app.account, app.id, 3600)
             })
             .await
             .expect("second account");

@@ -50,7 +50,9 @@ pub fn routes() -> Routes {
 async fn list(State(s): State<AppState>, auth: Auth) -> ApiResult<Json<Vec<BlacklistEntry>>> {
     let account = auth.account();
     Ok(Json(
-        s.store.read(move |c| blacklist::list(c, account)).await?,
+        s.store
+            .read(move |c| blacklist::list(c.lite()?, account))
+            .await?,
     ))
 }
 
@@ -62,7 +64,7 @@ async fn add(
     let account = auth.account();
     Ok(Json(
         s.store
-            .write(move |c| blacklist::add(c, account, &input))
+            .write(move |c| blacklist::add(c.lite()?, account, &input))
             .await?,
     ))
 }
@@ -75,7 +77,7 @@ async fn update(
     let account = auth.account();
     Ok(Json(
         s.store
-            .write(move |c| blacklist::update(c, account, &input))
+            .write(move |c| blacklist::update(c.lite()?, account, &input))
             .await?,
     ))
 }
@@ -88,7 +90,7 @@ async fn read(
     let account = auth.account();
     Ok(Json(
         s.store
-            .read(move |c| blacklist::get(c, account, &email))
+            .read(move |c| blacklist::get(c.lite()?, account, &email))
             .await?,
     ))
 }
@@ -100,7 +102,7 @@ async fn remove(
 ) -> ApiResult<Json<bool>> {
     let account = auth.account();
     s.store
-        .write(move |c| blacklist::delete(c, account, &email))
+        .write(move |c| blacklist::delete(c.lite()?, account, &email))
         .await?;
     Ok(Json(true))
 }
@@ -123,7 +125,7 @@ async fn batch(
         .ok_or_else(|| ApiError::bad_request("items is required"))?;
     Ok(Json(
         s.store
-            .write(move |c| blacklist::batch(c, account, &items))
+            .write(move |c| blacklist::batch(c.lite()?, account, &items))
             .await?,
     ))
 }
@@ -141,7 +143,7 @@ async fn validate(
     let invert = input.invert.unwrap_or(false);
     Ok(Json(
         s.store
-            .read(move |c| blacklist::validate(c, account, &emails, group, invert))
+            .read(move |c| blacklist::validate(c.lite()?, account, &emails, group, invert))
             .await?,
     ))
 }
@@ -154,7 +156,7 @@ async fn group_list(
     let (account, g) = (auth.account(), path_id(&g, "group")?);
     Ok(Json(
         s.store
-            .read(move |c| blacklist::group_list(c, account, g))
+            .read(move |c| blacklist::group_list(c.lite()?, account, g))
             .await?,
     ))
 }
@@ -168,7 +170,7 @@ async fn group_add(
     let (account, g) = (auth.account(), path_id(&g, "group")?);
     Ok(Json(
         s.store
-            .write(move |c| blacklist::group_add(c, account, g, input.email.as_deref()))
+            .write(move |c| blacklist::group_add(c.lite()?, account, g, input.email.as_deref()))
             .await?,
     ))
 }
@@ -180,7 +182,7 @@ async fn group_remove(
 ) -> ApiResult<Json<bool>> {
     let (account, g) = (auth.account(), path_id(&g, "group")?);
     s.store
-        .write(move |c| blacklist::group_delete(c, account, g, &email))
+        .write(move |c| blacklist::group_delete(c.lite()?, account, g, &email))
         .await?;
     Ok(Json(true))
 }

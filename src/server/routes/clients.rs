@@ -77,7 +77,7 @@ async fn list(
     let account = auth.account();
     let mut page = s
         .store
-        .call(move |c| clients::list(c, account, q.pagesize, q.page))
+        .call(move |c| clients::list(c.lite()?, account, q.pagesize, q.page))
         .await?;
     Ok(Json(match page.len() {
         1 => ClientList::One(page.remove(0)),
@@ -92,7 +92,9 @@ where
     F: FnOnce(&Connection, AccountId, i64) -> StoreResult<T> + Send + 'static,
 {
     let (account, id) = (auth.account(), path_id(id, "client")?);
-    Ok(Json(s.store.call(move |c| f(c, account, id)).await?))
+    Ok(Json(
+        s.store.call(move |c| f(c.lite()?, account, id)).await?,
+    ))
 }
 
 async fn read(
@@ -111,7 +113,7 @@ async fn by_domain(
     let account = auth.account();
     Ok(Json(
         s.store
-            .call(move |c| clients::by_domain(c, account, &domain))
+            .call(move |c| clients::by_domain(c.lite()?, account, &domain))
             .await?,
     ))
 }

@@ -53,7 +53,9 @@ async fn list(
 ) -> ApiResult<Json<Vec<Filter>>> {
     let (account, g) = (auth.account(), path_id(&g, "group")?);
     Ok(Json(
-        s.store.read(move |c| filters::list(c, account, g)).await?,
+        s.store
+            .read(move |c| filters::list(c.lite()?, account, g))
+            .await?,
     ))
 }
 
@@ -67,7 +69,7 @@ async fn create(
     let (account, g) = (auth.account(), path_id(&g, "group")?);
     Ok(Json(
         s.store
-            .write(move |c| filters::create(c, account, g, &input))
+            .write(move |c| filters::create(c.lite()?, account, g, &input))
             .await?,
     ))
 }
@@ -80,7 +82,7 @@ async fn read(
     let (account, (g, f)) = (auth.account(), ids(&g, &f)?);
     Ok(Json(
         s.store
-            .read(move |c| filters::get(c, account, g, f))
+            .read(move |c| filters::get(c.lite()?, account, g, f))
             .await?,
     ))
 }
@@ -94,7 +96,7 @@ async fn update(
 ) -> ApiResult<Json<bool>> {
     let (account, (g, f)) = (auth.account(), ids(&g, &f)?);
     s.store
-        .write(move |c| filters::update(c, account, g, f, &input))
+        .write(move |c| filters::update(c.lite()?, account, g, f, &input))
         .await?;
     Ok(Json(true))
 }
@@ -106,7 +108,7 @@ async fn remove(
 ) -> ApiResult<Json<bool>> {
     let (account, (g, f)) = (auth.account(), ids(&g, &f)?);
     s.store
-        .write(move |c| filters::delete(c, account, g, f))
+        .write(move |c| filters::delete(c.lite()?, account, g, f))
         .await?;
     Ok(Json(true))
 }
@@ -119,7 +121,7 @@ async fn stats(
     let (account, (g, f)) = (auth.account(), ids(&g, &f)?);
     Ok(Json(
         s.store
-            .read(move |c| filters::stats(c, account, g, f))
+            .read(move |c| filters::stats(c.lite()?, account, g, f))
             .await?,
     ))
 }
@@ -133,7 +135,7 @@ async fn count(
     let (account, (g, f)) = (auth.account(), ids(&g, &f)?);
     Ok(Json(
         s.store
-            .read(move |c| filters::count(c, account, g, f))
+            .read(move |c| filters::count(c.lite()?, account, g, f))
             .await?,
     ))
 }
@@ -146,7 +148,7 @@ async fn receivers(
 ) -> ApiResult<ReceiversJson> {
     let (account, (g, f)) = (auth.account(), ids(&g, &f)?);
     Ok(s.store
-        .read(move |c| filters::receivers(c, account, g, f, &q))
+        .read(move |c| filters::receivers(c.lite()?, account, g, f, &q))
         .await?)
 }
 
@@ -157,6 +159,6 @@ async fn runtime(
 ) -> ApiResult<ReceiversJson> {
     let account = auth.account();
     Ok(s.store
-        .read(move |c| filters::runtime_json(c, account, &input))
+        .read(move |c| filters::runtime_json(c.lite()?, account, &input))
         .await?)
 }

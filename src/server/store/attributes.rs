@@ -414,7 +414,7 @@ mod tests {
     fn a_batch_memo_asks_the_database_once_per_name_and_lives_one_batch() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(&dir.path().join("a.db")).unwrap();
-        let conn = store.conn.lock().unwrap();
+        let conn = store.lite_conn();
         conn.execute_batch(
             "INSERT OR IGNORE INTO accounts (id, name, created) VALUES (1, 'a', 0);
              INSERT INTO attributes (account_id, name, type) VALUES (1, 'city', 'text');",

@@ -10,10 +10,12 @@ pub mod accounts;
 pub mod attributes;
 pub mod blacklist;
 pub mod clients;
+pub mod db;
 pub mod events;
 pub mod filters;
 pub mod forms;
 pub mod groups;
+mod pg;
 mod plans;
 pub mod receivers;
 pub mod redirect_uris;
@@ -21,6 +23,7 @@ pub mod tags;
 pub mod users;
 mod writer;
 
+pub use db::{Backend, Db};
 use rusqlite::Connection;
 use rusqlite::config::DbConfig;
 use std::path::Path;
@@ -63,6 +66,15 @@ pub enum StoreError {
     Busy(String),
     #[error("database error")]
     Sqlite(#[from] rusqlite::Error),
+    #[error("database error")]
+    Postgres(#[source] postgres::Error),
+    /// The database cannot be reached: a 503 with `Retry-After`; nothing
+    /// was written.
+    #[error("{0}")]
+    Unavailable(String),
+    /// What this backend does not serve yet: a 501.
+    #[error("{0}")]
+    Unsupported(String),
     /// The database's folder or file cannot be made.
     #[error("cannot {what}")]
     Io {
@@ -78,6 +90,20 @@ pub enum StoreError {
 }
 
 pub type StoreResult<T> = Result<T, StoreError>;
+
+impl From<postgres::Error> for StoreError {
+    /// A lost connection is "unavailable, come back" (503 with
+    /// `Retry-After`); anything else a database error.
+    fn from(e: postgres::Error) -> Self {
+        if pg::is_connection_lost(&e) {
+            StoreError::Unavailable(format!(
+                "Service Unavailable: the database cannot be reached; retry after {RETRY_AFTER_SECS} s"
+            ))
+        } else {
+            StoreError::Postgres(e)
+        }
+    }
+}
 
 /// Shorthands that read as the rule they enforce.
 pub fn not_found<T>(what: impl Into<String>) -> StoreResult<T> {
@@ -150,11 +176,25 @@ impl Cached for Connection {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct AccountId(pub i64);
 
-/// The database: one connection that writes (SQLite has one writer at a
-/// time) and a few that only read, so that reads (pages of receivers, token
-/// checks, exports) run beside writes and beside each other (WAL).
+/// The database: SQLite in one file (the default) or a PostgreSQL server
+/// (`--db postgres://...`, see [`pg`]); store functions see either as a
+/// [`Db`].
 #[derive(Clone)]
 pub struct Store {
+    kind: Kind,
+}
+
+#[derive(Clone)]
+enum Kind {
+    Lite(Lite),
+    Pg(Arc<pg::Pool>),
+}
+
+/// SQLite: one connection that writes (SQLite has one writer at a time)
+/// and a few that only read, so that reads (pages of receivers, token
+/// checks, exports) run beside writes and beside each other (WAL).
+#[derive(Clone)]
+struct Lite {
     conn: Arc<Mutex<Connection>>,
     readers: Arc<Readers>,
     /// The writer thread's queue (see [`writer`]), bounded.
@@ -206,8 +246,18 @@ fn connect(path: &Path) -> StoreResult<Connection> {
 }
 
 impl Store {
-    /// Opens or creates the database at `path` and brings its schema up to date.
-    pub fn open(path: &Path) -> StoreResult<Store> {
+    /// Opens the database `db` names, a SQLite file or a `postgres://` URL,
+    /// creating what is missing, and brings its schema up to date.
+    pub fn open(db: &Path) -> StoreResult<Store> {
+        if let Some(url) = pg::url(db) {
+            return Ok(Store {
+                kind: Kind::Pg(Arc::new(pg::Pool::open(url)?)),
+            });
+        }
+        Self::open_sqlite(db)
+    }
+
+    fn open_sqlite(path: &Path) -> StoreResult<Store> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).map_err(|source| StoreError::Io {
                 what: format!("create {}", dir.display()),
@@ -231,26 +281,44 @@ impl Store {
             .collect::<StoreResult<Vec<_>>>()?;
         let conn = Arc::new(Mutex::new(conn));
         Ok(Store {
-            writes: writer::start(conn.clone()).map_err(|source| StoreError::Io {
-                what: "start the database writer".into(),
-                source,
-            })?,
-            conn,
-            readers: Arc::new(Readers {
-                conns,
-                next: Default::default(),
+            kind: Kind::Lite(Lite {
+                writes: writer::start(conn.clone()).map_err(|source| StoreError::Io {
+                    what: "start the database writer".into(),
+                    source,
+                })?,
+                conn,
+                readers: Arc::new(Readers {
+                    conns,
+                    next: Default::default(),
+                }),
             }),
         })
     }
 
+    /// Which database this store runs on.
+    pub fn backend(&self) -> Backend {
+        match self.kind {
+            Kind::Lite(_) => Backend::Sqlite,
+            Kind::Pg(_) => Backend::Postgres,
+        }
+    }
+
     /// Runs `f`, which only reads, on a reading connection on a blocking
-    /// thread. It sees every write committed before it starts.
+    /// thread. It sees every write committed before it starts, in one
+    /// snapshot.
     pub async fn read<T, F>(&self, f: F) -> StoreResult<T>
     where
         T: Send + 'static,
-        F: FnOnce(&Connection) -> StoreResult<T> + Send + 'static,
+        F: FnOnce(&Db) -> StoreResult<T> + Send + 'static,
     {
-        let readers = self.readers.clone();
+        let lite = match &self.kind {
+            Kind::Lite(l) => l.readers.clone(),
+            Kind::Pg(pool) => {
+                let pool = pool.clone();
+                return tokio::task::spawn_blocking(move || pool.read(f)).await?;
+            }
+        };
+        let readers = lite;
         tokio::task::spawn_blocking(move || {
             let n = readers.conns.len();
             let start = readers
@@ -269,33 +337,48 @@ impl Store {
         .await?
     }
 
-    /// Runs `f` with the connection on a blocking thread.
+    /// Runs `f` with the writing connection on a blocking thread, outside
+    /// the writer's group commits (on PostgreSQL, in its own transaction).
     pub async fn call<T, F>(&self, f: F) -> StoreResult<T>
     where
         T: Send + 'static,
-        F: FnOnce(&mut Connection) -> StoreResult<T> + Send + 'static,
+        F: FnOnce(&Db) -> StoreResult<T> + Send + 'static,
     {
-        let conn = self.conn.clone();
+        let conn = match &self.kind {
+            Kind::Lite(l) => l.conn.clone(),
+            Kind::Pg(pool) => {
+                let pool = pool.clone();
+                return tokio::task::spawn_blocking(move || pool.write(f)).await?;
+            }
+        };
         tokio::task::spawn_blocking(move || {
             // A panic in another call poisons the lock but leaves the
             // connection usable (its transaction was rolled back on drop).
-            let mut guard = conn.lock().unwrap_or_else(|p| p.into_inner());
-            let out = f(&mut guard);
+            let guard = conn.lock().unwrap_or_else(|p| p.into_inner());
+            let out = f(&Db::Lite(&guard));
             WRITES.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
             out
         })
         .await?
     }
 
-    /// Runs `f` as one all-or-nothing write, answered once committed. Writes
-    /// waiting at the same time are committed together ([`writer`]).
+    /// Runs `f` as one all-or-nothing write, answered once committed. On
+    /// SQLite, writes waiting at the same time are committed together
+    /// ([`writer`]).
     pub async fn write<T, F>(&self, f: F) -> StoreResult<T>
     where
         T: Send + 'static,
-        F: FnOnce(&Connection) -> StoreResult<T> + Send + 'static,
+        F: FnOnce(&Db) -> StoreResult<T> + Send + 'static,
     {
+        let writes = match &self.kind {
+            Kind::Lite(l) => &l.writes,
+            Kind::Pg(pool) => {
+                let pool = pool.clone();
+                return tokio::task::spawn_blocking(move || pool.write(f)).await?;
+            }
+        };
         let (tx, rx) = tokio::sync::oneshot::channel();
-        self.writes
+        writes
             .try_send(writer::Job::new(f, tx))
             .map_err(|e| match e {
                 std::sync::mpsc::TrySendError::Full(_) => StoreError::Busy(format!(
@@ -310,22 +393,28 @@ impl Store {
         rx.await
             .map_err(|_| StoreError::Internal("the store's writer dropped a write".into()))?
     }
+
+    /// The SQLite writer's connection, for tests that hold it.
+    #[cfg(test)]
+    pub(crate) fn lite_conn(&self) -> std::sync::MutexGuard<'_, Connection> {
+        match &self.kind {
+            Kind::Lite(l) => l.conn.lock().unwrap(),
+            Kind::Pg(_) => panic!("not a SQLite store"),
+        }
+    }
 }
 
 /// Runs a read inside one read transaction: its statements (a page's list,
 /// attribute values, tags and orders; a blacklist check per address) see
 /// one snapshot, and the WAL's read lock is taken once per read instead of
 /// once per statement (a check of 500 addresses took 1,000).
-fn in_one_snapshot<T>(
-    conn: &Connection,
-    f: impl FnOnce(&Connection) -> StoreResult<T>,
-) -> StoreResult<T> {
+fn in_one_snapshot<T>(conn: &Connection, f: impl FnOnce(&Db) -> StoreResult<T>) -> StoreResult<T> {
     // A read that panicked left its transaction open; end it first.
     if !conn.is_autocommit() {
         conn.execute_batch("ROLLBACK")?;
     }
     conn.prepare_cached("BEGIN")?.execute([])?;
-    let out = f(conn);
+    let out = f(&Db::Lite(conn));
     // Nothing was written: ending the snapshot cannot lose anything.
     let end = conn
         .prepare_cached("COMMIT")
@@ -352,20 +441,19 @@ pub fn now() -> i64 {
 }
 
 /// Reads a setting kept in the database (for example the last base URL).
-pub fn setting(conn: &Connection, key: &str) -> StoreResult<Option<String>> {
-    use rusqlite::OptionalExtension;
-    Ok(conn
-        .query_row("SELECT value FROM settings WHERE key = ?1", [key], |r| {
-            r.get(0)
-        })
-        .optional()?)
+pub fn setting(db: &Db, key: &str) -> StoreResult<Option<String>> {
+    db.opt_row(
+        "SELECT value FROM settings WHERE key = ?1",
+        db::params![key],
+        |r| r.get(0),
+    )
 }
 
-pub fn set_setting(conn: &Connection, key: &str, value: &str) -> StoreResult<()> {
-    conn.execute(
+pub fn set_setting(db: &Db, key: &str, value: &str) -> StoreResult<()> {
+    db.exec(
         "INSERT INTO settings (key, value) VALUES (?1, ?2)
          ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-        [key, value],
+        db::params![key, value],
     )?;
     Ok(())
 }
@@ -381,7 +469,7 @@ mod tests {
     fn cached_statements_are_planned_once_whatever_their_values() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(&dir.path().join("s.db")).unwrap();
-        let conn = store.conn.lock().unwrap();
+        let conn = store.lite_conn();
         let queries = [
             "SELECT id FROM attributes WHERE account_id = ?1 AND name = ?2
              AND (group_id = 0 OR group_id = ?3)",

@@ -47,7 +47,7 @@ fn assert_indexed(conn: &rusqlite::Connection, name: &str, sql: &str, indexes: &
 fn the_main_queries_use_their_indexes() {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(&dir.path().join("plans.db")).unwrap();
-    let conn = store.conn.lock().unwrap();
+    let conn = store.lite_conn();
     let group_page = page_sql("r.group_id = ?", "1", "r.id ASC");
     let active_page = page_sql("r.group_id = ?", ACTIVE_SQL, "r.id ASC");
     let pk = "INTEGER PRIMARY KEY";
@@ -144,7 +144,7 @@ fn the_main_queries_use_their_indexes() {
 fn a_filter_for_one_address_finds_it_on_the_contacts_index() {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(&dir.path().join("plans.db")).unwrap();
-    let conn = store.conn.lock().unwrap();
+    let conn = store.lite_conn();
     let rule = |logic: &str| crate::api::filter::Rule {
         field: "email".into(),
         logic: logic.into(),
@@ -173,7 +173,7 @@ fn a_filter_for_one_address_finds_it_on_the_contacts_index() {
 fn a_runtime_filter_walks_its_group_or_account_in_id_order() {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(&dir.path().join("plans.db")).unwrap();
-    let conn = store.conn.lock().unwrap();
+    let conn = store.lite_conn();
     let rule = crate::api::filter::Rule {
         field: "points".into(),
         logic: "bg".into(),
@@ -207,7 +207,7 @@ fn a_runtime_filter_walks_its_group_or_account_in_id_order() {
 fn per_receiver_lookups_build_no_temporary_table() {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(&dir.path().join("plans.db")).unwrap();
-    let conn = store.conn.lock().unwrap();
+    let conn = store.lite_conn();
     for (sql, seeks) in [
         (blacklist::IS_LISTED, 2),
         (blacklist::IS_BLOCKED_IN, 2),

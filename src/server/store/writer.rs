@@ -9,7 +9,7 @@
 //! commit (one pass of WAL writes over the shared index and group pages)
 //! instead of sixteen.
 
-use super::{StoreError, StoreResult, WRITES};
+use super::{Db, StoreError, StoreResult, WRITES};
 use rusqlite::Connection;
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::Ordering;
@@ -29,7 +29,7 @@ pub(super) const QUEUE: usize = 1024;
 type Finish = Box<dyn FnOnce(Result<(), String>) + Send>;
 /// Runs a write; `Some` to answer after the commit, `None` when it failed
 /// (and has answered).
-type Run = Box<dyn FnOnce(&Connection) -> Option<Finish> + Send>;
+type Run = Box<dyn FnOnce(&Db) -> Option<Finish> + Send>;
 
 /// One write: runs on the writer's connection; on success answers how to
 /// reply once committed, on failure has replied already (and is rolled back).
@@ -44,7 +44,7 @@ impl Job {
     pub(super) fn new<T, F>(f: F, reply: tokio::sync::oneshot::Sender<StoreResult<T>>) -> Job
     where
         T: Send + 'static,
-        F: FnOnce(&Connection) -> StoreResult<T> + Send + 'static,
+        F: FnOnce(&Db) -> StoreResult<T> + Send + 'static,
     {
         let reply = Arc::new(Mutex::new(Some(reply)));
         let answer = {
@@ -120,7 +120,7 @@ fn run(conn: &Mutex<Connection>, rx: &Receiver<Job>) {
                 (job.fail)(e.to_string());
                 continue;
             }
-            let done = (job.run)(&guard);
+            let done = (job.run)(&Db::Lite(&guard));
             let end = match done {
                 Some(_) => sql("RELEASE write"),
                 None => sql("ROLLBACK TO write").and_then(|_| sql("RELEASE write")),
@@ -148,14 +148,14 @@ fn run(conn: &Mutex<Connection>, rx: &Receiver<Job>) {
 #[cfg(test)]
 mod tests {
     use super::super::{Store, invalid};
-    use crate::server::store::Cached;
+    use crate::server::store::db::params;
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
     async fn writes_committed_together_fail_and_panic_alone() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(&dir.path().join("w.db")).unwrap();
         store
-            .write(|c| Ok(c.execute_batch("CREATE TABLE t (n INTEGER)")?))
+            .write(|c| c.batch("CREATE TABLE t (n INTEGER)"))
             .await
             .unwrap();
         let writes = (0..60).map(|n: i64| {
@@ -163,7 +163,7 @@ mod tests {
             tokio::spawn(async move {
                 store
                     .write(move |c| {
-                        c.exec("INSERT INTO t (n) VALUES (?1)", [n])?;
+                        c.exec("INSERT INTO t (n) VALUES (?1)", params![n])?;
                         match n % 3 {
                             0 => Ok(n),
                             1 => invalid(format!("{n} refused")),
@@ -179,11 +179,7 @@ mod tests {
             assert_eq!(a.is_ok(), n % 3 == 0, "{n}: {a:?}");
         }
         let kept: Vec<i64> = store
-            .read(|c| {
-                let mut s = c.prepare("SELECT n FROM t ORDER BY n")?;
-                let rows = s.query_map([], |r| r.get(0))?;
-                Ok(rows.collect::<Result<_, _>>()?)
-            })
+            .read(|c| c.rows("SELECT n FROM t ORDER BY n", params![], |r| r.get(0)))
             .await
             .unwrap();
         assert_eq!(kept, (0..60).filter(|n| n % 3 == 0).collect::<Vec<_>>());
@@ -198,19 +194,19 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(&dir.path().join("q.db")).unwrap();
         store
-            .write(|c| Ok(c.execute_batch("CREATE TABLE t (n INTEGER)")?))
+            .write(|c| c.batch("CREATE TABLE t (n INTEGER)"))
             .await
             .unwrap();
         // Hold the connection: the writer takes one group of jobs and waits
         // for it, so everything after fills the queue.
-        let held = store.conn.lock().unwrap();
+        let held = store.lite_conn();
         let total = QUEUE + GROUP_MAX + 10;
         let writes: Vec<_> = (0..total as i64)
             .map(|n| {
                 let store = store.clone();
                 tokio::spawn(async move {
                     store
-                        .write(move |c| Ok(c.exec("INSERT INTO t (n) VALUES (?1)", [n])?))
+                        .write(move |c| c.exec("INSERT INTO t (n) VALUES (?1)", params![n]))
                         .await
                 })
             })
@@ -237,7 +233,7 @@ mod tests {
         }
         assert!(busy >= 10, "{busy} refused");
         let rows: i64 = store
-            .read(|c| Ok(c.row("SELECT COUNT(*) FROM t", [], |r| r.get(0))?))
+            .read(|c| c.value("SELECT COUNT(*) FROM t", params![]))
             .await
             .unwrap();
         assert_eq!(rows, kept);

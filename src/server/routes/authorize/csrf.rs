@@ -15,7 +15,6 @@
 use crate::server::store::{self, StoreError, StoreResult};
 use axum::http::{HeaderMap, HeaderValue, header};
 use hmac::{Hmac, Mac};
-use rusqlite::Connection;
 use sha2::Sha256;
 
 /// The cookie that holds the nonce.
@@ -33,7 +32,7 @@ pub struct Binding<'a> {
 }
 
 /// The server's MAC key, made on first use and kept in `settings`.
-pub fn secret(conn: &Connection) -> StoreResult<Vec<u8>> {
+pub fn secret(conn: &store::Db) -> StoreResult<Vec<u8>> {
     if let Some(hex_key) = store::setting(conn, SECRET_SETTING)?
         && let Ok(key) = hex::decode(hex_key)
     {

@@ -23,7 +23,7 @@ fn order(id: &str, product_id: &str, price: f64) -> Order {
 fn a_create_answers_what_reading_the_new_receiver_answers() {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(&dir.path().join("c.db")).unwrap();
-    let c = store.conn.lock().unwrap();
+    let c = store.lite_conn();
     let (app, _) = accounts::create_account(&c, "creates").unwrap();
     let account: AccountId = app.account;
     let g = groups::create(&c, account, &GroupInput::named("G"))

@@ -131,7 +131,7 @@ fn ids_of(json: &[u8]) -> Vec<i64> {
 fn a_page_is_byte_for_byte_the_receivers_read_one_by_one() {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(&dir.path().join("p.db")).unwrap();
-    let c = store.conn.lock().unwrap();
+    let c = store.lite_conn();
     let (account, g, h) = fixture(&c);
     for detail in 0..=7 {
         for (pagesize, pages) in [(50, 1), (2, 4)] {
@@ -172,7 +172,7 @@ fn a_page_is_byte_for_byte_the_receivers_read_one_by_one() {
 fn a_page_past_the_end_is_an_empty_array() {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(&dir.path().join("e.db")).unwrap();
-    let c = store.conn.lock().unwrap();
+    let c = store.lite_conn();
     let (account, g, _) = fixture(&c);
     let q = ReceiverQuery {
         page: Some(3),

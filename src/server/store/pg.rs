@@ -1,0 +1,217 @@
+//! The store on PostgreSQL (`serve --db postgres://user:pw@host/db`): a few
+//! connections shared by the server's requests, each read in one snapshot,
+//! each write in its own transaction. Several `serve` processes on one
+//! database are one server: everything they share (accounts, tokens, ids,
+//! receivers) is in the database, and its unique keys decide races.
+//!
+//! Decision: the synchronous `postgres` client on the store's blocking
+//! threads, as SQLite's connections are used: a store function reads the
+//! same on both backends, and no async database layer is added.
+
+use super::db::{Db, PgConn};
+use super::{RETRY_AFTER_SECS, StoreError, StoreResult};
+use std::cell::RefCell;
+use std::path::Path;
+use std::str::FromStr;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// The schema, one migration per file, applied in order on start (and by
+/// `listpipe serve migrate`); `listpipe_schema` records how many have run.
+const MIGRATIONS: &[&str] = &[include_str!("migrations/pg/001_core.sql")];
+
+/// Connections per server process. PostgreSQL serves about a hundred by
+/// default: several processes fit.
+const CONNECTIONS: usize = 8;
+/// How long a connection attempt waits before the request is answered 503.
+const CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// The URL `db` holds when it names a PostgreSQL database.
+pub(super) fn url(db: &Path) -> Option<&str> {
+    let s = db.to_str()?;
+    (s.starts_with("postgres://") || s.starts_with("postgresql://")).then_some(s)
+}
+
+/// Whether `e` says the server is gone (or going), so that the request is
+/// a 503 to retry and the connection is made again.
+pub(super) fn is_connection_lost(e: &postgres::Error) -> bool {
+    use postgres::error::SqlState;
+    if e.is_closed() {
+        return true;
+    }
+    match e.code() {
+        Some(code) => [
+            SqlState::ADMIN_SHUTDOWN,
+            SqlState::CRASH_SHUTDOWN,
+            SqlState::CANNOT_CONNECT_NOW,
+        ]
+        .contains(code),
+        None => std::error::Error::source(e).is_some_and(|s| s.is::<std::io::Error>()),
+    }
+}
+
+/// The connections of one server process.
+pub(super) struct Pool {
+    config: postgres::Config,
+    /// `None` until first used, and again after its connection was lost.
+    slots: Vec<Mutex<Option<RefCell<PgConn>>>>,
+    next: AtomicUsize,
+}
+
+impl Pool {
+    /// Connects to `url` and brings its schema up to date.
+    pub(super) fn open(url: &str) -> StoreResult<Pool> {
+        let mut config = postgres::Config::from_str(url)
+            .map_err(|e| StoreError::Invalid(format!("--db is not a PostgreSQL URL: {e}")))?;
+        config.connect_timeout(CONNECT_TIMEOUT);
+        config.application_name("listpipe serve");
+        let pool = Pool {
+            config,
+            slots: (0..CONNECTIONS).map(|_| Mutex::new(None)).collect(),
+            next: AtomicUsize::new(0),
+        };
+        let first = pool.connect().map_err(|e| match e {
+            StoreError::Unavailable(_) => StoreError::Internal(format!(
+                "cannot connect to the PostgreSQL database at {}",
+                redacted(url)
+            )),
+            e => e,
+        })?;
+        migrate(&first)?;
+        *pool.slots[0].lock().unwrap_or_else(|p| p.into_inner()) = Some(first);
+        Ok(pool)
+    }
+
+    fn connect(&self) -> StoreResult<RefCell<PgConn>> {
+        let client = self.config.connect(postgres::NoTls).map_err(|e| {
+            tracing::warn!(error = %crate::cause::flat(&e), "cannot connect to PostgreSQL");
+            StoreError::Unavailable(format!(
+                "Service Unavailable: the database cannot be reached; retry after {RETRY_AFTER_SECS} s"
+            ))
+        })?;
+        Ok(RefCell::new(PgConn::new(client)))
+    }
+
+    /// Runs `f` on a free connection (made again if it was lost).
+    fn with<T>(&self, f: impl FnOnce(&RefCell<PgConn>) -> StoreResult<T>) -> StoreResult<T> {
+        let n = self.slots.len();
+        let start = self.next.fetch_add(1, Ordering::Relaxed);
+        let mut slot = (0..n)
+            .find_map(|i| self.slots[(start + i) % n].try_lock().ok())
+            .unwrap_or_else(|| {
+                self.slots[start % n]
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+            });
+        if slot.as_ref().is_none_or(|c| c.borrow().client.is_closed()) {
+            *slot = Some(self.connect()?);
+        }
+        let conn = slot.as_ref().expect("connected above");
+        let out = f(conn);
+        if conn.borrow().client.is_closed() {
+            *slot = None;
+        }
+        out
+    }
+
+    /// Runs `f`, which only reads, in one snapshot.
+    pub(super) fn read<T>(&self, f: impl FnOnce(&Db) -> StoreResult<T>) -> StoreResult<T> {
+        self.with(|c| in_transaction(c, "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY", f))
+    }
+
+    /// Runs `f` as one transaction: all of it is committed, or none.
+    pub(super) fn write<T>(&self, f: impl FnOnce(&Db) -> StoreResult<T>) -> StoreResult<T> {
+        self.with(|c| in_transaction(c, "BEGIN", f))
+    }
+}
+
+fn in_transaction<T>(
+    c: &RefCell<PgConn>,
+    begin: &str,
+    f: impl FnOnce(&Db) -> StoreResult<T>,
+) -> StoreResult<T> {
+    let db = Db::Pg(c);
+    db.batch(begin)?;
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&db))) {
+        Ok(Ok(v)) => {
+            db.batch("COMMIT")?;
+            Ok(v)
+        }
+        Ok(Err(e)) => {
+            // A lost connection has nothing to roll back.
+            let _ = db.batch("ROLLBACK");
+            Err(e)
+        }
+        Err(panic) => {
+            let _ = db.batch("ROLLBACK");
+            std::panic::resume_unwind(panic)
+        }
+    }
+}
+
+/// Applies the migrations not yet applied, one transaction each, while
+/// holding a lock that other processes starting on the same database wait
+/// for.
+fn migrate(c: &RefCell<PgConn>) -> StoreResult<()> {
+    let db = Db::Pg(c);
+    db.batch("CREATE TABLE IF NOT EXISTS listpipe_schema (version BIGINT NOT NULL)")?;
+    for (i, sql) in MIGRATIONS.iter().enumerate() {
+        let version = i as i64 + 1;
+        in_transaction(c, "BEGIN", |db| {
+            // A lock of this transaction's: two processes never both migrate.
+            db.batch("SELECT pg_advisory_xact_lock(7236814251437302119)")?;
+            let done: i64 = db.value(
+                "SELECT COALESCE(MAX(version), 0) FROM listpipe_schema",
+                super::db::params![],
+            )?;
+            if done < version {
+                db.batch(sql)?;
+                db.exec(
+                    "INSERT INTO listpipe_schema (version) VALUES (?1)",
+                    super::db::params![version],
+                )?;
+            }
+            Ok(())
+        })?;
+    }
+    Ok(())
+}
+
+/// `url` without its password, for messages.
+fn redacted(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(scheme), Some(at)) if at > scheme => {
+            let user = &url[scheme + 3..at];
+            let user = user.split(':').next().unwrap_or("");
+            format!("{}{user}{}", &url[..scheme + 3], &url[at..])
+        }
+        _ => url.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_postgres_url_is_told_from_a_file_path() {
+        assert_eq!(
+            url(Path::new("postgres://u:p@127.0.0.1:5432/db")),
+            Some("postgres://u:p@127.0.0.1:5432/db")
+        );
+        assert!(url(Path::new("postgresql://h/db")).is_some());
+        assert_eq!(url(Path::new("./postgres/listpipe.db")), None);
+    }
+
+    #[test]
+    fn messages_name_the_database_without_its_password() {
+        assert_eq!(
+            redacted("postgres://me:secret@db.example:5432/lp"),
+            "postgres://me@db.example:5432/lp"
+        );
+        assert_eq!(
+            redacted("postgres://db.example/lp"),
+            "postgres://db.example/lp"
+        );
+    }
+}
