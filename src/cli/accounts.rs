@@ -126,21 +126,17 @@ async fn accounts(cmd: AccountsCommand) -> anyhow::Result<()> {
             let store = Store::open(&a.db)?;
             let creds = store
                 .write(move |c| {
-                    let (app, secret) = accounts::create_account(c.lite()?, &a.name)?;
-                    accounts::set_app_name(c.lite()?, &app, "listpipe")?;
-                    redirect_uris::register(c.lite()?, app.id, redirect_uris::LOGIN_CALLBACK)?;
+                    let (app, secret) = accounts::create_account(c, &a.name)?;
+                    accounts::set_app_name(c, &app, "listpipe")?;
+                    redirect_uris::register(c, app.id, redirect_uris::LOGIN_CALLBACK)?;
                     let user = match user {
                         Some((email, hash)) => {
-                            Some(users::upsert(c.lite()?, app.account, &email, None, &hash)?.0)
+                            Some(users::upsert(c, app.account, &email, None, &hash)?.0)
                         }
                         None => None,
                     };
-                    let tokens = accounts::issue_pair(
-                        c.lite()?,
-                        app.account,
-                        app.id,
-                        DEFAULT_TOKEN_TTL_SECS,
-                    )?;
+                    let tokens =
+                        accounts::issue_pair(c, app.account, app.id, DEFAULT_TOKEN_TTL_SECS)?;
                     let url =
                         base_url(c).map_err(|e| store::StoreError::Internal(e.to_string()))?;
                     let mut creds = credentials_of(&url, &app.client_id, &secret, tokens);
@@ -156,8 +152,8 @@ async fn accounts(cmd: AccountsCommand) -> anyhow::Result<()> {
             let (name, email, display) = (a.name.clone(), a.email.clone(), a.display_name.clone());
             let (user, created) = store
                 .write(move |c| {
-                    let app = accounts::app_of(c.lite()?, &name)?;
-                    users::upsert(c.lite()?, app.account, &email, display.as_deref(), &hash)
+                    let app = accounts::app_of(c, &name)?;
+                    users::upsert(c, app.account, &email, display.as_deref(), &hash)
                 })
                 .await?;
             crate::errln!(
@@ -176,18 +172,18 @@ async fn accounts(cmd: AccountsCommand) -> anyhow::Result<()> {
             let (name, uris, app_name) = (a.name.clone(), a.redirect_uri.clone(), a.app_name);
             let out = store
                 .write(move |c| {
-                    let app = accounts::app_of(c.lite()?, &name)?;
+                    let app = accounts::app_of(c, &name)?;
                     for uri in &uris {
-                        redirect_uris::register(c.lite()?, app.id, uri)?;
+                        redirect_uris::register(c, app.id, uri)?;
                     }
                     if let Some(n) = &app_name {
-                        accounts::set_app_name(c.lite()?, &app, n)?;
+                        accounts::set_app_name(c, &app, n)?;
                     }
-                    let listing = accounts::app_by_client_id(c.lite()?, &app.client_id)?;
+                    let listing = accounts::app_by_client_id(c, &app.client_id)?;
                     Ok(serde_json::json!({
                         "client_id": app.client_id,
                         "name": listing.map(|l| l.name).unwrap_or_default(),
-                        "redirect_uris": redirect_uris::of_app(c.lite()?, app.id)?,
+                        "redirect_uris": redirect_uris::of_app(c, app.id)?,
                     }))
                 })
                 .await?;
@@ -198,14 +194,10 @@ async fn accounts(cmd: AccountsCommand) -> anyhow::Result<()> {
             let name = a.name.clone();
             let creds = store
                 .write(move |c| {
-                    let app = accounts::app_of(c.lite()?, &name)?;
-                    let secret = accounts::rotate_secret(c.lite()?, &app)?;
-                    let tokens = accounts::issue_pair(
-                        c.lite()?,
-                        app.account,
-                        app.id,
-                        DEFAULT_TOKEN_TTL_SECS,
-                    )?;
+                    let app = accounts::app_of(c, &name)?;
+                    let secret = accounts::rotate_secret(c, &app)?;
+                    let tokens =
+                        accounts::issue_pair(c, app.account, app.id, DEFAULT_TOKEN_TTL_SECS)?;
                     let url =
                         base_url(c).map_err(|e| store::StoreError::Internal(e.to_string()))?;
                     Ok(credentials_of(&url, &app.client_id, &secret, tokens))
@@ -221,11 +213,8 @@ async fn accounts(cmd: AccountsCommand) -> anyhow::Result<()> {
             let (name, redirect) = (a.name.clone(), a.redirect_uri.clone());
             let (code, client_id) = store
                 .write(move |c| {
-                    let app = accounts::app_of(c.lite()?, &name)?;
-                    Ok((
-                        accounts::mint_code(c.lite()?, &app, &redirect)?,
-                        app.client_id,
-                    ))
+                    let app = accounts::app_of(c, &name)?;
+                    Ok((accounts::mint_code(c, &app, &redirect)?, app.client_id))
                 })
                 .await?;
             let out = serde_json::json!({

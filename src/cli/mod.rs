@@ -35,7 +35,7 @@ pub enum Command {
     Export(Box<export::ExportArgs>),
     /// Check a pipeline offline: parse it, read and prepare every source, preview, count, write rejects.
     Check(check::CheckArgs),
-    /// Run the built-in target server: every v3 endpoint and the OAuth token service on SQLite.
+    /// Run the built-in target server: every v3 endpoint and the OAuth token service on SQLite or PostgreSQL.
     Serve(serve::ServeArgs),
     /// Manage the built-in server's accounts (tenants) and their credentials.
     #[command(subcommand)]

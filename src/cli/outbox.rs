@@ -11,6 +11,7 @@ use std::path::PathBuf;
 
 #[derive(Args, Debug)]
 pub struct OutboxArgs {
+    /// The server's database: its SQLite file, or its `postgres://` URL.
     #[arg(long, default_value = ".listpipe/server.db")]
     pub db: PathBuf,
     /// The account whose mails to print.
@@ -27,7 +28,12 @@ pub async fn run(args: OutboxArgs) -> super::Outcome {
 }
 
 async fn outbox(args: OutboxArgs) -> anyhow::Result<()> {
-    if !args.db.exists() {
+    // A PostgreSQL URL names no file; the store says if it cannot connect.
+    let url = args
+        .db
+        .to_str()
+        .is_some_and(|s| s.starts_with("postgres://") || s.starts_with("postgresql://"));
+    if !url && !args.db.exists() {
         anyhow::bail!(
             "no database at {} (start the server with `listpipe serve --db FILE` first, or pass --db)",
             args.db.display()
@@ -37,8 +43,8 @@ async fn outbox(args: OutboxArgs) -> anyhow::Result<()> {
     let name = args.name.clone();
     let mails = store
         .call(move |c| {
-            let account = accounts::app_of(c.lite()?, &name)?.account;
-            forms::outbox::page(c.lite()?, account, None, -1, 0)
+            let account = accounts::app_of(c, &name)?.account;
+            forms::outbox::page(c, account, None, -1, 0)
         })
         .await?;
     let mut out = std::io::stdout().lock();

@@ -2,13 +2,17 @@
 
 use crate::server::faults::FaultSpec;
 use crate::server::{self, DEFAULT_TOKEN_TTL_SECS, ServeOptions};
-use clap::Args;
+use clap::{Args, Subcommand};
 use std::num::NonZeroU32;
 use std::path::PathBuf;
 
 #[derive(Args, Debug)]
 pub struct ServeArgs {
-    /// The SQLite database; created with a default account on first start.
+    #[command(subcommand)]
+    pub action: Option<ServeAction>,
+    /// The database: a SQLite file, or a PostgreSQL database as
+    /// postgres://user:password@host:port/name (several `serve` processes
+    /// may share one). Created with a default account on first start.
     #[arg(long, default_value = ".listpipe/server.db")]
     pub db: PathBuf,
     /// Address to listen on; port 0 picks a free port (the URL is printed).
@@ -53,12 +57,38 @@ pub struct ServeArgs {
     pub request_timeout: u64,
 }
 
+#[derive(Subcommand, Debug)]
+pub enum ServeAction {
+    /// Bring the database's schema up to date and exit (`serve` does it on
+    /// start too): for a deployment that migrates before it starts servers.
+    Migrate {
+        /// The database: a SQLite file or a postgres:// URL.
+        #[arg(long, default_value = ".listpipe/server.db")]
+        db: PathBuf,
+    },
+}
+
 /// Serves until stopped; a server that cannot start is exit code 3.
 pub async fn run(args: ServeArgs) -> super::Outcome {
+    if let Some(ServeAction::Migrate { db }) = &args.action {
+        return migrate(db)
+            .map(|_| super::exit::OK)
+            .map_err(super::fail(super::exit::TARGET));
+    }
     serve(args)
         .await
         .map(|_| super::exit::OK)
         .map_err(super::fail(super::exit::TARGET))
+}
+
+fn migrate(db: &std::path::Path) -> anyhow::Result<()> {
+    let store = crate::server::store::Store::open(db)?;
+    crate::errln!(
+        "listpipe: the schema of {} is up to date ({:?})",
+        crate::server::store::shown(db),
+        store.backend()
+    );
+    Ok(())
 }
 
 async fn serve(args: ServeArgs) -> anyhow::Result<()> {
@@ -78,7 +108,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     crate::errln!(
         "listpipe: serving the v3 API at {} (database {})",
         running.base_url,
-        args.db.display()
+        crate::server::store::shown(&args.db)
     );
     if let Some(n) = args.rate_limit {
         crate::errln!("listpipe: rate limit: {n} requests per second per token");
@@ -116,7 +146,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         }
         (None, _) => crate::errln!(
             "listpipe: existing database; new credentials: listpipe accounts credentials --db {} --name default",
-            args.db.display()
+            crate::server::store::shown(&args.db)
         ),
     }
     tokio::select! {

@@ -150,9 +150,9 @@ pub async fn connect(target: &Target, overrides: &TargetOverrides) -> Result<Con
                     running
                         .store
                         .write(|c| {
-                            let app = accounts::app_of(c.lite()?, server::DEFAULT_ACCOUNT)?;
+                            let app = accounts::app_of(c, server::DEFAULT_ACCOUNT)?;
                             accounts::issue_pair(
-                                c.lite()?,
+                                c,
                                 app.account,
                                 app.id,
                                 server::DEFAULT_TOKEN_TTL_SECS,

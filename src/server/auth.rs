@@ -5,7 +5,7 @@
 use super::AppState;
 use super::error::ApiError;
 use super::store::accounts::{self, Caller};
-use super::store::{AccountId, now};
+use super::store::{AccountId, Backend, now};
 use axum::extract::{FromRequestParts, Request, State};
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, header};
@@ -48,7 +48,9 @@ pub fn presented_token(headers: &HeaderMap, query: Option<&str>) -> Option<Strin
 /// requests costs one database lookup per [`CACHE_SECS`] rather than one
 /// per request. Keyed by the token's SHA-256 (no token is kept in clear);
 /// an entry never outlives its token's expiry, and a revoked token is
-/// [forgotten](TokenCache::forget) at once.
+/// [forgotten](TokenCache::forget) at once. SQLite only: on PostgreSQL
+/// other server processes revoke tokens this one would not hear of, so
+/// every request asks the database ([`require_token`]).
 #[derive(Clone, Default)]
 pub struct TokenCache(Arc<Mutex<HashMap<TokenHash, (Caller, Instant)>>>);
 
@@ -97,7 +99,13 @@ pub async fn require_token(
         return ApiError::unauthorized("no access token (send Authorization: Bearer <token>)")
             .into_response();
     };
-    if let Some(caller) = state.tokens.get(&token) {
+    // Decision: no cache on PostgreSQL. A token revoked by another server
+    // process on the same database (a debug exchange, `accounts rotate`)
+    // must stop working here at once too, which a cache could only promise
+    // with word of every revocation (LISTEN/NOTIFY); one lookup by primary
+    // key per request is the price.
+    let cached = state.store.backend() == Backend::Sqlite;
+    if cached && let Some(caller) = state.tokens.get(&token) {
         req.extensions_mut().insert(caller);
         return next.run(req).await;
     }
@@ -105,8 +113,8 @@ pub async fn require_token(
     match state
         .store
         .read(move |conn| {
-            let caller = accounts::authenticate(conn.lite()?, &token)?;
-            if let Some(c) = &caller {
+            let caller = accounts::authenticate(conn, &token)?;
+            if let Some(c) = caller.as_ref().filter(|_| cached) {
                 cache.put(&token, c);
             }
             Ok(caller)

@@ -219,19 +219,20 @@ pub async fn start(opts: ServeOptions) -> Result<RunningServer, ServeError> {
             if remember_url {
                 store::set_setting(c, "base_url", &url)?;
             }
-            if accounts::account_count(c.lite()?)? > 0 {
+            if accounts::account_count(c)? > 0 {
                 return Ok(None);
             }
-            let (app, secret) = accounts::create_account(c.lite()?, DEFAULT_ACCOUNT)?;
+            // On PostgreSQL another server process may make it since the
+            // count: that start then created it, and this one did not.
+            let (app, secret) = match accounts::create_account(c, DEFAULT_ACCOUNT) {
+                Err(StoreError::Conflict(_)) => return Ok(None),
+                made => made?,
+            };
             // The login of `listpipe auth login` works out of the box.
-            accounts::set_app_name(c.lite()?, &app, "listpipe")?;
-            store::redirect_uris::register(
-                c.lite()?,
-                app.id,
-                store::redirect_uris::LOGIN_CALLBACK,
-            )?;
-            let (email, password) = store::users::create_first(c.lite()?, app.account)?;
-            let tokens = accounts::issue_pair(c.lite()?, app.account, app.id, ttl)?;
+            accounts::set_app_name(c, &app, "listpipe")?;
+            store::redirect_uris::register(c, app.id, store::redirect_uris::LOGIN_CALLBACK)?;
+            let (email, password) = store::users::create_first(c, app.account)?;
+            let tokens = accounts::issue_pair(c, app.account, app.id, ttl)?;
             let mut creds = credentials_of(&url, &app.client_id, &secret, tokens);
             creds.user_email = Some(email);
             creds.user_password = Some(password);
@@ -247,9 +248,7 @@ pub async fn start(opts: ServeOptions) -> Result<RunningServer, ServeError> {
             path: path.clone(),
             source,
         })?;
-        let loaded = store
-            .write(move |c| store::events::load(c.lite()?, &text))
-            .await?;
+        let loaded = store.write(move |c| store::events::load(c, &text)).await?;
         for skipped in &loaded.skipped {
             tracing::warn!(file = %path.display(), "event skipped: {skipped}");
         }

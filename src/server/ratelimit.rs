@@ -8,10 +8,14 @@
 //! The key is the token's selector (its public half, see
 //! `store::accounts`), never the secret token. It runs after authentication,
 //! so requests without a valid token are refused by the token check first.
+//!
+//! On PostgreSQL the quota is kept in the database (`store::rates`), so it
+//! holds across every server process sharing it.
 
 use super::AppState;
 use super::error::ApiError;
 use super::store::accounts::Caller;
+use super::store::{Backend, rates};
 use axum::extract::{Request, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::middleware::Next;
@@ -61,7 +65,17 @@ pub async fn limit(State(state): State<AppState>, req: Request, next: Next) -> R
         .get::<Caller>()
         .map(|c| c.selector.clone())
         .unwrap_or_default();
-    match rate.check(&key) {
+    let checked = match state.store.backend() {
+        Backend::Sqlite => rate.check(&key),
+        Backend::Postgres => {
+            let n = rate.per_second.get();
+            match state.store.write(move |db| rates::take(db, &key, n)).await {
+                Ok(checked) => checked,
+                Err(e) => return ApiError::from(e).into_response(),
+            }
+        }
+    };
+    match checked {
         Ok(()) => next.run(req).await,
         Err(secs) => too_many(
             secs,

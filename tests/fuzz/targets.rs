@@ -141,13 +141,9 @@ fn server() -> &'static Server {
         let st = store::Store::open(&db).expect("store");
         let token = rt
             .block_on(st.write(|c| {
-                let (app, _) = store::accounts::create_account(c.lite()?, "fuzz")?;
-                store::groups::create(
-                    c.lite()?,
-                    app.account,
-                    &listpipe::api::GroupInput::named("G"),
-                )?;
-                store::accounts::issue_pair(c.lite()?, app.account, app.id, 86_400)
+                let (app, _) = store::accounts::create_account(c, "fuzz")?;
+                store::groups::create(c, app.account, &listpipe::api::GroupInput::named("G"))?;
+                store::accounts::issue_pair(c, app.account, app.id, 86_400)
             }))
             .expect("account")
             .access_token;

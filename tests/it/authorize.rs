@@ -9,7 +9,6 @@ use crate::support::TestServer;
 use listpipe::api::oauth::Credentials;
 use listpipe::cli::auth::authorize_url;
 use listpipe::client::{ApiClient, oauth};
-use listpipe::server::{self, ServeOptions};
 use std::process::Command;
 
 const CALLBACK: &str = "http://127.0.0.1:54321/callback";
@@ -401,18 +400,7 @@ async fn a_form_without_its_csrf_token_or_cookie_is_refused() {
 
 /// A server whose codes live `code_ttl` seconds.
 async fn start_with_code_ttl(code_ttl: i64) -> TestServer {
-    let dir = tempfile::tempdir().unwrap();
-    let mut opts = ServeOptions::new(dir.path().join("server.db"), "127.0.0.1:0");
-    opts.code_ttl = code_ttl;
-    let running = server::start(opts).await.unwrap();
-    let creds = running.credentials.clone().unwrap();
-    let client = ApiClient::new(&running.base_url, &creds.access_token).unwrap();
-    TestServer {
-        server: Some(running),
-        creds,
-        client,
-        dir,
-    }
+    TestServer::start_with(|o| o.code_ttl = code_ttl).await
 }
 
 #[tokio::test]
@@ -468,8 +456,8 @@ async fn users_are_added_and_reset_from_the_command_line_and_log_in() {
     let store = t.server.as_ref().unwrap().store.clone();
     let users = store
         .call(|c| {
-            let app = listpipe::server::store::accounts::app_of(c.lite()?, "default")?;
-            listpipe::server::store::users::list(c.lite()?, app.account)
+            let app = listpipe::server::store::accounts::app_of(c, "default")?;
+            listpipe::server::store::users::list(c, app.account)
         })
         .await
         .unwrap();

@@ -78,7 +78,7 @@ async fn fixture(t: &TestServer) -> Group {
     store
         .write(|conn| {
             listpipe::server::store::events::record(
-                conn.lite()?,
+                conn,
                 listpipe::server::store::AccountId(1),
                 "b@example.com",
                 "open",
@@ -381,7 +381,7 @@ async fn events_load_from_a_fixtures_file() {
     let text = "{\"email\": \"a@example.com\", \"mailing_id\": \"m7\", \"type\": \"click\"}\n{\"email\": \"nobody@example.com\", \"mailing_id\": \"m7\", \"type\": \"open\"}\nnot json\n";
     let store = t.server.as_ref().unwrap().store.clone();
     let loaded = store
-        .write(move |c| listpipe::server::store::events::load(c.lite()?, text))
+        .write(move |c| listpipe::server::store::events::load(c, text))
         .await
         .unwrap();
     assert_eq!(loaded.events, 1);

@@ -8,6 +8,7 @@ mod adaptive;
 mod addresses;
 mod attributes;
 mod authorize;
+mod backends;
 mod blacklist;
 mod clients;
 mod consent;

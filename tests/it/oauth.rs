@@ -95,9 +95,9 @@ async fn an_authorization_code_is_exchanged_once_for_its_redirect_uri() {
         async move {
             store
                 .write(|conn| {
-                    let app = listpipe::server::store::accounts::app_of(conn.lite()?, "default")?;
+                    let app = listpipe::server::store::accounts::app_of(conn, "default")?;
                     listpipe::server::store::accounts::mint_code(
-                        conn.lite()?,
+                        conn,
                         &app,
                         "https://app.example/cb",
                     )

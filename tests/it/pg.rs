@@ -82,26 +82,7 @@ impl PgServer {
                 .and_then(|l| l.local_addr())
                 .expect("a free port")
                 .port();
-            let options = format!(
-                "-p {port} -k {} -c listen_addresses=127.0.0.1 -c fsync=off -c full_page_writes=off",
-                self.dir.path().display()
-            );
-            let (data, log) = (self.path("data"), self.path("log"));
-            let out = self.command(
-                "pg_ctl",
-                &[
-                    "-D".as_ref(),
-                    data.as_os_str(),
-                    "-l".as_ref(),
-                    log.as_os_str(),
-                    "-o".as_ref(),
-                    options.as_ref(),
-                    "-w".as_ref(),
-                    "-t".as_ref(),
-                    "60".as_ref(),
-                    "start".as_ref(),
-                ],
-            );
+            let out = self.pg_ctl_start(port);
             if out.status.success() {
                 self.port = port;
                 return self;
@@ -113,6 +94,56 @@ impl PgServer {
             );
         }
         panic!("PostgreSQL did not start: {last}");
+    }
+
+    fn pg_ctl_start(&self, port: u16) -> Output {
+        let options = format!(
+            "-p {port} -k {} -c listen_addresses=127.0.0.1 -c fsync=off -c full_page_writes=off",
+            self.dir.path().display()
+        );
+        let (data, log) = (self.path("data"), self.path("log"));
+        self.command(
+            "pg_ctl",
+            &[
+                "-D".as_ref(),
+                data.as_os_str(),
+                "-l".as_ref(),
+                log.as_os_str(),
+                "-o".as_ref(),
+                options.as_ref(),
+                "-w".as_ref(),
+                "-t".as_ref(),
+                "60".as_ref(),
+                "start".as_ref(),
+            ],
+        )
+    }
+
+    /// Stops the server at once, as a crash would, keeping its data and port.
+    pub fn stop(&self) {
+        let data = self.path("data");
+        let out = self.command(
+            "pg_ctl",
+            &[
+                "-D".as_ref(),
+                data.as_os_str(),
+                "-m".as_ref(),
+                "immediate".as_ref(),
+                "-w".as_ref(),
+                "stop".as_ref(),
+            ],
+        );
+        assert!(out.status.success(), "pg_ctl stop failed: {}", text(&out));
+    }
+
+    /// Starts a stopped server again on its port.
+    pub fn start_again(&self) {
+        let out = self.pg_ctl_start(self.port);
+        assert!(
+            out.status.success(),
+            "PostgreSQL did not start again: {}",
+            text(&out)
+        );
     }
 
     /// `postgres://listpipe:PASSWORD@127.0.0.1:PORT/postgres`

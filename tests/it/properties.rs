@@ -199,14 +199,14 @@ fn selected(people: &[Person], rules: &[Rule], or: bool) -> Result<BTreeSet<Stri
         .build()
         .expect("runtime");
     rt.block_on(store.write(move |c| {
-        let (app, _) = store::accounts::create_account(c.lite()?, "props")?;
+        let (app, _) = store::accounts::create_account(c, "props")?;
         let account: AccountId = app.account;
-        let group = store::groups::create(c.lite()?, account, &GroupInput::named("G"))?;
+        let group = store::groups::create(c, account, &GroupInput::named("G"))?;
         for (name, kind) in [
             ("city", AttributeType::Text),
             ("score", AttributeType::Number),
         ] {
-            store::attributes::create(c.lite()?, account, 0, &AttributeInput::new(name, kind))?;
+            store::attributes::create(c, account, 0, &AttributeInput::new(name, kind))?;
         }
         for (i, p) in people.iter().enumerate() {
             let attrs: BTreeMap<String, String> = [
@@ -220,7 +220,7 @@ fn selected(people: &[Person], rules: &[Rule], or: bool) -> Result<BTreeSet<Stri
                 global_attributes: Some(attrs),
                 ..ReceiverInput::email(email(i))
             };
-            store::receivers::create(c.lite()?, account, group.id.0, &input)?;
+            store::receivers::create(c, account, group.id.0, &input)?;
         }
         let filter = RuntimeFilter {
             rules: Some(rules),
@@ -228,7 +228,7 @@ fn selected(people: &[Person], rules: &[Rule], or: bool) -> Result<BTreeSet<Stri
             pagesize: Some(500),
             ..Default::default()
         };
-        Ok(store::filters::runtime(c.lite()?, account, &filter)
+        Ok(store::filters::runtime(c, account, &filter)
             .map(|rs| rs.into_iter().map(|r| r.email).collect::<BTreeSet<_>>())
             .map_err(|e| e.to_string()))
     }))

@@ -80,8 +80,8 @@ async fn tenant_token(t: &TestServer, name: &str) -> String {
     let name = name.to_string();
     store
         .write(move |c| {
-            let (app, _) = listpipe::server::store::accounts::create_account(c.lite()?, &name)?;
-            listpipe::server::store::accounts::issue_pair(c.lite()?, app.account, app.id, 3600)
+            let (app, _) = listpipe::server::store::accounts::create_account(c, &name)?;
+            listpipe::server::store::accounts::issue_pair(c, app.account, app.id, 3600)
         })
         .await
         .expect("second account")
@@ -1357,7 +1357,7 @@ async fn tokens_expire_on_time_and_no_grant_crosses_accounts() {
     let (base, c) = (t.base_url(), t.creds.clone());
     let store = t.server.as_ref().unwrap().store.clone();
     let (b_app, b_secret) = store
-        .write(|conn| accounts::create_account(conn.lite()?, "other"))
+        .write(|conn| accounts::create_account(conn, "other"))
         .await
         .unwrap();
 
@@ -1421,12 +1421,12 @@ async fn tokens_expire_on_time_and_no_grant_crosses_accounts() {
     // An authorization code of one account's application is worth nothing
     // to another's credentials.
     let a_app = store
-        .call(|conn| accounts::app_of(conn.lite()?, listpipe::server::DEFAULT_ACCOUNT))
+        .call(|conn| accounts::app_of(conn, listpipe::server::DEFAULT_ACCOUNT))
         .await
         .unwrap();
     let cb = "http://localhost/cb";
     let code = store
-        .write(move |conn| accounts::mint_code(conn.lite()?, &a_app, cb))
+        .write(move |conn| accounts::mint_code(conn, &a_app, cb))
         .await
         .unwrap();
     let err = oauth::authorization_code(&base, &b_app.client_id, &b_secret, &code, cb)
@@ -1464,8 +1464,8 @@ async fn sixteen_concurrent_writers_of_one_group_lose_nothing_and_duplicate_noth
     for _ in 0..CLIENTS {
         let token = store
             .write(|c| {
-                let app = accounts::app_of(c.lite()?, listpipe::server::DEFAULT_ACCOUNT)?;
-                accounts::issue_pair(c.lite()?, app.account, app.id, 3600)
+                let app = accounts::app_of(c, listpipe::server::DEFAULT_ACCOUNT)?;
+                accounts::issue_pair(c, app.account, app.id, 3600)
             })
             .await
             .unwrap();

@@ -1,5 +1,10 @@
 //! Test fixtures: a built-in server on port 0 with a temp database, and a
 //! client holding its first account's token.
+//!
+//! The database is SQLite in the test's temp dir, or with
+//! `LISTPIPE_TEST_BACKEND=postgres` a fresh PostgreSQL database: on the
+//! server named by `LISTPIPE_TEST_PG_URL` (one the suite shares, see
+//! `backends.rs`), else on a throwaway server of the test's own.
 
 use listpipe::api::oauth::Credentials;
 use listpipe::api::{Group, GroupInput};
@@ -11,7 +16,49 @@ pub struct TestServer {
     pub server: Option<RunningServer>,
     pub creds: Credentials,
     pub client: ApiClient,
+    /// The database: the SQLite file's path or a PostgreSQL URL.
+    db: PathBuf,
+    /// The test's own PostgreSQL server, stopped after the test's server.
+    _pg: Option<crate::pg::PgServer>,
     pub dir: tempfile::TempDir,
+}
+
+/// Whether this run's servers keep their data in PostgreSQL.
+pub fn on_postgres() -> bool {
+    std::env::var("LISTPIPE_TEST_BACKEND").as_deref() == Ok("postgres")
+}
+
+/// A fresh database for one test server: its `--db` and, when the test
+/// started one, its own PostgreSQL server.
+fn fresh_database(dir: &std::path::Path) -> (PathBuf, Option<crate::pg::PgServer>) {
+    if !on_postgres() {
+        return (dir.join("server.db"), None);
+    }
+    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let (admin, own) = match std::env::var("LISTPIPE_TEST_PG_URL") {
+        Ok(url) => (url, None),
+        Err(_) => {
+            let pg = crate::pg::PgServer::start()
+                .expect("LISTPIPE_TEST_BACKEND=postgres needs PostgreSQL");
+            (pg.url(), Some(pg))
+        }
+    };
+    let name = format!(
+        "t{}_{}",
+        std::process::id(),
+        NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    );
+    let create = format!("CREATE DATABASE {name}");
+    let admin_url = admin.clone();
+    // The synchronous client must not run inside the test's tokio runtime.
+    std::thread::spawn(move || {
+        let mut c = postgres::Client::connect(&admin_url, postgres::NoTls).expect("connects");
+        c.batch_execute(&create).expect("database created");
+    })
+    .join()
+    .expect("create thread");
+    let base = admin.rsplit_once('/').expect("a URL with a database").0;
+    (PathBuf::from(format!("{base}/{name}")), own)
 }
 
 impl TestServer {
@@ -26,7 +73,8 @@ impl TestServer {
     /// A server started with options of the test's choosing.
     pub async fn start_with(configure: impl FnOnce(&mut ServeOptions)) -> TestServer {
         let dir = tempfile::tempdir().expect("temp dir");
-        let mut opts = ServeOptions::new(dir.path().join("server.db"), "127.0.0.1:0");
+        let (db, pg) = fresh_database(dir.path());
+        let mut opts = ServeOptions::new(db.clone(), "127.0.0.1:0");
         configure(&mut opts);
         opts.credentials = Some(dir.path().join("credentials.json"));
         let server = server::start(opts).await.expect("server starts");
@@ -39,12 +87,15 @@ impl TestServer {
             server: Some(server),
             creds,
             client,
+            db,
+            _pg: pg,
             dir,
         }
     }
 
+    /// The database's `--db`: the SQLite file, or a PostgreSQL URL.
     pub fn db(&self) -> PathBuf {
-        self.dir.path().join("server.db")
+        self.db.clone()
     }
 
     pub fn base_url(&self) -> String {
@@ -74,8 +125,8 @@ impl TestServer {
         let name = name.to_string();
         let token = store
             .write(move |c| {
-                let (app, _) = listpipe::server::store::accounts::create_account(c.lite()?, &name)?;
-                listpipe::server::store::accounts::issue_pair(c.lite()?, app.account, app.id, 3600)
+                let (app, _) = listpipe::server::store::accounts::create_account(c, &name)?;
+                listpipe::server::store::accounts::issue_pair(c, app.account, app.id, 3600)
             })
             .await
             .expect("second account");

@@ -12,8 +12,8 @@ async fn a_client_written_from_the_spec_passes_against_the_server() {
     let store = t.server.as_ref().unwrap().store.clone();
     let code = store
         .write(|c| {
-            let app = listpipe::server::store::accounts::app_of(c.lite()?, "default")?;
-            listpipe::server::store::accounts::mint_code(c.lite()?, &app, "http://localhost/cb")
+            let app = listpipe::server::store::accounts::app_of(c, "default")?;
+            listpipe::server::store::accounts::mint_code(c, &app, "http://localhost/cb")
         })
         .await
         .unwrap();

@@ -8,7 +8,7 @@ use crate::server::auth::Auth;
 use crate::server::error::{ApiError, ApiResult};
 use crate::server::openapi::Routes;
 use crate::server::store::receivers::{self, ReceiverKey};
-use crate::server::store::{AccountId, StoreResult, attributes, not_found};
+use crate::server::store::{AccountId, Db, StoreResult, attributes, not_found};
 use crate::server::wire::{Input, QueryInput};
 use axum::Json;
 use axum::extract::{Path, State};
@@ -86,7 +86,7 @@ async fn list(
     let account = auth.account();
     Ok(wire(
         s.store
-            .read(move |c| attributes::list(c.lite()?, account, q.group_id.unwrap_or(0)))
+            .read(move |c| attributes::list(c, account, q.group_id.unwrap_or(0)))
             .await?,
     ))
 }
@@ -99,7 +99,7 @@ async fn list_in_group(
     let (account, g) = (auth.account(), path_id(&g, "group")?);
     Ok(wire(
         s.store
-            .read(move |c| attributes::list(c.lite()?, account, g))
+            .read(move |c| attributes::list(c, account, g))
             .await?,
     ))
 }
@@ -113,7 +113,7 @@ async fn create(
     let g = input.group_id.unwrap_or(0).max(0);
     Ok(Json(
         s.store
-            .write(move |c| attributes::create(c.lite()?, account, g, &input))
+            .write(move |c| attributes::create(c, account, g, &input))
             .await?
             .to_wire(),
     ))
@@ -128,7 +128,7 @@ async fn create_in_group(
     let (account, g) = (auth.account(), path_id(&g, "group")?);
     Ok(Json(
         s.store
-            .write(move |c| attributes::create(c.lite()?, account, g, &input))
+            .write(move |c| attributes::create(c, account, g, &input))
             .await?
             .to_wire(),
     ))
@@ -138,7 +138,7 @@ async fn limits(State(s): State<AppState>, auth: Auth) -> ApiResult<Json<Attribu
     let account = auth.account();
     Ok(Json(
         s.store
-            .read(move |c| attributes::limits(c.lite()?, account))
+            .read(move |c| attributes::limits(c, account))
             .await?,
     ))
 }
@@ -151,7 +151,7 @@ async fn read(
     let (account, id) = (auth.account(), path_id(&id, "attribute")?);
     Ok(Json(
         s.store
-            .read(move |c| attributes::get(c.lite()?, account, id, None))
+            .read(move |c| attributes::get(c, account, id, None))
             .await?
             .to_wire(),
     ))
@@ -166,7 +166,7 @@ async fn update(
     let (account, id) = (auth.account(), path_id(&id, "attribute")?);
     Ok(Json(
         s.store
-            .write(move |c| attributes::update(c.lite()?, account, id, None, &input))
+            .write(move |c| attributes::update(c, account, id, None, &input))
             .await?
             .to_wire(),
     ))
@@ -185,7 +185,7 @@ async fn update_in_group(
     );
     Ok(Json(
         s.store
-            .write(move |c| attributes::update(c.lite()?, account, id, Some(g), &input))
+            .write(move |c| attributes::update(c, account, id, Some(g), &input))
             .await?
             .to_wire(),
     ))
@@ -198,7 +198,7 @@ async fn remove(
 ) -> ApiResult<Json<bool>> {
     let (account, id) = (auth.account(), path_id(&id, "attribute")?);
     s.store
-        .write(move |c| attributes::delete(c.lite()?, account, id, None))
+        .write(move |c| attributes::delete(c, account, id, None))
         .await?;
     Ok(Json(true))
 }
@@ -214,7 +214,7 @@ async fn remove_in_group(
         path_id(&id, "attribute")?,
     );
     s.store
-        .write(move |c| attributes::delete(c.lite()?, account, id, Some(g)))
+        .write(move |c| attributes::delete(c, account, id, Some(g)))
         .await?;
     Ok(Json(true))
 }
@@ -232,8 +232,8 @@ async fn values(
     Ok(Json(
         s.store
             .call(move |c| {
-                let (contact, _) = receivers::contact_of(c.lite()?, account, group, &key)?;
-                attributes::values_of(c.lite()?, account, contact, group)
+                let (contact, _) = receivers::contact_of(c, account, group, &key)?;
+                attributes::values_of(c, account, contact, group)
             })
             .await?,
     ))
@@ -241,7 +241,7 @@ async fn values(
 
 /// Sets one value; a group attribute needs the receiver in its group.
 fn set(
-    c: &rusqlite::Connection,
+    c: &Db,
     account: AccountId,
     group: Option<i64>,
     key: &ReceiverKey,
@@ -273,7 +273,7 @@ async fn set_value_in_group(
         .value
         .ok_or_else(|| ApiError::bad_request("value is required"))?;
     s.store
-        .write(move |c| set(c.lite()?, account, Some(g), &key, id, &value))
+        .write(move |c| set(c, account, Some(g), &key, id, &value))
         .await?;
     Ok(Json(true))
 }
@@ -293,7 +293,7 @@ async fn set_value(
         .value
         .ok_or_else(|| ApiError::bad_request("value is required"))?;
     s.store
-        .write(move |c| set(c.lite()?, account, None, &key, id, &value))
+        .write(move |c| set(c, account, None, &key, id, &value))
         .await?;
     Ok(Json(true))
 }

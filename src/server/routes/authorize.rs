@@ -187,12 +187,12 @@ async fn resolve(s: &AppState, p: &Params) -> Result<Resolved, Response> {
     let found = s
         .store
         .write(move |c| -> StoreResult<_> {
-            let Some(listing) = accounts::app_by_client_id(c.lite()?, &client_id)? else {
+            let Some(listing) = accounts::app_by_client_id(c, &client_id)? else {
                 return Ok(Err(format!(
                     "No application has the client id \"{client_id}\"."
                 )));
             };
-            if !redirect_uris::allows(c.lite()?, listing.app.id, &redirect_uri)? {
+            if !redirect_uris::allows(c, listing.app.id, &redirect_uri)? {
                 return Ok(Err(format!(
                     "The address \"{redirect_uri}\" is not registered for this application, so \
                      no code is sent there. Its owner can register it with \
@@ -340,7 +340,7 @@ async fn submit(
     let account = r.listing.app.account;
     let found = s
         .store
-        .call(move |c| users::login_hash(c.lite()?, account, &email))
+        .call(move |c| users::login_hash(c, account, &email))
         .await;
     let found = match found {
         Ok(found) => found,
@@ -364,7 +364,7 @@ async fn submit(
     let (app, redirect_uri, code_ttl) = (r.listing.app.clone(), r.redirect_uri.clone(), s.code_ttl);
     let code = s
         .store
-        .write(move |c| accounts::mint_code_for(c.lite()?, &app, &redirect_uri, code_ttl))
+        .write(move |c| accounts::mint_code_for(c, &app, &redirect_uri, code_ttl))
         .await;
     match code {
         Ok(code) => {

@@ -50,9 +50,7 @@ pub fn routes() -> Routes {
 async fn list(State(s): State<AppState>, auth: Auth) -> ApiResult<Json<Vec<BlacklistEntry>>> {
     let account = auth.account();
     Ok(Json(
-        s.store
-            .read(move |c| blacklist::list(c.lite()?, account))
-            .await?,
+        s.store.read(move |c| blacklist::list(c, account)).await?,
     ))
 }
 
@@ -64,7 +62,7 @@ async fn add(
     let account = auth.account();
     Ok(Json(
         s.store
-            .write(move |c| blacklist::add(c.lite()?, account, &input))
+            .write(move |c| blacklist::add(c, account, &input))
             .await?,
     ))
 }
@@ -77,7 +75,7 @@ async fn update(
     let account = auth.account();
     Ok(Json(
         s.store
-            .write(move |c| blacklist::update(c.lite()?, account, &input))
+            .write(move |c| blacklist::update(c, account, &input))
             .await?,
     ))
 }
@@ -90,7 +88,7 @@ async fn read(
     let account = auth.account();
     Ok(Json(
         s.store
-            .read(move |c| blacklist::get(c.lite()?, account, &email))
+            .read(move |c| blacklist::get(c, account, &email))
             .await?,
     ))
 }
@@ -102,7 +100,7 @@ async fn remove(
 ) -> ApiResult<Json<bool>> {
     let account = auth.account();
     s.store
-        .write(move |c| blacklist::delete(c.lite()?, account, &email))
+        .write(move |c| blacklist::delete(c, account, &email))
         .await?;
     Ok(Json(true))
 }
@@ -125,7 +123,7 @@ async fn batch(
         .ok_or_else(|| ApiError::bad_request("items is required"))?;
     Ok(Json(
         s.store
-            .write(move |c| blacklist::batch(c.lite()?, account, &items))
+            .write(move |c| blacklist::batch(c, account, &items))
             .await?,
     ))
 }
@@ -143,7 +141,7 @@ async fn validate(
     let invert = input.invert.unwrap_or(false);
     Ok(Json(
         s.store
-            .read(move |c| blacklist::validate(c.lite()?, account, &emails, group, invert))
+            .read(move |c| blacklist::validate(c, account, &emails, group, invert))
             .await?,
     ))
 }
@@ -156,7 +154,7 @@ async fn group_list(
     let (account, g) = (auth.account(), path_id(&g, "group")?);
     Ok(Json(
         s.store
-            .read(move |c| blacklist::group_list(c.lite()?, account, g))
+            .read(move |c| blacklist::group_list(c, account, g))
             .await?,
     ))
 }
@@ -170,7 +168,7 @@ async fn group_add(
     let (account, g) = (auth.account(), path_id(&g, "group")?);
     Ok(Json(
         s.store
-            .write(move |c| blacklist::group_add(c.lite()?, account, g, input.email.as_deref()))
+            .write(move |c| blacklist::group_add(c, account, g, input.email.as_deref()))
             .await?,
     ))
 }
@@ -182,7 +180,7 @@ async fn group_remove(
 ) -> ApiResult<Json<bool>> {
     let (account, g) = (auth.account(), path_id(&g, "group")?);
     s.store
-        .write(move |c| blacklist::group_delete(c.lite()?, account, g, &email))
+        .write(move |c| blacklist::group_delete(c, account, g, &email))
         .await?;
     Ok(Json(true))
 }

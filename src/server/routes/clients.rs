@@ -10,11 +10,10 @@ use crate::server::AppState;
 use crate::server::auth::Auth;
 use crate::server::error::ApiResult;
 use crate::server::openapi::Routes;
-use crate::server::store::{AccountId, StoreResult, clients};
+use crate::server::store::{AccountId, Db, StoreResult, clients};
 use crate::server::wire::QueryInput;
 use axum::Json;
 use axum::extract::{Path, State};
-use rusqlite::Connection;
 use serde::Deserialize;
 
 pub fn routes() -> Routes {
@@ -77,7 +76,7 @@ async fn list(
     let account = auth.account();
     let mut page = s
         .store
-        .call(move |c| clients::list(c.lite()?, account, q.pagesize, q.page))
+        .call(move |c| clients::list(c, account, q.pagesize, q.page))
         .await?;
     Ok(Json(match page.len() {
         1 => ClientList::One(page.remove(0)),
@@ -89,12 +88,10 @@ async fn list(
 async fn of_client<T, F>(s: &AppState, auth: &Auth, id: &str, f: F) -> ApiResult<Json<T>>
 where
     T: Send + 'static,
-    F: FnOnce(&Connection, AccountId, i64) -> StoreResult<T> + Send + 'static,
+    F: FnOnce(&Db, AccountId, i64) -> StoreResult<T> + Send + 'static,
 {
     let (account, id) = (auth.account(), path_id(id, "client")?);
-    Ok(Json(
-        s.store.call(move |c| f(c.lite()?, account, id)).await?,
-    ))
+    Ok(Json(s.store.call(move |c| f(c, account, id)).await?))
 }
 
 async fn read(
@@ -113,7 +110,7 @@ async fn by_domain(
     let account = auth.account();
     Ok(Json(
         s.store
-            .call(move |c| clients::by_domain(c.lite()?, account, &domain))
+            .call(move |c| clients::by_domain(c, account, &domain))
             .await?,
     ))
 }

@@ -38,8 +38,8 @@ async fn exchange(State(s): State<AppState>, Auth(caller): Auth) -> ApiResult<Js
     let pair = s
         .store
         .write(move |c| {
-            accounts::revoke(c.lite()?, &caller.selector)?;
-            accounts::issue_pair(c.lite()?, caller.account, caller.app_id, ttl)
+            accounts::revoke(c, &caller.selector)?;
+            accounts::issue_pair(c, caller.account, caller.app_id, ttl)
         })
         .await?;
     s.tokens.forget(&selector);
@@ -65,7 +65,7 @@ async fn whoami(State(s): State<AppState>, auth: Auth) -> ApiResult<Json<ClientI
     let account = auth.account();
     Ok(Json(
         s.store
-            .call(move |c| accounts::client_info(c.lite()?, account))
+            .call(move |c| accounts::client_info(c, account))
             .await?,
     ))
 }

@@ -159,7 +159,7 @@ async fn run(
 ) -> ApiResult<Vec<ItemOutcome>> {
     let (account, g) = (auth.account(), path_id(g, "group")?);
     Ok(s.store
-        .write(move |c| receivers::write_batch(c.lite()?, account, g, items, mode, full))
+        .write(move |c| receivers::write_batch(c, account, g, items, mode, full))
         .await?)
 }
 
@@ -266,7 +266,7 @@ async fn set_activation(
         ReceiverKey::parse(&r),
     );
     s.store
-        .write(move |c| receivers::set_activation(c.lite()?, account, g, &key, what))
+        .write(move |c| receivers::set_activation(c, account, g, &key, what))
         .await?;
     Ok(Json(true))
 }
@@ -299,12 +299,12 @@ async fn bounced(
     let account = auth.account();
     q.kind = Some("bounce".into());
     let everyone = Selection {
-        sql: "1".into(),
+        sql: "TRUE".into(),
         params: Vec::new(),
         whole_group: None,
     };
     Ok(s.store
-        .read(move |c| receivers::list_matching(c.lite()?, account, &everyone, &q, false))
+        .read(move |c| receivers::list_matching(c, account, &everyone, &q, false))
         .await?)
 }
 
@@ -317,7 +317,7 @@ async fn groups_of(
     let (account, key) = (auth.account(), ReceiverKey::parse(&r));
     Ok(Json(
         s.store
-            .read(move |c| receivers::groups_of(c.lite()?, account, &key))
+            .read(move |c| receivers::groups_of(c, account, &key))
             .await?,
     ))
 }
@@ -335,7 +335,7 @@ async fn change_email(
         .ok_or_else(|| ApiError::bad_request("Bad Request: email is required"))?;
     Ok(Json(
         s.store
-            .write(move |c| receivers::change_email(c.lite()?, account, &key, &email))
+            .write(move |c| receivers::change_email(c, account, &key, &email))
             .await?,
     ))
 }

@@ -53,9 +53,7 @@ async fn list(
 ) -> ApiResult<Json<Vec<Filter>>> {
     let (account, g) = (auth.account(), path_id(&g, "group")?);
     Ok(Json(
-        s.store
-            .read(move |c| filters::list(c.lite()?, account, g))
-            .await?,
+        s.store.read(move |c| filters::list(c, account, g)).await?,
     ))
 }
 
@@ -69,7 +67,7 @@ async fn create(
     let (account, g) = (auth.account(), path_id(&g, "group")?);
     Ok(Json(
         s.store
-            .write(move |c| filters::create(c.lite()?, account, g, &input))
+            .write(move |c| filters::create(c, account, g, &input))
             .await?,
     ))
 }
@@ -82,7 +80,7 @@ async fn read(
     let (account, (g, f)) = (auth.account(), ids(&g, &f)?);
     Ok(Json(
         s.store
-            .read(move |c| filters::get(c.lite()?, account, g, f))
+            .read(move |c| filters::get(c, account, g, f))
             .await?,
     ))
 }
@@ -96,7 +94,7 @@ async fn update(
 ) -> ApiResult<Json<bool>> {
     let (account, (g, f)) = (auth.account(), ids(&g, &f)?);
     s.store
-        .write(move |c| filters::update(c.lite()?, account, g, f, &input))
+        .write(move |c| filters::update(c, account, g, f, &input))
         .await?;
     Ok(Json(true))
 }
@@ -108,7 +106,7 @@ async fn remove(
 ) -> ApiResult<Json<bool>> {
     let (account, (g, f)) = (auth.account(), ids(&g, &f)?);
     s.store
-        .write(move |c| filters::delete(c.lite()?, account, g, f))
+        .write(move |c| filters::delete(c, account, g, f))
         .await?;
     Ok(Json(true))
 }
@@ -121,7 +119,7 @@ async fn stats(
     let (account, (g, f)) = (auth.account(), ids(&g, &f)?);
     Ok(Json(
         s.store
-            .read(move |c| filters::stats(c.lite()?, account, g, f))
+            .read(move |c| filters::stats(c, account, g, f))
             .await?,
     ))
 }
@@ -135,7 +133,7 @@ async fn count(
     let (account, (g, f)) = (auth.account(), ids(&g, &f)?);
     Ok(Json(
         s.store
-            .read(move |c| filters::count(c.lite()?, account, g, f))
+            .read(move |c| filters::count(c, account, g, f))
             .await?,
     ))
 }
@@ -148,7 +146,7 @@ async fn receivers(
 ) -> ApiResult<ReceiversJson> {
     let (account, (g, f)) = (auth.account(), ids(&g, &f)?);
     Ok(s.store
-        .read(move |c| filters::receivers(c.lite()?, account, g, f, &q))
+        .read(move |c| filters::receivers(c, account, g, f, &q))
         .await?)
 }
 
@@ -159,6 +157,6 @@ async fn runtime(
 ) -> ApiResult<ReceiversJson> {
     let account = auth.account();
     Ok(s.store
-        .read(move |c| filters::runtime_json(c.lite()?, account, &input))
+        .read(move |c| filters::runtime_json(c, account, &input))
         .await?)
 }

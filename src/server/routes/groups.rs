@@ -47,7 +47,7 @@ async fn list(
     let account = auth.account();
     Ok(Json(
         s.store
-            .read(move |c| groups::list(c.lite()?, account, q.order.as_deref()))
+            .read(move |c| groups::list(c, account, q.order.as_deref()))
             .await?,
     ))
 }
@@ -60,7 +60,7 @@ async fn create(
     let account = auth.account();
     Ok(Json(
         s.store
-            .write(move |c| groups::create(c.lite()?, account, &input))
+            .write(move |c| groups::create(c, account, &input))
             .await?,
     ))
 }
@@ -72,9 +72,7 @@ async fn read(
 ) -> ApiResult<Json<Group>> {
     let (account, id) = (auth.account(), path_id(&id, "group")?);
     Ok(Json(
-        s.store
-            .read(move |c| groups::get(c.lite()?, account, id))
-            .await?,
+        s.store.read(move |c| groups::get(c, account, id)).await?,
     ))
 }
 
@@ -87,7 +85,7 @@ async fn update(
     let (account, id) = (auth.account(), path_id(&id, "group")?);
     Ok(Json(
         s.store
-            .write(move |c| groups::update(c.lite()?, account, id, &input))
+            .write(move |c| groups::update(c, account, id, &input))
             .await?,
     ))
 }
@@ -99,7 +97,7 @@ async fn remove(
 ) -> ApiResult<Json<bool>> {
     let (account, id) = (auth.account(), path_id(&id, "group")?);
     s.store
-        .write(move |c| groups::delete(c.lite()?, account, id))
+        .write(move |c| groups::delete(c, account, id))
         .await?;
     Ok(Json(true))
 }
@@ -111,9 +109,7 @@ async fn stats(
 ) -> ApiResult<Json<GroupStats>> {
     let (account, id) = (auth.account(), path_id(&id, "group")?);
     Ok(Json(
-        s.store
-            .read(move |c| groups::stats(c.lite()?, account, id))
-            .await?,
+        s.store.read(move |c| groups::stats(c, account, id)).await?,
     ))
 }
 
@@ -125,7 +121,7 @@ async fn advanced_stats(
     let (account, id) = (auth.account(), path_id(&id, "group")?);
     Ok(Json(
         s.store
-            .read(move |c| groups::advanced_stats(c.lite()?, account, id))
+            .read(move |c| groups::advanced_stats(c, account, id))
             .await?,
     ))
 }
@@ -137,7 +133,7 @@ async fn clear(
 ) -> ApiResult<Json<bool>> {
     let (account, id) = (auth.account(), path_id(&id, "group")?);
     s.store
-        .write(move |c| groups::clear(c.lite()?, account, id))
+        .write(move |c| groups::clear(c, account, id))
         .await?;
     Ok(Json(true))
 }

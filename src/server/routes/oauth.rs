@@ -120,9 +120,7 @@ async fn token(
     let result = s
         .store
         .write(move |c| {
-            let Some(app): Option<App> =
-                accounts::authenticate_app(c.lite()?, &client_id, &secret)?
-            else {
+            let Some(app): Option<App> = accounts::authenticate_app(c, &client_id, &secret)? else {
                 return Ok(Err(oauth_error(
                     StatusCode::UNAUTHORIZED,
                     "invalid_client",
@@ -130,11 +128,9 @@ async fn token(
                 )));
             };
             let issued = match grant.as_str() {
-                "client_credentials" => {
-                    Some(accounts::issue_pair(c.lite()?, app.account, app.id, ttl)?)
-                }
+                "client_credentials" => Some(accounts::issue_pair(c, app.account, app.id, ttl)?),
                 "refresh_token" => match req.refresh_token.as_deref() {
-                    Some(t) => accounts::refresh(c.lite()?, &app, t, ttl)?,
+                    Some(t) => accounts::refresh(c, &app, t, ttl)?,
                     None => {
                         return Ok(Err(oauth_error(
                             StatusCode::BAD_REQUEST,
@@ -146,7 +142,7 @@ async fn token(
                 _ => match req.code.as_deref() {
                     Some(code) => {
                         let redirect = req.redirect_uri.as_deref();
-                        accounts::redeem_code(c.lite()?, &app, code, redirect, ttl, code_ttl)?
+                        accounts::redeem_code(c, &app, code, redirect, ttl, code_ttl)?
                     }
                     None => {
                         return Ok(Err(oauth_error(

@@ -52,7 +52,7 @@ async fn list(
 ) -> ApiResult<ReceiversJson> {
     let (account, g) = (auth.account(), path_id(&g, "group")?);
     Ok(s.store
-        .read(move |c| receivers::list(c.lite()?, account, g, &q))
+        .read(move |c| receivers::list(c, account, g, &q))
         .await?)
 }
 
@@ -65,7 +65,7 @@ async fn list_by_body(
 ) -> ApiResult<ReceiversJson> {
     let (account, g) = (auth.account(), path_id(&g, "group")?);
     Ok(s.store
-        .read(move |c| receivers::list(c.lite()?, account, g, &q))
+        .read(move |c| receivers::list(c, account, g, &q))
         .await?)
 }
 
@@ -78,7 +78,7 @@ async fn create(
     let (account, g) = (auth.account(), path_id(&g, "group")?);
     Ok(Json(
         s.store
-            .write(move |c| receivers::create(c.lite()?, account, g, &input))
+            .write(move |c| receivers::create(c, account, g, &input))
             .await?,
     ))
 }
@@ -97,7 +97,7 @@ async fn read_in_group(
     let detail = q.detail.unwrap_or(0);
     Ok(Json(
         s.store
-            .read(move |c| receivers::get(c.lite()?, account, Some(g), &key, detail))
+            .read(move |c| receivers::get(c, account, Some(g), &key, detail))
             .await?,
     ))
 }
@@ -115,7 +115,7 @@ async fn update(
     );
     Ok(Json(
         s.store
-            .write(move |c| receivers::update(c.lite()?, account, g, &key, &input))
+            .write(move |c| receivers::update(c, account, g, &key, &input))
             .await?,
     ))
 }
@@ -131,7 +131,7 @@ async fn remove_from_group(
         ReceiverKey::parse(&r),
     );
     s.store
-        .write(move |c| receivers::delete(c.lite()?, account, Some(g), &key))
+        .write(move |c| receivers::delete(c, account, Some(g), &key))
         .await?;
     Ok(Json(true))
 }
@@ -146,15 +146,7 @@ async fn read(
     let detail = q.detail.unwrap_or(0);
     Ok(Json(
         s.store
-            .read(move |c| {
-                receivers::get(
-                    c.lite()?,
-                    account,
-                    q.group_id.filter(|g| *g > 0),
-                    &key,
-                    detail,
-                )
-            })
+            .read(move |c| receivers::get(c, account, q.group_id.filter(|g| *g > 0), &key, detail))
             .await?,
     ))
 }
@@ -167,7 +159,7 @@ async fn remove(
 ) -> ApiResult<Json<bool>> {
     let (account, key) = (auth.account(), ReceiverKey::parse(&r));
     s.store
-        .write(move |c| receivers::delete(c.lite()?, account, q.group_id.filter(|g| *g > 0), &key))
+        .write(move |c| receivers::delete(c, account, q.group_id.filter(|g| *g > 0), &key))
         .await?;
     Ok(Json(true))
 }

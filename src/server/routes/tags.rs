@@ -48,7 +48,7 @@ async fn list(
     let (account, origin) = (auth.account(), origin_of(&uri));
     Ok(Json(
         s.store
-            .read(move |c| tags::of_account(c.lite()?, account, &origin))
+            .read(move |c| tags::of_account(c, account, &origin))
             .await?,
     ))
 }
@@ -65,8 +65,8 @@ async fn of_receiver(
     Ok(Json(
         s.store
             .call(move |c| {
-                let (contact, _) = receivers::contact_of(c.lite()?, account, group, &key)?;
-                tags::of_contact(c.lite()?, contact, &origin)
+                let (contact, _) = receivers::contact_of(c, account, group, &key)?;
+                tags::of_contact(c, contact, &origin)
             })
             .await?,
     ))
@@ -86,8 +86,8 @@ async fn add_tags(
     Ok(Json(
         s.store
             .write(move |c| {
-                let (contact, _) = receivers::contact_of(c.lite()?, account, group, &key)?;
-                tags::apply(c.lite()?, contact, &list)
+                let (contact, _) = receivers::contact_of(c, account, group, &key)?;
+                tags::apply(c, contact, &list)
             })
             .await?,
     ))

@@ -4,11 +4,10 @@
 //! the row, the SHA-256 of the verifier is compared in constant time. Only
 //! hashes are stored, so a copy of the database grants nothing.
 
+use super::db::{Db, params};
 use super::{AccountId, StoreError, StoreResult, now};
 use crate::api::TokenResponse;
 use crate::api::client_info::ClientInfo;
-use crate::server::store::Cached;
-use rusqlite::{Connection, OptionalExtension, params};
 use sha2::{Digest, Sha256};
 
 const SELECTOR_BYTES: usize = 8;
@@ -69,7 +68,7 @@ impl Kind {
 }
 
 fn mint(
-    conn: &Connection,
+    db: &Db,
     kind: Kind,
     account: AccountId,
     app_id: i64,
@@ -79,7 +78,7 @@ fn mint(
     let selector = random_hex(SELECTOR_BYTES)?;
     let verifier = random_hex(VERIFIER_BYTES)?;
     let t = now();
-    conn.exec(
+    db.exec(
         "INSERT INTO tokens (selector, verifier_hash, kind, account_id, app_id, redirect_uri, created, expires)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
         params![selector, hash(&verifier), kind.as_str(), account.0, app_id, redirect_uri, t, t + ttl],
@@ -89,31 +88,25 @@ fn mint(
 
 /// Finds a live token of `kind`; expired, revoked or forged ones are `None`.
 /// Also answers the redirect URI it was minted for and when it was made.
-fn lookup(
-    conn: &Connection,
-    kind: Kind,
-    token: &str,
-) -> StoreResult<Option<(Caller, String, i64)>> {
+fn lookup(db: &Db, kind: Kind, token: &str) -> StoreResult<Option<(Caller, String, i64)>> {
     let Some((selector, verifier)) = split(token) else {
         return Ok(None);
     };
-    let row = conn
-        .row(
-            "SELECT verifier_hash, account_id, app_id, expires, redirect_uri, created FROM tokens
-             WHERE selector = ?1 AND kind = ?2",
-            params![selector, kind.as_str()],
-            |r| {
-                Ok((
-                    r.get::<_, Vec<u8>>(0)?,
-                    r.get::<_, i64>(1)?,
-                    r.get::<_, i64>(2)?,
-                    r.get::<_, i64>(3)?,
-                    r.get::<_, String>(4)?,
-                    r.get::<_, i64>(5)?,
-                ))
-            },
-        )
-        .optional()?;
+    let row = db.opt_row(
+        "SELECT verifier_hash, account_id, app_id, expires, redirect_uri, created FROM tokens
+         WHERE selector = ?1 AND kind = ?2",
+        params![selector, kind.as_str()],
+        |r| {
+            Ok((
+                r.get::<Vec<u8>>(0)?,
+                r.get::<i64>(1)?,
+                r.get::<i64>(2)?,
+                r.get::<i64>(3)?,
+                r.get::<String>(4)?,
+                r.get::<i64>(5)?,
+            ))
+        },
+    )?;
     let Some((stored, account, app_id, expires, redirect, created)) = row else {
         return Ok(None);
     };
@@ -130,29 +123,36 @@ fn lookup(
 }
 
 /// The account behind an access token, if the token is live.
-pub fn authenticate(conn: &Connection, token: &str) -> StoreResult<Option<Caller>> {
-    Ok(lookup(conn, Kind::Access, token)?.map(|(c, _, _)| c))
+pub fn authenticate(db: &Db, token: &str) -> StoreResult<Option<Caller>> {
+    Ok(lookup(db, Kind::Access, token)?.map(|(c, _, _)| c))
 }
 
-pub fn revoke(conn: &Connection, selector: &str) -> StoreResult<()> {
-    conn.exec("DELETE FROM tokens WHERE selector = ?1", [selector])?;
-    Ok(())
+pub fn revoke(db: &Db, selector: &str) -> StoreResult<()> {
+    spend(db, selector).map(drop)
+}
+
+/// Deletes a token; whether this call deleted it. A single-use token is
+/// spent by the exchange that deletes it: on PostgreSQL two exchanges of
+/// one token at once both find it, and the second delete waits for the
+/// first to commit and then finds nothing.
+fn spend(db: &Db, selector: &str) -> StoreResult<bool> {
+    Ok(db.exec("DELETE FROM tokens WHERE selector = ?1", params![selector])? > 0)
 }
 
 /// Issues a fresh access + refresh token pair for an application.
 pub fn issue_pair(
-    conn: &Connection,
+    db: &Db,
     account: AccountId,
     app_id: i64,
     ttl: i64,
 ) -> StoreResult<TokenResponse> {
     // Expired rows are of no use to anyone: sweep them while we are here.
-    conn.exec("DELETE FROM tokens WHERE expires <= ?1", [now()])?;
+    db.exec("DELETE FROM tokens WHERE expires <= ?1", params![now()])?;
     Ok(TokenResponse {
-        access_token: mint(conn, Kind::Access, account, app_id, ttl, "")?,
+        access_token: mint(db, Kind::Access, account, app_id, ttl, "")?,
         token_type: "bearer".into(),
         expires_in: ttl,
-        refresh_token: mint(conn, Kind::Refresh, account, app_id, REFRESH_TTL_SECS, "")?,
+        refresh_token: mint(db, Kind::Refresh, account, app_id, REFRESH_TTL_SECS, "")?,
         scope: SCOPE.into(),
     })
 }
@@ -166,24 +166,12 @@ pub struct App {
 }
 
 /// Checks a client id and secret; `None` when either is wrong.
-pub fn authenticate_app(
-    conn: &Connection,
-    client_id: &str,
-    secret: &str,
-) -> StoreResult<Option<App>> {
-    let row = conn
-        .row(
-            "SELECT id, account_id, secret_hash FROM oauth_apps WHERE client_id = ?1",
-            [client_id],
-            |r| {
-                Ok((
-                    r.get::<_, i64>(0)?,
-                    r.get::<_, i64>(1)?,
-                    r.get::<_, Vec<u8>>(2)?,
-                ))
-            },
-        )
-        .optional()?;
+pub fn authenticate_app(db: &Db, client_id: &str, secret: &str) -> StoreResult<Option<App>> {
+    let row = db.opt_row(
+        "SELECT id, account_id, secret_hash FROM oauth_apps WHERE client_id = ?1",
+        params![client_id],
+        |r| Ok((r.get::<i64>(0)?, r.get::<i64>(1)?, r.get::<Vec<u8>>(2)?)),
+    )?;
     Ok(row.and_then(|(id, account, stored)| {
         constant_time_eq::constant_time_eq(&stored, &hash(secret)).then(|| App {
             id,
@@ -194,16 +182,13 @@ pub fn authenticate_app(
 }
 
 /// Exchanges a refresh token (single use: it is spent by the exchange).
-pub fn refresh(
-    conn: &Connection,
-    app: &App,
-    token: &str,
-    ttl: i64,
-) -> StoreResult<Option<TokenResponse>> {
-    match lookup(conn, Kind::Refresh, token)? {
+pub fn refresh(db: &Db, app: &App, token: &str, ttl: i64) -> StoreResult<Option<TokenResponse>> {
+    match lookup(db, Kind::Refresh, token)? {
         Some((caller, _, _)) if caller.app_id == app.id => {
-            revoke(conn, &caller.selector)?;
-            issue_pair(conn, caller.account, app.id, ttl).map(Some)
+            if !spend(db, &caller.selector)? {
+                return Ok(None);
+            }
+            issue_pair(db, caller.account, app.id, ttl).map(Some)
         }
         _ => Ok(None),
     }
@@ -214,23 +199,25 @@ pub fn refresh(
 /// also shortens codes minted with a longer life). A code bound to a
 /// redirect URI needs that same URI (RFC 6749 §4.1.3).
 pub fn redeem_code(
-    conn: &Connection,
+    db: &Db,
     app: &App,
     code: &str,
     redirect_uri: Option<&str>,
     ttl: i64,
     code_ttl: i64,
 ) -> StoreResult<Option<TokenResponse>> {
-    match lookup(conn, Kind::Code, code)? {
+    match lookup(db, Kind::Code, code)? {
         Some((caller, minted_for, created)) if caller.app_id == app.id => {
-            revoke(conn, &caller.selector)?;
+            if !spend(db, &caller.selector)? {
+                return Ok(None);
+            }
             if !minted_for.is_empty() && redirect_uri != Some(minted_for.as_str()) {
                 return Ok(None);
             }
             if created + code_ttl <= now() {
                 return Ok(None);
             }
-            issue_pair(conn, caller.account, app.id, ttl).map(Some)
+            issue_pair(db, caller.account, app.id, ttl).map(Some)
         }
         _ => Ok(None),
     }
@@ -238,54 +225,41 @@ pub fn redeem_code(
 
 /// Mints an authorization code for the account's application, valid
 /// [`CODE_TTL_SECS`].
-pub fn mint_code(conn: &Connection, app: &App, redirect_uri: &str) -> StoreResult<String> {
-    mint_code_for(conn, app, redirect_uri, CODE_TTL_SECS)
+pub fn mint_code(db: &Db, app: &App, redirect_uri: &str) -> StoreResult<String> {
+    mint_code_for(db, app, redirect_uri, CODE_TTL_SECS)
 }
 
 /// Mints an authorization code valid `code_ttl` seconds.
-pub fn mint_code_for(
-    conn: &Connection,
-    app: &App,
-    redirect_uri: &str,
-    code_ttl: i64,
-) -> StoreResult<String> {
-    mint(
-        conn,
-        Kind::Code,
-        app.account,
-        app.id,
-        code_ttl,
-        redirect_uri,
-    )
+pub fn mint_code_for(db: &Db, app: &App, redirect_uri: &str, code_ttl: i64) -> StoreResult<String> {
+    mint(db, Kind::Code, app.account, app.id, code_ttl, redirect_uri)
 }
 
 /// A new account with one OAuth application. Returns the app and its secret.
-pub fn create_account(conn: &Connection, name: &str) -> StoreResult<(App, String)> {
+pub fn create_account(db: &Db, name: &str) -> StoreResult<(App, String)> {
     let name = name.trim();
     if name.is_empty() {
         return super::invalid("an account needs a name");
     }
-    let exists: bool = conn.row(
-        "SELECT EXISTS (SELECT 1 FROM accounts WHERE name = ?1)",
-        [name],
-        |r| r.get(0),
-    )?;
-    if exists {
-        return super::conflict(format!("an account named \"{name}\" exists already"));
-    }
-    conn.exec(
-        "INSERT INTO accounts (name, email, company, created) VALUES (?1, ?2, ?3, ?4)",
+    // The name's unique key decides, not a check before the insert: on
+    // PostgreSQL another server process may create the same name at once.
+    let Some(account) = db.opt_row(
+        "INSERT INTO accounts (name, email, company, created) VALUES (?1, ?2, ?3, ?4)
+         ON CONFLICT (name) DO NOTHING RETURNING id",
         params![name, format!("{name}@listpipe.invalid"), name, now()],
-    )?;
-    let account = AccountId(conn.last_insert_rowid());
+        |r| r.get(0).map(AccountId),
+    )?
+    else {
+        return super::conflict(format!("an account named \"{name}\" exists already"));
+    };
     let client_id = random_hex(8)?;
     let secret = random_hex(SELECTOR_BYTES + VERIFIER_BYTES)?;
-    conn.exec(
-        "INSERT INTO oauth_apps (account_id, client_id, secret_hash) VALUES (?1, ?2, ?3)",
+    let id = db.value(
+        "INSERT INTO oauth_apps (account_id, client_id, secret_hash) VALUES (?1, ?2, ?3)
+         RETURNING id",
         params![account.0, client_id, hash(&secret)],
     )?;
     let app = App {
-        id: conn.last_insert_rowid(),
+        id,
         account,
         client_id,
     };
@@ -293,26 +267,25 @@ pub fn create_account(conn: &Connection, name: &str) -> StoreResult<(App, String
 }
 
 /// Gives an account's application a new secret (the old one stops working).
-pub fn rotate_secret(conn: &Connection, app: &App) -> StoreResult<String> {
+pub fn rotate_secret(db: &Db, app: &App) -> StoreResult<String> {
     let secret = random_hex(SELECTOR_BYTES + VERIFIER_BYTES)?;
-    conn.exec(
+    db.exec(
         "UPDATE oauth_apps SET secret_hash = ?1 WHERE id = ?2",
         params![hash(&secret), app.id],
     )?;
     // New credentials retire the old ones: every token of the app stops working.
-    conn.exec("DELETE FROM tokens WHERE app_id = ?1", [app.id])?;
+    db.exec("DELETE FROM tokens WHERE app_id = ?1", params![app.id])?;
     Ok(secret)
 }
 
 /// The first application of the account named `name`.
-pub fn app_of(conn: &Connection, name: &str) -> StoreResult<App> {
-    conn.row(
+pub fn app_of(db: &Db, name: &str) -> StoreResult<App> {
+    db.opt_row(
         "SELECT o.id, o.account_id, o.client_id FROM oauth_apps o JOIN accounts a ON a.id = o.account_id
          WHERE a.name = ?1 ORDER BY o.id LIMIT 1",
-        [name],
+        params![name],
         |r| Ok(App { id: r.get(0)?, account: AccountId(r.get(1)?), client_id: r.get(2)? }),
-    )
-    .optional()?
+    )?
     .ok_or_else(|| StoreError::NotFound(format!("no account named \"{name}\"")))
 }
 
@@ -326,45 +299,43 @@ pub struct AppListing {
 }
 
 /// The application with this client id (the public half of its credentials).
-pub fn app_by_client_id(conn: &Connection, client_id: &str) -> StoreResult<Option<AppListing>> {
-    Ok(conn
-        .row(
-            "SELECT o.id, o.account_id, o.name, a.name FROM oauth_apps o
-             JOIN accounts a ON a.id = o.account_id WHERE o.client_id = ?1",
-            [client_id],
-            |r| {
-                Ok(AppListing {
-                    app: App {
-                        id: r.get(0)?,
-                        account: AccountId(r.get(1)?),
-                        client_id: client_id.to_string(),
-                    },
-                    name: r.get(2)?,
-                    account_name: r.get(3)?,
-                })
-            },
-        )
-        .optional()?)
+pub fn app_by_client_id(db: &Db, client_id: &str) -> StoreResult<Option<AppListing>> {
+    db.opt_row(
+        "SELECT o.id, o.account_id, o.name, a.name FROM oauth_apps o
+         JOIN accounts a ON a.id = o.account_id WHERE o.client_id = ?1",
+        params![client_id],
+        |r| {
+            Ok(AppListing {
+                app: App {
+                    id: r.get(0)?,
+                    account: AccountId(r.get(1)?),
+                    client_id: client_id.to_string(),
+                },
+                name: r.get(2)?,
+                account_name: r.get(3)?,
+            })
+        },
+    )
 }
 
 /// Names an application (the authorization page shows the name).
-pub fn set_app_name(conn: &Connection, app: &App, name: &str) -> StoreResult<()> {
-    conn.exec(
+pub fn set_app_name(db: &Db, app: &App, name: &str) -> StoreResult<()> {
+    db.exec(
         "UPDATE oauth_apps SET name = ?1 WHERE id = ?2",
         params![name.trim(), app.id],
     )?;
     Ok(())
 }
 
-pub fn account_count(conn: &Connection) -> StoreResult<i64> {
-    Ok(conn.row("SELECT COUNT(*) FROM accounts", [], |r| r.get(0))?)
+pub fn account_count(db: &Db) -> StoreResult<i64> {
+    db.value("SELECT COUNT(*) FROM accounts", params![])
 }
 
 /// `whoami`: the account as the API describes a client.
-pub fn client_info(conn: &Connection, account: AccountId) -> StoreResult<ClientInfo> {
-    conn.row(
+pub fn client_info(db: &Db, account: AccountId) -> StoreResult<ClientInfo> {
+    db.opt_row(
         "SELECT id, name, email, company FROM accounts WHERE id = ?1",
-        [account.0],
+        params![account.0],
         |r| {
             let id: i64 = r.get(0)?;
             Ok(ClientInfo {
@@ -376,7 +347,6 @@ pub fn client_info(conn: &Connection, account: AccountId) -> StoreResult<ClientI
                 login_domain: format!("{id}.listpipe.invalid"),
             })
         },
-    )
-    .optional()?
+    )?
     .ok_or_else(|| StoreError::NotFound("Not Found: invalid client".into()))
 }

@@ -7,8 +7,7 @@
 use super::{AccountId, StoreResult, conflict, groups, invalid, not_found};
 use crate::api::attribute::{AttributeLimits, AttributeType, AttributeValue};
 use crate::api::{Attribute, AttributeInput};
-use crate::server::store::Cached;
-use rusqlite::{Connection, OptionalExtension, Row, params};
+use crate::server::store::db::{Db, Row, params};
 use std::collections::HashMap;
 
 pub const MAX_GLOBAL: i64 = 200;
@@ -18,7 +17,7 @@ pub const MAX_VALUE_CHARS: usize = 10_000;
 
 const COLUMNS: &str = "id, name, group_id, description, preview_value, default_value, type";
 
-fn from_row(r: &Row) -> rusqlite::Result<Attribute> {
+fn from_row(r: &Row) -> StoreResult<Attribute> {
     let name: String = r.get(1)?;
     Ok(Attribute {
         id: r.get(0)?,
@@ -32,13 +31,12 @@ fn from_row(r: &Row) -> rusqlite::Result<Attribute> {
     })
 }
 
-pub fn limits(conn: &Connection, account: AccountId) -> StoreResult<AttributeLimits> {
+pub fn limits(db: &Db, account: AccountId) -> StoreResult<AttributeLimits> {
     Ok(AttributeLimits {
         max_global: MAX_GLOBAL,
-        used_global: conn.row(
+        used_global: db.value(
             "SELECT COUNT(*) FROM attributes WHERE account_id = ?1 AND group_id = 0",
-            [account.0],
-            |r| r.get(0),
+            params![account.0],
         )?,
         max_per_group: MAX_PER_GROUP,
         max_name_length: MAX_NAME_CHARS as i64,
@@ -47,30 +45,20 @@ pub fn limits(conn: &Connection, account: AccountId) -> StoreResult<AttributeLim
 }
 
 /// The attributes of one scope: `group_id` 0 lists the global ones.
-pub fn list(conn: &Connection, account: AccountId, group_id: i64) -> StoreResult<Vec<Attribute>> {
+pub fn list(db: &Db, account: AccountId, group_id: i64) -> StoreResult<Vec<Attribute>> {
     if group_id != 0 {
-        groups::ensure(conn, account, group_id)?;
+        groups::ensure(db, account, group_id)?;
     }
     let sql = format!(
         "SELECT {COLUMNS} FROM attributes WHERE account_id = ?1 AND group_id = ?2 ORDER BY id"
     );
-    let mut stmt = conn.prepare_cached(&sql)?;
-    let rows = stmt.query_map(params![account.0, group_id], from_row)?;
-    Ok(rows.collect::<Result<_, _>>()?)
+    db.rows(&sql, params![account.0, group_id], from_row)
 }
 
 /// One attribute; with `group_id` given it must belong to that group.
-pub fn get(
-    conn: &Connection,
-    account: AccountId,
-    id: i64,
-    group_id: Option<i64>,
-) -> StoreResult<Attribute> {
+pub fn get(db: &Db, account: AccountId, id: i64, group_id: Option<i64>) -> StoreResult<Attribute> {
     let sql = format!("SELECT {COLUMNS} FROM attributes WHERE id = ?1 AND account_id = ?2");
-    match conn
-        .row(&sql, params![id, account.0], from_row)
-        .optional()?
-    {
+    match db.opt_row(&sql, params![id, account.0], from_row)? {
         Some(a) if group_id.is_none_or(|g| g == a.group_id) => Ok(a),
         _ => not_found("Not Found: invalid attribute"),
     }
@@ -117,7 +105,7 @@ fn check_texts(input: &AttributeInput) -> StoreResult<()> {
 }
 
 pub fn create(
-    conn: &Connection,
+    db: &Db,
     account: AccountId,
     group_id: i64,
     input: &AttributeInput,
@@ -129,13 +117,12 @@ pub fn create(
     let kind = check_type(kind)?;
     check_texts(input)?;
     if group_id != 0 {
-        groups::ensure(conn, account, group_id)?;
+        groups::ensure(db, account, group_id)?;
     }
     let (used, max): (i64, i64) = (
-        conn.row(
+        db.value(
             "SELECT COUNT(*) FROM attributes WHERE account_id = ?1 AND group_id = ?2",
             params![account.0, group_id],
-            |r| r.get(0),
         )?,
         if group_id == 0 {
             MAX_GLOBAL
@@ -148,19 +135,18 @@ pub fn create(
             "Forbidden: attribute limit of {max} reached"
         )));
     }
-    let taken: bool = conn.row(
+    let taken: bool = db.value(
         "SELECT EXISTS (SELECT 1 FROM attributes WHERE account_id = ?1 AND group_id = ?2 AND name = ?3)",
         params![account.0, group_id, name],
-        |r| r.get(0),
     )?;
     if taken {
         return conflict(format!("Conflict: attribute \"{name}\" exists already"));
     }
     // The spec puts no rule on a default value: it is kept as given.
     let default_value = input.default_value.clone().unwrap_or_default();
-    conn.exec(
+    let id: i64 = db.value(
         "INSERT INTO attributes (account_id, group_id, name, type, description, preview_value, default_value)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) RETURNING id",
         params![
             account.0,
             group_id,
@@ -171,20 +157,20 @@ pub fn create(
             default_value
         ],
     )?;
-    get(conn, account, conn.last_insert_rowid(), None)
+    get(db, account, id, None)
 }
 
 /// Updates type, description and preview value. The name is fixed and the
 /// default value is not accepted on update (spec §2.6); moving an attribute
 /// to another scope is allowed through the global endpoint only.
 pub fn update(
-    conn: &Connection,
+    db: &Db,
     account: AccountId,
     id: i64,
     scope: Option<i64>,
     input: &AttributeInput,
 ) -> StoreResult<Attribute> {
-    let mut attr = get(conn, account, id, scope)?;
+    let mut attr = get(db, account, id, scope)?;
     if input
         .name
         .as_deref()
@@ -209,12 +195,11 @@ pub fn update(
         && g != attr.group_id
     {
         if g != 0 {
-            groups::ensure(conn, account, g)?;
+            groups::ensure(db, account, g)?;
         }
-        let taken: bool = conn.row(
+        let taken: bool = db.value(
             "SELECT EXISTS (SELECT 1 FROM attributes WHERE account_id = ?1 AND group_id = ?2 AND name = ?3)",
             params![account.0, g, attr.name],
-            |r| r.get(0),
         )?;
         if taken {
             return conflict(format!(
@@ -224,21 +209,16 @@ pub fn update(
         }
         attr.group_id = g;
     }
-    conn.exec(
+    db.exec(
         "UPDATE attributes SET type = ?1, description = ?2, preview_value = ?3, group_id = ?4 WHERE id = ?5",
         params![attr.kind, attr.description, attr.preview_value, attr.group_id, id],
     )?;
     Ok(attr)
 }
 
-pub fn delete(
-    conn: &Connection,
-    account: AccountId,
-    id: i64,
-    scope: Option<i64>,
-) -> StoreResult<()> {
-    get(conn, account, id, scope)?;
-    conn.exec("DELETE FROM attributes WHERE id = ?1", [id])?;
+pub fn delete(db: &Db, account: AccountId, id: i64, scope: Option<i64>) -> StoreResult<()> {
+    get(db, account, id, scope)?;
+    db.exec("DELETE FROM attributes WHERE id = ?1", params![id])?;
     Ok(())
 }
 
@@ -279,7 +259,7 @@ pub(crate) const RESOLVE: &str =
 /// Finds an attribute by name for a receiver of `group_id`: the group's own
 /// attribute first, then a global one (or only global ones with `global_only`).
 pub fn resolve(
-    conn: &Connection,
+    db: &Db,
     account: AccountId,
     group_id: i64,
     name: &str,
@@ -295,9 +275,7 @@ pub fn resolve(
         &[group_id, 0]
     };
     for &scope in scopes {
-        let found = conn
-            .row(RESOLVE, params![account.0, scope, name.trim()], from_row)
-            .optional()?;
+        let found = db.opt_row(RESOLVE, params![account.0, scope, name.trim()], from_row)?;
         if found.is_some() {
             return Ok(found);
         }
@@ -316,7 +294,7 @@ impl AttrMemo {
     /// [`resolve`], asked once per account, scope and name.
     pub fn resolve(
         &mut self,
-        conn: &Connection,
+        db: &Db,
         account: AccountId,
         group_id: i64,
         name: &str,
@@ -327,28 +305,23 @@ impl AttrMemo {
         if let Some(hit) = self.0.get(&key) {
             return Ok(hit.clone());
         }
-        let found = resolve(conn, account, group_id, name, global_only)?;
+        let found = resolve(db, account, group_id, name, global_only)?;
         self.0.insert(key, found.clone());
         Ok(found)
     }
 }
 
 /// Sets (or with an empty value, clears) a contact's value of an attribute.
-pub fn set_value(
-    conn: &Connection,
-    contact_id: i64,
-    attr: &Attribute,
-    value: &str,
-) -> StoreResult<()> {
+pub fn set_value(db: &Db, contact_id: i64, attr: &Attribute, value: &str) -> StoreResult<()> {
     let kind = AttributeType::parse(&attr.kind).unwrap_or(AttributeType::Text);
     let value = check_value(kind, &attr.name, value)?;
     if value.is_empty() {
-        conn.exec(
+        db.exec(
             "DELETE FROM attribute_values WHERE contact_id = ?1 AND attribute_id = ?2",
             params![contact_id, attr.id],
         )?;
     } else {
-        conn.exec(
+        db.exec(
             "INSERT INTO attribute_values (contact_id, attribute_id, value) VALUES (?1, ?2, ?3)
              ON CONFLICT (contact_id, attribute_id) DO UPDATE SET value = excluded.value",
             params![contact_id, attr.id, value],
@@ -361,48 +334,49 @@ pub fn set_value(
 /// two walks of the key, not an `OR` that SQLite would build into a
 /// temporary b-tree on every call.
 pub(crate) const APPLY_DEFAULTS: &str =
-    "INSERT OR IGNORE INTO attribute_values (contact_id, attribute_id, value)
+    "INSERT INTO attribute_values (contact_id, attribute_id, value)
      SELECT ?1, id, default_value FROM attributes
      WHERE account_id = ?2 AND group_id = 0 AND default_value <> ''
      UNION ALL
      SELECT ?1, id, default_value FROM attributes
-     WHERE account_id = ?2 AND group_id = ?3 AND ?3 <> 0 AND default_value <> ''";
+     WHERE account_id = ?2 AND group_id = ?3 AND ?3 <> 0 AND default_value <> ''
+     ON CONFLICT DO NOTHING";
 
 /// Fills the default values of the global attributes and the group's
 /// attributes that the contact has no value for.
 pub fn apply_defaults(
-    conn: &Connection,
+    db: &Db,
     account: AccountId,
     group_id: i64,
     contact_id: i64,
 ) -> StoreResult<()> {
-    conn.exec(APPLY_DEFAULTS, params![contact_id, account.0, group_id])?;
+    db.exec(APPLY_DEFAULTS, params![contact_id, account.0, group_id])?;
     Ok(())
 }
 
 /// The values a contact holds, global ones and (with a group) that group's.
 pub fn values_of(
-    conn: &Connection,
+    db: &Db,
     account: AccountId,
     contact_id: i64,
     group_id: Option<i64>,
 ) -> StoreResult<Vec<AttributeValue>> {
-    let mut stmt = conn.prepare_cached(
+    db.rows(
         "SELECT a.id, a.name, a.group_id, a.type, v.value FROM attribute_values v
          JOIN attributes a ON a.id = v.attribute_id
          WHERE v.contact_id = ?1 AND a.account_id = ?2 AND (a.group_id = 0 OR a.group_id = ?3)
          ORDER BY a.group_id, a.id",
-    )?;
-    let rows = stmt.query_map(params![contact_id, account.0, group_id.unwrap_or(0)], |r| {
-        Ok(AttributeValue {
-            id: r.get(0)?,
-            name: r.get(1)?,
-            group_id: r.get(2)?,
-            kind: r.get(3)?,
-            value: r.get(4)?,
-        })
-    })?;
-    Ok(rows.collect::<Result<_, _>>()?)
+        params![contact_id, account.0, group_id.unwrap_or(0)],
+        |r| {
+            Ok(AttributeValue {
+                id: r.get(0)?,
+                name: r.get(1)?,
+                group_id: r.get(2)?,
+                kind: r.get(3)?,
+                value: r.get(4)?,
+            })
+        },
+    )
 }
 
 #[cfg(test)]
@@ -415,22 +389,23 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(&dir.path().join("a.db")).unwrap();
         let conn = store.lite_conn();
-        conn.execute_batch(
-            "INSERT OR IGNORE INTO accounts (id, name, created) VALUES (1, 'a', 0);
+        let db = Db::Lite(&conn);
+        db.batch(
+            "INSERT INTO accounts (id, name, created) VALUES (1, 'a', 0) ON CONFLICT DO NOTHING;
              INSERT INTO attributes (account_id, name, type) VALUES (1, 'city', 'text');",
         )
         .unwrap();
         let account = AccountId(1);
         let mut memo = AttrMemo::default();
-        let found = memo.resolve(&conn, account, 7, " city ", false).unwrap();
+        let found = memo.resolve(&db, account, 7, " city ", false).unwrap();
         assert_eq!(found.map(|a| a.name).as_deref(), Some("city"));
         // Gone from the database, the attribute is still what this memo
         // found; a lookup without it, or a next batch's memo, asks afresh.
-        conn.execute_batch("DELETE FROM attributes").unwrap();
-        let again = memo.resolve(&conn, account, 7, "city", false).unwrap();
+        db.batch("DELETE FROM attributes").unwrap();
+        let again = memo.resolve(&db, account, 7, "city", false).unwrap();
         assert!(again.is_some());
-        assert!(resolve(&conn, account, 7, "city", false).unwrap().is_none());
-        let next = AttrMemo::default().resolve(&conn, account, 7, "city", false);
+        assert!(resolve(&db, account, 7, "city", false).unwrap().is_none());
+        let next = AttrMemo::default().resolve(&db, account, 7, "city", false);
         assert!(next.unwrap().is_none());
     }
 }

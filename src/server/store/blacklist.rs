@@ -5,8 +5,7 @@
 use super::{AccountId, StoreError, StoreResult, conflict, groups, invalid, not_found, now};
 use crate::api::BlacklistEntry;
 use crate::api::blacklist::{BlacklistInput, MAX_BATCH};
-use crate::server::store::Cached;
-use rusqlite::{Connection, OptionalExtension, params};
+use crate::server::store::db::{Backend, Db, Row, params};
 
 /// An address or a `*@domain` entry, trimmed; anything else is a 400.
 pub fn check_entry(email: &str) -> StoreResult<String> {
@@ -27,33 +26,28 @@ fn domain_entry(email: &str) -> String {
         .unwrap_or_default()
 }
 
-pub fn list(conn: &Connection, account: AccountId) -> StoreResult<Vec<BlacklistEntry>> {
-    let mut stmt = conn.prepare_cached(
-        "SELECT email, comment, stamp FROM blacklist WHERE account_id = ?1 ORDER BY email",
-    )?;
-    let rows = stmt.query_map([account.0], |r| {
-        Ok(BlacklistEntry {
-            email: r.get(0)?,
-            comment: r.get(1)?,
-            stamp: r.get(2)?,
-        })
-    })?;
-    Ok(rows.collect::<Result<_, _>>()?)
+fn from_row(r: &Row) -> StoreResult<BlacklistEntry> {
+    Ok(BlacklistEntry {
+        email: r.get(0)?,
+        comment: r.get(1)?,
+        stamp: r.get(2)?,
+    })
 }
 
-pub fn get(conn: &Connection, account: AccountId, email: &str) -> StoreResult<BlacklistEntry> {
-    conn.row(
+pub fn list(db: &Db, account: AccountId) -> StoreResult<Vec<BlacklistEntry>> {
+    db.rows(
+        "SELECT email, comment, stamp FROM blacklist WHERE account_id = ?1 ORDER BY email",
+        params![account.0],
+        from_row,
+    )
+}
+
+pub fn get(db: &Db, account: AccountId, email: &str) -> StoreResult<BlacklistEntry> {
+    db.opt_row(
         "SELECT email, comment, stamp FROM blacklist WHERE account_id = ?1 AND email = ?2",
         params![account.0, email.trim()],
-        |r| {
-            Ok(BlacklistEntry {
-                email: r.get(0)?,
-                comment: r.get(1)?,
-                stamp: r.get(2)?,
-            })
-        },
-    )
-    .optional()?
+        from_row,
+    )?
     .ok_or_else(|| StoreError::NotFound("Not Found: address is not on the blacklist".into()))
 }
 
@@ -65,53 +59,40 @@ fn required(input: &BlacklistInput) -> StoreResult<String> {
 }
 
 /// `POST /v3/blacklist`: a new entry; an address already listed is a 409.
-pub fn add(
-    conn: &Connection,
-    account: AccountId,
-    input: &BlacklistInput,
-) -> StoreResult<BlacklistEntry> {
+pub fn add(db: &Db, account: AccountId, input: &BlacklistInput) -> StoreResult<BlacklistEntry> {
     let email = required(input)?;
-    if get(conn, account, &email).is_ok() {
+    if get(db, account, &email).is_ok() {
         return conflict(format!("Conflict: \"{email}\" is on the blacklist already"));
     }
-    upsert(
-        conn,
-        account,
-        &email,
-        input.comment.as_deref().unwrap_or(""),
-    )?;
-    get(conn, account, &email)
+    upsert(db, account, &email, input.comment.as_deref().unwrap_or(""))?;
+    get(db, account, &email)
 }
 
 /// `PUT /v3/blacklist`: changes the comment of a listed address.
-pub fn update(
-    conn: &Connection,
-    account: AccountId,
-    input: &BlacklistInput,
-) -> StoreResult<BlacklistEntry> {
+pub fn update(db: &Db, account: AccountId, input: &BlacklistInput) -> StoreResult<BlacklistEntry> {
     let email = required(input)?;
-    let current = get(conn, account, &email)?;
+    let current = get(db, account, &email)?;
     upsert(
-        conn,
+        db,
         account,
         &current.email,
         input.comment.as_deref().unwrap_or(&current.comment),
     )?;
-    get(conn, account, &email)
+    get(db, account, &email)
 }
 
-fn upsert(conn: &Connection, account: AccountId, email: &str, comment: &str) -> StoreResult<()> {
+fn upsert(db: &Db, account: AccountId, email: &str, comment: &str) -> StoreResult<()> {
     super::check_len("comment", comment, super::MAX_TEXT_CHARS)?;
-    conn.prepare_cached(
+    db.exec(
         "INSERT INTO blacklist (account_id, email, comment, stamp) VALUES (?1, ?2, ?3, ?4)
          ON CONFLICT (account_id, email) DO UPDATE SET comment = excluded.comment",
-    )?
-    .execute(params![account.0, email, comment, now()])?;
+        params![account.0, email, comment, now()],
+    )?;
     Ok(())
 }
 
-pub fn delete(conn: &Connection, account: AccountId, email: &str) -> StoreResult<()> {
-    let n = conn.exec(
+pub fn delete(db: &Db, account: AccountId, email: &str) -> StoreResult<()> {
+    let n = db.exec(
         "DELETE FROM blacklist WHERE account_id = ?1 AND email = ?2",
         params![account.0, email.trim()],
     )?;
@@ -126,7 +107,7 @@ pub fn delete(conn: &Connection, account: AccountId, email: &str) -> StoreResult
 /// 413; one bad address is a 400 naming it and its position. Entries listed
 /// already get the new comment, so a repeated batch changes nothing.
 pub fn batch(
-    conn: &Connection,
+    db: &Db,
     account: AccountId,
     items: &[BlacklistInput],
 ) -> StoreResult<Vec<BlacklistEntry>> {
@@ -141,13 +122,52 @@ pub fn batch(
         let email = required(item).map_err(|e| StoreError::Invalid(format!("{e} (item {i})")))?;
         checked.push((email, item.comment.clone().unwrap_or_default()));
     }
+    if db.backend() == Backend::Postgres {
+        return batch_at_once(db, account, &checked);
+    }
     for (email, comment) in &checked {
-        upsert(conn, account, email, comment)?;
+        upsert(db, account, email, comment)?;
     }
     checked
         .iter()
-        .map(|(email, _)| get(conn, account, email))
+        .map(|(email, _)| get(db, account, email))
         .collect()
+}
+
+/// [`batch`]'s writes and answer on PostgreSQL: two statements for the
+/// whole batch, not two per entry (each a round trip to the server, where
+/// SQLite's are calls in the process). The same outcome as one upsert per
+/// entry in order: an address given twice (in any case) is written once,
+/// spelt as first given, with the comment given last.
+fn batch_at_once(
+    db: &Db,
+    account: AccountId,
+    checked: &[(String, String)],
+) -> StoreResult<Vec<BlacklistEntry>> {
+    for (_, comment) in checked {
+        super::check_len("comment", comment, super::MAX_TEXT_CHARS)?;
+    }
+    let pairs = serde_json::to_string(checked).unwrap_or_else(|_| "[]".into());
+    db.exec(
+        "INSERT INTO blacklist (account_id, email, comment, stamp)
+         SELECT ?1, w.email, w.comment, ?3 FROM (
+             SELECT i.value ->> 0 AS email, row_number() OVER k AS pos,
+                    last_value(i.value ->> 1) OVER k AS comment
+             FROM jsonb_array_elements(CAST(?2 AS jsonb)) WITH ORDINALITY AS i(value, n)
+             WINDOW k AS (PARTITION BY (i.value ->> 0) COLLATE nocase ORDER BY i.n
+                          ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING)
+         ) w WHERE w.pos = 1
+         ON CONFLICT (account_id, email) DO UPDATE SET comment = excluded.comment",
+        params![account.0, pairs, now()],
+    )?;
+    db.rows(
+        "SELECT b.email, b.comment, b.stamp
+         FROM jsonb_array_elements(CAST(?2 AS jsonb)) WITH ORDINALITY AS i(value, n)
+         JOIN blacklist b ON b.account_id = ?1 AND b.email = (i.value ->> 0) COLLATE nocase
+         ORDER BY i.n",
+        params![account.0, pairs],
+        from_row,
+    )
 }
 
 /// Is the address (or its domain) listed? Two lookups on the key, each
@@ -165,85 +185,111 @@ pub(crate) const IS_BLOCKED_IN: &str =
     "SELECT EXISTS (SELECT 1 FROM group_blocklist WHERE group_id = ?1 AND email = ?2)
          OR EXISTS (SELECT 1 FROM group_blocklist WHERE group_id = ?1 AND email = ?3)";
 
-fn is_listed(conn: &Connection, account: AccountId, email: &str) -> StoreResult<bool> {
-    Ok(conn
-        .prepare_cached(IS_LISTED)?
-        .query_row(params![account.0, email, domain_entry(email)], |r| r.get(0))?)
+/// [`validate`]'s check of a whole list on PostgreSQL, where one statement
+/// per address is one round trip per address: for each `[address,
+/// domain entry]` of `?2` in order, whether the blacklist or group `?3`'s
+/// blocklist (none when NULL) holds either. The same key lookups as
+/// [`IS_LISTED`] and [`IS_BLOCKED_IN`].
+const ARE_BLOCKED_PG: &str = "SELECT
+       EXISTS (SELECT 1 FROM blacklist WHERE account_id = ?1 AND email = (i.value ->> 0) COLLATE nocase)
+    OR EXISTS (SELECT 1 FROM blacklist WHERE account_id = ?1 AND email = (i.value ->> 1) COLLATE nocase)
+    OR EXISTS (SELECT 1 FROM group_blocklist WHERE group_id = ?3 AND email = (i.value ->> 0) COLLATE nocase)
+    OR EXISTS (SELECT 1 FROM group_blocklist WHERE group_id = ?3 AND email = (i.value ->> 1) COLLATE nocase)
+    FROM jsonb_array_elements(CAST(?2 AS jsonb)) WITH ORDINALITY AS i(value, n)
+    ORDER BY i.n";
+
+fn is_listed(db: &Db, account: AccountId, email: &str) -> StoreResult<bool> {
+    db.value(IS_LISTED, params![account.0, email, domain_entry(email)])
 }
 
-fn is_blocked_in(conn: &Connection, group_id: i64, email: &str) -> StoreResult<bool> {
-    Ok(conn
-        .prepare_cached(IS_BLOCKED_IN)?
-        .query_row(params![group_id, email, domain_entry(email)], |r| r.get(0))?)
+fn is_blocked_in(db: &Db, group_id: i64, email: &str) -> StoreResult<bool> {
+    db.value(IS_BLOCKED_IN, params![group_id, email, domain_entry(email)])
 }
 
 /// `POST /v3/blacklist/validate`: the given addresses that are NOT blocked
 /// (by the blacklist, or with `group_id` also that group's blocklist);
 /// with `invert`, the ones that are.
 pub fn validate(
-    conn: &Connection,
+    db: &Db,
     account: AccountId,
     emails: &[String],
     group_id: Option<i64>,
     invert: bool,
 ) -> StoreResult<Vec<String>> {
     if let Some(g) = group_id {
-        groups::ensure(conn, account, g)?;
+        groups::ensure(db, account, g)?;
     }
-    let mut out = Vec::new();
-    for email in emails {
-        let e = email.trim();
-        let blocked = is_listed(conn, account, e)?
-            || match group_id {
-                Some(g) => is_blocked_in(conn, g, e)?,
-                None => false,
-            };
-        if blocked == invert {
-            out.push(email.clone());
+    let blocked: Vec<bool> = match db.backend() {
+        Backend::Sqlite => {
+            let mut blocked = Vec::with_capacity(emails.len());
+            for email in emails {
+                let e = email.trim();
+                blocked.push(
+                    is_listed(db, account, e)?
+                        || match group_id {
+                            Some(g) => is_blocked_in(db, g, e)?,
+                            None => false,
+                        },
+                );
+            }
+            blocked
         }
-    }
-    Ok(out)
+        Backend::Postgres => {
+            let keys: Vec<[String; 2]> = emails
+                .iter()
+                .map(|email| {
+                    let e = email.trim();
+                    [e.to_string(), domain_entry(e)]
+                })
+                .collect();
+            let keys = serde_json::to_string(&keys).unwrap_or_else(|_| "[]".into());
+            db.rows(ARE_BLOCKED_PG, params![account.0, keys, group_id], |r| {
+                r.get(0)
+            })?
+        }
+    };
+    Ok(emails
+        .iter()
+        .zip(blocked)
+        .filter(|(_, blocked)| *blocked == invert)
+        .map(|(email, _)| email.clone())
+        .collect())
 }
 
-pub fn group_list(
-    conn: &Connection,
-    account: AccountId,
-    group_id: i64,
-) -> StoreResult<Vec<BlacklistEntry>> {
-    groups::ensure(conn, account, group_id)?;
-    let mut stmt = conn.prepare_cached(
+pub fn group_list(db: &Db, account: AccountId, group_id: i64) -> StoreResult<Vec<BlacklistEntry>> {
+    groups::ensure(db, account, group_id)?;
+    db.rows(
         "SELECT email, stamp FROM group_blocklist WHERE group_id = ?1 ORDER BY email",
-    )?;
-    let rows = stmt.query_map([group_id], |r| {
-        Ok(BlacklistEntry {
-            email: r.get(0)?,
-            comment: String::new(),
-            stamp: r.get(1)?,
-        })
-    })?;
-    Ok(rows.collect::<Result<_, _>>()?)
+        params![group_id],
+        |r| {
+            Ok(BlacklistEntry {
+                email: r.get(0)?,
+                comment: String::new(),
+                stamp: r.get(1)?,
+            })
+        },
+    )
 }
 
 pub fn group_add(
-    conn: &Connection,
+    db: &Db,
     account: AccountId,
     group_id: i64,
     email: Option<&str>,
 ) -> StoreResult<BlacklistEntry> {
-    groups::ensure(conn, account, group_id)?;
+    groups::ensure(db, account, group_id)?;
     let Some(email) = email else {
         return invalid("Bad Request: email is required");
     };
     let email = check_entry(email)?;
     let t = now();
-    conn.exec(
+    db.exec(
         "INSERT INTO group_blocklist (group_id, email, stamp) VALUES (?1, ?2, ?3) ON CONFLICT DO NOTHING",
         params![group_id, email, t],
     )?;
-    let stamp = conn.row(
+    let stamp = db.value(
         "SELECT stamp FROM group_blocklist WHERE group_id = ?1 AND email = ?2",
         params![group_id, email],
-        |r| r.get(0),
     )?;
     Ok(BlacklistEntry {
         email,
@@ -252,14 +298,9 @@ pub fn group_add(
     })
 }
 
-pub fn group_delete(
-    conn: &Connection,
-    account: AccountId,
-    group_id: i64,
-    email: &str,
-) -> StoreResult<()> {
-    groups::ensure(conn, account, group_id)?;
-    let n = conn.exec(
+pub fn group_delete(db: &Db, account: AccountId, group_id: i64, email: &str) -> StoreResult<()> {
+    groups::ensure(db, account, group_id)?;
+    let n = db.exec(
         "DELETE FROM group_blocklist WHERE group_id = ?1 AND email = ?2",
         params![group_id, email.trim()],
     )?;

@@ -3,31 +3,30 @@
 //! login domain) in the path is the caller's own; anything else is a 404,
 //! like another account's group.
 
+use super::db::{Db, params};
 use super::groups::ACTIVE_SQL;
 use super::{
     AccountId, StoreError, StoreResult, accounts, attributes, forms, not_found, receivers,
 };
 use crate::api::blacklist::MAX_BATCH;
 use crate::api::client_info::{ClientInfo, ClientLimit, ClientUser, InvoiceAddress, Plan};
-use crate::server::store::Cached;
 use crate::server::wire::MAX_BODY_BYTES;
 use chrono::{Datelike, TimeZone, Utc};
-use rusqlite::{Connection, OptionalExtension, params};
 
 pub const DEFAULT_PAGESIZE: i64 = 50;
 pub const MAX_PAGESIZE: i64 = 5000;
 
 /// The caller's own client, if `id` names it.
-pub fn get(conn: &Connection, account: AccountId, id: i64) -> StoreResult<ClientInfo> {
+pub fn get(db: &Db, account: AccountId, id: i64) -> StoreResult<ClientInfo> {
     if id != account.0 {
         return not_found("Not Found: invalid client");
     }
-    accounts::client_info(conn, account)
+    accounts::client_info(db, account)
 }
 
 /// The caller's own client, if `domain` is its login domain (any case).
-pub fn by_domain(conn: &Connection, account: AccountId, domain: &str) -> StoreResult<ClientInfo> {
-    let info = accounts::client_info(conn, account)?;
+pub fn by_domain(db: &Db, account: AccountId, domain: &str) -> StoreResult<ClientInfo> {
+    let info = accounts::client_info(db, account)?;
     if info.login_domain.eq_ignore_ascii_case(domain.trim()) {
         Ok(info)
     } else {
@@ -38,7 +37,7 @@ pub fn by_domain(conn: &Connection, account: AccountId, domain: &str) -> StoreRe
 /// `GET /v3/clients`: the page of the account's clients. There is one, so
 /// page 0 holds it and every later page is empty.
 pub fn list(
-    conn: &Connection,
+    db: &Db,
     account: AccountId,
     pagesize: Option<i64>,
     page: Option<i64>,
@@ -53,7 +52,7 @@ pub fn list(
     if page < 0 {
         return super::invalid("Bad Request: page must be 0 or more (pages count from 0)");
     }
-    let all = [accounts::client_info(conn, account)?];
+    let all = [accounts::client_info(db, account)?];
     let start = page.saturating_mul(pagesize);
     Ok(all
         .into_iter()
@@ -62,17 +61,18 @@ pub fn list(
         .collect())
 }
 
-pub fn plan(conn: &Connection, account: AccountId, id: i64) -> StoreResult<Plan> {
-    get(conn, account, id)?;
-    conn.row(
+pub fn plan(db: &Db, account: AccountId, id: i64) -> StoreResult<Plan> {
+    get(db, account, id)?;
+    db.opt_row(
         "SELECT p.id, p.name, p.flatrate, p.emails, p.receiver_cap, p.runtime, p.price, p.currency
          FROM accounts a JOIN plans p ON p.id = a.plan_id WHERE a.id = ?1",
-        [account.0],
+        params![account.0],
         |r| {
             Ok(Plan {
-                id: r.get::<_, i64>(0)?.into(),
+                id: r.get::<i64>(0)?.into(),
                 name: r.get(1)?,
-                flatrate: r.get(2)?,
+                // An integer on both backends (0 or 1), as SQLite keeps it.
+                flatrate: r.get::<i64>(2)? != 0,
                 emails: r.get(3)?,
                 receiver_cap: r.get(4)?,
                 runtime: r.get(5)?,
@@ -80,36 +80,30 @@ pub fn plan(conn: &Connection, account: AccountId, id: i64) -> StoreResult<Plan>
                 currency: r.get(7)?,
             })
         },
-    )
-    .optional()?
+    )?
     .ok_or_else(|| StoreError::NotFound("Not Found: the client has no plan".into()))
 }
 
 /// Mails the account may still send: always 0 on a flat rate (spec §8),
 /// else the prepaid balance.
-pub fn contingent(conn: &Connection, account: AccountId, id: i64) -> StoreResult<i64> {
-    if plan(conn, account, id)?.flatrate {
+pub fn contingent(db: &Db, account: AccountId, id: i64) -> StoreResult<i64> {
+    if plan(db, account, id)?.flatrate {
         return Ok(0);
     }
-    Ok(conn.row(
+    db.value(
         "SELECT contingent FROM accounts WHERE id = ?1",
-        [account.0],
-        |r| r.get(0),
-    )?)
+        params![account.0],
+    )
 }
 
-pub fn invoice_address(
-    conn: &Connection,
-    account: AccountId,
-    id: i64,
-) -> StoreResult<InvoiceAddress> {
-    get(conn, account, id)?;
+pub fn invoice_address(db: &Db, account: AccountId, id: i64) -> StoreResult<InvoiceAddress> {
+    get(db, account, id)?;
     // The account's company stands in when no address row exists.
-    Ok(conn.row(
+    db.row(
         "SELECT COALESCE(i.company, a.company), COALESCE(i.street, ''), COALESCE(i.zip, ''),
                 COALESCE(i.city, ''), COALESCE(i.country, '')
          FROM accounts a LEFT JOIN invoice_addresses i ON i.account_id = a.id WHERE a.id = ?1",
-        [account.0],
+        params![account.0],
         |r| {
             Ok(InvoiceAddress {
                 company: r.get(0)?,
@@ -119,7 +113,7 @@ pub fn invoice_address(
                 country: r.get(4)?,
             })
         },
-    )?)
+    )
 }
 
 /// The first day of the month after `now`, 00:00 UTC, in Unix seconds.
@@ -139,53 +133,53 @@ pub fn first_of_next_month(now: i64) -> i64 {
         .map_or(now, |d| d.and_utc().timestamp())
 }
 
-pub fn next_invoice_date(conn: &Connection, account: AccountId, id: i64) -> StoreResult<i64> {
-    get(conn, account, id)?;
+pub fn next_invoice_date(db: &Db, account: AccountId, id: i64) -> StoreResult<i64> {
+    get(db, account, id)?;
     Ok(first_of_next_month(super::now()))
 }
 
 /// Receivers of all groups of the account. A receiver is an address's
 /// membership of one group, so an address in two groups counts twice: the
 /// count is the sum of the groups' `total_count`.
-pub fn receiver_count(conn: &Connection, account: AccountId, id: i64) -> StoreResult<i64> {
-    get(conn, account, id)?;
-    count_receivers(conn, account, "1")
+pub fn receiver_count(db: &Db, account: AccountId, id: i64) -> StoreResult<i64> {
+    get(db, account, id)?;
+    count_receivers(db, account, "TRUE")
 }
 
 /// The active ones among them (spec §3, the same rule as group stats).
-pub fn active_receiver_count(conn: &Connection, account: AccountId, id: i64) -> StoreResult<i64> {
-    get(conn, account, id)?;
-    count_receivers(conn, account, ACTIVE_SQL)
+pub fn active_receiver_count(db: &Db, account: AccountId, id: i64) -> StoreResult<i64> {
+    get(db, account, id)?;
+    count_receivers(db, account, ACTIVE_SQL)
 }
 
-fn count_receivers(conn: &Connection, account: AccountId, condition: &str) -> StoreResult<i64> {
+/// `condition` is a boolean SQL expression (`TRUE`, not SQLite's `1`).
+fn count_receivers(db: &Db, account: AccountId, condition: &str) -> StoreResult<i64> {
     let sql = format!("SELECT COUNT(*) FROM receivers r WHERE r.account_id = ?1 AND {condition}");
-    Ok(conn.row(&sql, [account.0], |r| r.get(0))?)
+    db.value(&sql, params![account.0])
 }
 
 /// The limits the server applies to the account, with current use. Limits
 /// the server does not have are `null`, so the list says what is enforced.
 /// `requests_per_second` is the server's rate limit per token, if any.
 pub fn limits(
-    conn: &Connection,
+    db: &Db,
     account: AccountId,
     id: i64,
     requests_per_second: Option<i64>,
 ) -> StoreResult<Vec<ClientLimit>> {
-    let plan = plan(conn, account, id)?;
-    let count =
-        |sql: &str| -> StoreResult<i64> { Ok(conn.row(sql, params![account.0], |r| r.get(0))?) };
+    let plan = plan(db, account, id)?;
+    let count = |sql: &str| -> StoreResult<i64> { db.value(sql, params![account.0]) };
     let limit = |name: &str, value: Option<i64>, used: Option<i64>| ClientLimit {
         name: name.into(),
         value,
         used,
     };
-    let attr = attributes::limits(conn, account)?;
+    let attr = attributes::limits(db, account)?;
     Ok(vec![
         limit(
             "receivers",
             Some(plan.receiver_cap).filter(|c| *c > 0),
-            Some(count_receivers(conn, account, "1")?),
+            Some(count_receivers(db, account, "TRUE")?),
         ),
         limit(
             "groups",
@@ -196,9 +190,10 @@ pub fn limits(
         limit(
             "group_attributes",
             Some(attr.max_per_group),
+            // The subquery is named: PostgreSQL before 16 needs it.
             Some(count(
                 "SELECT COALESCE(MAX(n), 0) FROM (SELECT COUNT(*) AS n FROM attributes
-                 WHERE account_id = ?1 AND group_id <> 0 GROUP BY group_id)",
+                 WHERE account_id = ?1 AND group_id <> 0 GROUP BY group_id) AS per_group",
             )?),
         ),
         limit(
@@ -222,9 +217,9 @@ pub fn limits(
 
 /// The people who can log in to the account (`store::users`), never with
 /// their password.
-pub fn users(conn: &Connection, account: AccountId, id: i64) -> StoreResult<Vec<ClientUser>> {
-    get(conn, account, id)?;
-    Ok(super::users::list(conn, account)?
+pub fn users(db: &Db, account: AccountId, id: i64) -> StoreResult<Vec<ClientUser>> {
+    get(db, account, id)?;
+    Ok(super::users::list(db, account)?
         .into_iter()
         .map(|u| ClientUser {
             id: u.id.into(),

@@ -112,6 +112,50 @@ where
     }
 }
 
+/// A value of a statement built at run time (a filter's rules, a page's
+/// selection), held as SQLite's dynamic value, bound on either backend.
+#[derive(Debug)]
+pub struct Dynamic<'a>(pub &'a rusqlite::types::Value);
+
+impl rusqlite::ToSql for Dynamic<'_> {
+    fn to_sql(&self) -> rusqlite::Result<rusqlite::types::ToSqlOutput<'_>> {
+        self.0.to_sql()
+    }
+}
+
+impl postgres::types::ToSql for Dynamic<'_> {
+    fn to_sql(
+        &self,
+        ty: &Type,
+        out: &mut bytes::BytesMut,
+    ) -> Result<postgres::types::IsNull, Box<dyn std::error::Error + Sync + Send>> {
+        use rusqlite::types::Value as V;
+        match self.0 {
+            V::Null => Ok(postgres::types::IsNull::Yes),
+            V::Integer(i) => i.to_sql(ty, out),
+            V::Real(f) => f.to_sql(ty, out),
+            V::Text(t) => t.to_sql(ty, out),
+            V::Blob(b) => b.to_sql(ty, out),
+        }
+    }
+    fn accepts(_: &Type) -> bool {
+        true
+    }
+    postgres::types::to_sql_checked!();
+}
+
+impl Param for Dynamic<'_> {
+    fn pg_type(&self) -> Type {
+        use rusqlite::types::Value as V;
+        match self.0 {
+            V::Integer(_) => Type::INT8,
+            V::Real(_) => Type::FLOAT8,
+            V::Null | V::Text(_) => Type::TEXT,
+            V::Blob(_) => Type::BYTEA,
+        }
+    }
+}
+
 /// The parameters of a statement, as [`Db`] takes them:
 /// `db.exec(sql, params![id, name])`.
 #[macro_export]
@@ -131,13 +175,38 @@ pub enum Row<'r> {
     Pg(&'r postgres::Row),
 }
 
-impl Row<'_> {
+impl<'r> Row<'r> {
     /// Column `i` (from 0) as `T`.
     pub fn get<T: Value>(&self, i: usize) -> StoreResult<T> {
         Ok(match self {
             Row::Lite(r) => r.get(i)?,
             Row::Pg(r) => r.try_get(i)?,
         })
+    }
+
+    /// Text column `i`, borrowed from the row (no copy: what a page of
+    /// receivers is written from).
+    pub fn str(&self, i: usize) -> StoreResult<&'r str> {
+        match self {
+            Row::Lite(r) => {
+                let v = r.get_ref(i)?;
+                Ok(v.as_str().map_err(|e| match v {
+                    rusqlite::types::ValueRef::Text(_) => {
+                        rusqlite::Error::FromSqlConversionFailure(
+                            i,
+                            rusqlite::types::Type::Text,
+                            Box::new(e),
+                        )
+                    }
+                    other => rusqlite::Error::InvalidColumnType(
+                        i,
+                        format!("column {i}"),
+                        other.data_type(),
+                    ),
+                })?)
+            }
+            Row::Pg(r) => Ok(r.try_get(i)?),
+        }
     }
 }
 
@@ -177,6 +246,29 @@ impl<'c> Db<'c> {
             Db::Pg(c) => {
                 let rows = c.borrow_mut().query(sql, params)?;
                 rows.iter().map(|r| f(&Row::Pg(r))).collect()
+            }
+        }
+    }
+
+    /// Every row of a query given to `f` in turn, none kept.
+    pub fn each(
+        &self,
+        sql: &str,
+        params: &[&dyn Param],
+        mut f: impl FnMut(&Row) -> StoreResult<()>,
+    ) -> StoreResult<()> {
+        match self {
+            Db::Lite(c) => {
+                let mut stmt = c.prepare_cached(sql)?;
+                let mut rows = stmt.query(lite(params))?;
+                while let Some(r) = rows.next()? {
+                    f(&Row::Lite(r))?;
+                }
+                Ok(())
+            }
+            Db::Pg(c) => {
+                let rows = c.borrow_mut().query(sql, params)?;
+                rows.iter().try_for_each(|r| f(&Row::Pg(r)))
             }
         }
     }
@@ -241,18 +333,28 @@ fn lite<'p>(params: &'p [&dyn Param]) -> impl rusqlite::Params + 'p {
     rusqlite::params_from_iter(params.iter().map(|p| *p as &dyn rusqlite::ToSql))
 }
 
-/// `sql` with its `?N` parameters written `$N` (PostgreSQL's spelling);
-/// text inside quotes is left alone.
+/// `sql` with its `?N` parameters written `$N` (PostgreSQL's spelling),
+/// and a bare `?` numbered as SQLite numbers it (one past the largest
+/// number so far); text inside quotes is left alone.
 pub fn dollar_params(sql: &str) -> String {
     let mut out = String::with_capacity(sql.len() + 8);
     let mut quote: Option<char> = None;
-    for c in sql.chars() {
+    let mut largest = 0usize;
+    let mut chars = sql.chars().peekable();
+    while let Some(c) = chars.next() {
         match quote {
             Some(q) if c == q => quote = None,
             Some(_) => {}
             None if c == '\'' || c == '"' => quote = Some(c),
             None if c == '?' => {
+                let mut digits = String::new();
+                while let Some(d) = chars.next_if(char::is_ascii_digit) {
+                    digits.push(d);
+                }
+                let n = digits.parse().unwrap_or(largest + 1);
+                largest = largest.max(n);
                 out.push('$');
+                out.push_str(&n.to_string());
                 continue;
             }
             None => {}
@@ -271,6 +373,11 @@ mod tests {
         assert_eq!(
             dollar_params("SELECT a FROM t WHERE b = ?1 AND c = '?2' AND \"d?\" = ?12"),
             "SELECT a FROM t WHERE b = $1 AND c = '?2' AND \"d?\" = $12"
+        );
+        // Bare ones as SQLite numbers them: one past the largest so far.
+        assert_eq!(
+            dollar_params("a = ? AND b IN (?, ?) AND c = ?7 AND d = ?"),
+            "a = $1 AND b IN ($2, $3) AND c = $7 AND d = $8"
         );
     }
 

@@ -5,9 +5,8 @@
 //! (`account` names the account, default `default`; `value` is optional).
 //! The `svcevent_mail_*` filter fields match them.
 
+use super::db::{Db, params};
 use super::{AccountId, StoreResult, accounts, now};
-use crate::server::store::Cached;
-use rusqlite::{Connection, OptionalExtension, params};
 use serde::Deserialize;
 
 pub const KINDS: &[&str] = &["send", "open", "click", "bounce"];
@@ -37,7 +36,7 @@ pub struct Loaded {
 /// Records one event for the contact with that address (no-op if the same
 /// event is recorded already, so a fixtures file can be loaded again).
 pub fn record(
-    conn: &Connection,
+    db: &Db,
     account: AccountId,
     email: &str,
     kind: &str,
@@ -45,23 +44,20 @@ pub fn record(
     stamp: i64,
     value: &str,
 ) -> StoreResult<bool> {
-    let contact: Option<i64> = conn
-        .row(
-            "SELECT id FROM contacts WHERE account_id = ?1 AND email = ?2",
-            params![account.0, email.trim()],
-            |r| r.get(0),
-        )
-        .optional()?;
+    let contact: Option<i64> = db.opt_row(
+        "SELECT id FROM contacts WHERE account_id = ?1 AND email = ?2",
+        params![account.0, email.trim()],
+        |r| r.get(0),
+    )?;
     let Some(contact) = contact else {
         return Ok(false);
     };
-    let exists: bool = conn.row(
+    let exists: bool = db.value(
         "SELECT EXISTS (SELECT 1 FROM events WHERE contact_id = ?1 AND type = ?2 AND mailing_id = ?3 AND stamp = ?4)",
         params![contact, kind, mailing_id, stamp],
-        |r| r.get(0),
     )?;
     if !exists {
-        conn.exec(
+        db.exec(
             "INSERT INTO events (contact_id, stamp, type, value, mailing_id) VALUES (?1, ?2, ?3, ?4, ?5)",
             params![contact, stamp, kind, value, mailing_id],
         )?;
@@ -70,7 +66,7 @@ pub fn record(
 }
 
 /// Loads a JSON-lines fixtures file.
-pub fn load(conn: &Connection, text: &str) -> StoreResult<Loaded> {
+pub fn load(db: &Db, text: &str) -> StoreResult<Loaded> {
     let mut out = Loaded::default();
     for (n, line) in text
         .lines()
@@ -98,7 +94,7 @@ pub fn load(conn: &Connection, text: &str) -> StoreResult<Loaded> {
             .account
             .as_deref()
             .unwrap_or(crate::server::DEFAULT_ACCOUNT);
-        let account = match accounts::app_of(conn, name) {
+        let account = match accounts::app_of(db, name) {
             Ok(app) => app.account,
             Err(_) => {
                 out.skipped
@@ -108,7 +104,7 @@ pub fn load(conn: &Connection, text: &str) -> StoreResult<Loaded> {
         };
         let stamp = parsed.stamp.unwrap_or_else(now);
         if record(
-            conn,
+            db,
             account,
             &parsed.email,
             &kind,

@@ -3,8 +3,7 @@
 use super::{AccountId, StoreResult, conflict, invalid, not_found, now};
 use crate::api::group::GroupAdvancedStats;
 use crate::api::{Group, GroupInput, GroupStats};
-use crate::server::store::Cached;
-use rusqlite::{Connection, OptionalExtension, Row, params};
+use crate::server::store::db::{Db, Row, params};
 
 const COLUMNS: &str = "id, name, locked, backup, receiver_info, stamp, last_mailing, last_changed";
 
@@ -14,9 +13,9 @@ pub const ACTIVE_SQL: &str = "(r.activated > 0 AND r.deactivated = 0 AND r.bounc
 pub const BOUNCED_SQL: &str = "(r.bounced > 0)";
 pub const INACTIVE_SQL: &str = "(r.bounced = 0 AND (r.activated = 0 OR r.deactivated > 0))";
 
-fn from_row(r: &Row) -> rusqlite::Result<Group> {
+fn from_row(r: &Row) -> StoreResult<Group> {
     Ok(Group {
-        id: r.get::<_, i64>(0)?.into(),
+        id: r.get::<i64>(0)?.into(),
         name: r.get(1)?,
         locked: r.get(2)?,
         backup: r.get(3)?,
@@ -30,7 +29,7 @@ fn from_row(r: &Row) -> rusqlite::Result<Group> {
 /// The allowed values of the list's `order` query.
 pub const ORDER_CHOICES: &str = "created ASC, created DESC, changed ASC, changed DESC";
 
-pub fn list(conn: &Connection, account: AccountId, order: Option<&str>) -> StoreResult<Vec<Group>> {
+pub fn list(db: &Db, account: AccountId, order: Option<&str>) -> StoreResult<Vec<Group>> {
     let order_sql = match order.map(|o| {
         o.split_whitespace()
             .collect::<Vec<_>>()
@@ -47,28 +46,22 @@ pub fn list(conn: &Connection, account: AccountId, order: Option<&str>) -> Store
         },
     };
     let sql = format!("SELECT {COLUMNS} FROM groups WHERE account_id = ?1 ORDER BY {order_sql}");
-    let mut stmt = conn.prepare_cached(&sql)?;
-    let rows = stmt.query_map([account.0], from_row)?;
-    Ok(rows.collect::<Result<_, _>>()?)
+    db.rows(&sql, params![account.0], from_row)
 }
 
-pub fn get(conn: &Connection, account: AccountId, id: i64) -> StoreResult<Group> {
+pub fn get(db: &Db, account: AccountId, id: i64) -> StoreResult<Group> {
     let sql = format!("SELECT {COLUMNS} FROM groups WHERE id = ?1 AND account_id = ?2");
-    match conn
-        .row(&sql, params![id, account.0], from_row)
-        .optional()?
-    {
+    match db.opt_row(&sql, params![id, account.0], from_row)? {
         Some(g) => Ok(g),
         None => not_found("Not Found: invalid group"),
     }
 }
 
 /// 404 unless the group exists and belongs to the account.
-pub fn ensure(conn: &Connection, account: AccountId, id: i64) -> StoreResult<()> {
-    let found: bool = conn.row(
+pub fn ensure(db: &Db, account: AccountId, id: i64) -> StoreResult<()> {
+    let found: bool = db.value(
         "SELECT EXISTS (SELECT 1 FROM groups WHERE id = ?1 AND account_id = ?2)",
         params![id, account.0],
-        |r| r.get(0),
     )?;
     if found {
         Ok(())
@@ -77,21 +70,15 @@ pub fn ensure(conn: &Connection, account: AccountId, id: i64) -> StoreResult<()>
     }
 }
 
-fn check_name(
-    conn: &Connection,
-    account: AccountId,
-    name: &str,
-    except: i64,
-) -> StoreResult<String> {
+fn check_name(db: &Db, account: AccountId, name: &str, except: i64) -> StoreResult<String> {
     let name = name.trim();
     super::check_len("name", name, super::MAX_NAME_CHARS)?;
     if name.is_empty() {
         return invalid("Bad Request: name must not be empty");
     }
-    let taken: bool = conn.row(
+    let taken: bool = db.value(
         "SELECT EXISTS (SELECT 1 FROM groups WHERE account_id = ?1 AND name = ?2 AND id <> ?3)",
         params![account.0, name, except],
-        |r| r.get(0),
     )?;
     if taken {
         return conflict(format!("Conflict: a group named \"{name}\" exists already"));
@@ -99,18 +86,18 @@ fn check_name(
     Ok(name.to_string())
 }
 
-pub fn create(conn: &Connection, account: AccountId, input: &GroupInput) -> StoreResult<Group> {
+pub fn create(db: &Db, account: AccountId, input: &GroupInput) -> StoreResult<Group> {
     let Some(name) = input.name.as_deref() else {
         return invalid("Bad Request: name is required");
     };
-    let name = check_name(conn, account, name, 0)?;
+    let name = check_name(db, account, name, 0)?;
     if let Some(info) = &input.receiver_info {
         super::check_len("receiver_info", info, super::MAX_TEXT_CHARS)?;
     }
     let t = now();
-    conn.exec(
+    let id: i64 = db.value(
         "INSERT INTO groups (account_id, name, receiver_info, locked, backup, stamp, last_changed)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6)",
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6) RETURNING id",
         params![
             account.0,
             name,
@@ -120,18 +107,13 @@ pub fn create(conn: &Connection, account: AccountId, input: &GroupInput) -> Stor
             t
         ],
     )?;
-    get(conn, account, conn.last_insert_rowid())
+    get(db, account, id)
 }
 
-pub fn update(
-    conn: &Connection,
-    account: AccountId,
-    id: i64,
-    input: &GroupInput,
-) -> StoreResult<Group> {
-    let mut group = get(conn, account, id)?;
+pub fn update(db: &Db, account: AccountId, id: i64, input: &GroupInput) -> StoreResult<Group> {
+    let mut group = get(db, account, id)?;
     if let Some(name) = &input.name {
-        group.name = check_name(conn, account, name, id)?;
+        group.name = check_name(db, account, name, id)?;
     }
     if let Some(info) = &input.receiver_info {
         super::check_len("receiver_info", info, super::MAX_TEXT_CHARS)?;
@@ -140,7 +122,7 @@ pub fn update(
     group.locked = input.locked.unwrap_or(group.locked);
     group.backup = input.backup.unwrap_or(group.backup);
     group.last_changed = now();
-    conn.exec(
+    db.exec(
         "UPDATE groups SET name = ?1, receiver_info = ?2, locked = ?3, backup = ?4, last_changed = ?5
          WHERE id = ?6",
         params![group.name, group.receiver_info, group.locked, group.backup, group.last_changed, id],
@@ -149,8 +131,8 @@ pub fn update(
 }
 
 /// Marks the group changed (a receiver was added, changed or removed).
-pub fn touch(conn: &Connection, id: i64) -> StoreResult<()> {
-    conn.exec(
+pub fn touch(db: &Db, id: i64) -> StoreResult<()> {
+    db.exec(
         "UPDATE groups SET last_changed = ?1 WHERE id = ?2",
         params![now(), id],
     )?;
@@ -159,30 +141,30 @@ pub fn touch(conn: &Connection, id: i64) -> StoreResult<()> {
 
 /// Deletes the group with its receivers, attributes and blocklist; contacts
 /// left in no group are deleted with everything they carried.
-pub fn delete(conn: &Connection, account: AccountId, id: i64) -> StoreResult<()> {
-    ensure(conn, account, id)?;
-    clear(conn, account, id)?;
-    conn.exec(
+pub fn delete(db: &Db, account: AccountId, id: i64) -> StoreResult<()> {
+    ensure(db, account, id)?;
+    clear(db, account, id)?;
+    db.exec(
         "DELETE FROM attributes WHERE account_id = ?1 AND group_id = ?2",
         params![account.0, id],
     )?;
-    conn.exec("DELETE FROM groups WHERE id = ?1", [id])?;
+    db.exec("DELETE FROM groups WHERE id = ?1", params![id])?;
     Ok(())
 }
 
 /// Removes every receiver from the group (spec: "removes all email
 /// addresses"); the group, its attributes and blocklist stay.
-pub fn clear(conn: &Connection, account: AccountId, id: i64) -> StoreResult<u64> {
-    ensure(conn, account, id)?;
-    conn.exec(
+pub fn clear(db: &Db, account: AccountId, id: i64) -> StoreResult<u64> {
+    ensure(db, account, id)?;
+    db.exec(
         "DELETE FROM attribute_values WHERE attribute_id IN
            (SELECT id FROM attributes WHERE account_id = ?1 AND group_id = ?2)",
         params![account.0, id],
     )?;
-    let removed = conn.exec("DELETE FROM receivers WHERE group_id = ?1", [id])?;
-    delete_orphan_contacts(conn, account)?;
-    touch(conn, id)?;
-    Ok(removed as u64)
+    let removed = db.exec("DELETE FROM receivers WHERE group_id = ?1", params![id])?;
+    delete_orphan_contacts(db, account)?;
+    touch(db, id)?;
+    Ok(removed)
 }
 
 /// Every contact of the account in no group any more is deleted, with all
@@ -191,30 +173,32 @@ pub fn clear(conn: &Connection, account: AccountId, id: i64) -> StoreResult<u64>
 /// contact by key, `receivers::delete_orphan_contact`). Decision: here,
 /// beside its one caller, so that imports run one way, from `receivers` to
 /// `groups`.
-fn delete_orphan_contacts(conn: &Connection, account: AccountId) -> StoreResult<()> {
-    conn.exec(
+fn delete_orphan_contacts(db: &Db, account: AccountId) -> StoreResult<()> {
+    db.exec(
         "DELETE FROM contacts WHERE account_id = ?1
          AND NOT EXISTS (SELECT 1 FROM receivers r WHERE r.contact_id = contacts.id)",
-        [account.0],
+        params![account.0],
     )?;
     Ok(())
 }
 
-pub fn stats(conn: &Connection, account: AccountId, id: i64) -> StoreResult<GroupStats> {
-    ensure(conn, account, id)?;
+pub fn stats(db: &Db, account: AccountId, id: i64) -> StoreResult<GroupStats> {
+    ensure(db, account, id)?;
+    // `COUNT(*) FILTER`, not `SUM` of a condition: PostgreSQL sums no
+    // booleans. AVG is cast: PostgreSQL's AVG of a BIGINT is NUMERIC.
     let sql = format!(
-        "SELECT COUNT(*), COALESCE(SUM({ACTIVE_SQL}), 0), COALESCE(SUM({INACTIVE_SQL}), 0),
-                COALESCE(SUM({BOUNCED_SQL}), 0), COALESCE(AVG(r.points), 0)
+        "SELECT COUNT(*), COUNT(*) FILTER (WHERE {ACTIVE_SQL}), COUNT(*) FILTER (WHERE {INACTIVE_SQL}),
+                COUNT(*) FILTER (WHERE {BOUNCED_SQL}),
+                COALESCE(CAST(AVG(r.points) AS DOUBLE PRECISION), 0)
          FROM receivers r WHERE r.group_id = ?1"
     );
     let (total, active, inactive, bounced, avg_points): (i64, i64, i64, i64, f64) =
-        conn.row(&sql, [id], |r| {
+        db.row(&sql, params![id], |r| {
             Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
         })?;
-    let order_count: i64 = conn.row(
+    let order_count: i64 = db.value(
         "SELECT COUNT(*) FROM orders o JOIN receivers r ON r.contact_id = o.contact_id WHERE r.group_id = ?1",
-        [id],
-        |r| r.get(0),
+        params![id],
     )?;
     // Quality 0..5: the share of active receivers, in fifths (0 when empty).
     let quality = if total == 0 {
@@ -234,15 +218,9 @@ pub fn stats(conn: &Connection, account: AccountId, id: i64) -> StoreResult<Grou
     })
 }
 
-pub fn advanced_stats(
-    conn: &Connection,
-    account: AccountId,
-    id: i64,
-) -> StoreResult<GroupAdvancedStats> {
-    let stats = stats(conn, account, id)?;
-    let count = |sql: &str| -> StoreResult<i64> {
-        Ok(conn.row(sql, params![id, account.0], |r| r.get(0))?)
-    };
+pub fn advanced_stats(db: &Db, account: AccountId, id: i64) -> StoreResult<GroupAdvancedStats> {
+    let stats = stats(db, account, id)?;
+    let count = |sql: &str| -> StoreResult<i64> { db.value(sql, params![id, account.0]) };
     Ok(GroupAdvancedStats {
         awaiting_activation_count: count(
             "SELECT COUNT(*) FROM receivers r WHERE r.group_id = ?1 AND ?2 = ?2
@@ -256,13 +234,13 @@ pub fn advanced_stats(
             "SELECT COUNT(DISTINCT r.contact_id) FROM receivers r JOIN tags t ON t.contact_id = r.contact_id
              WHERE r.group_id = ?1 AND ?2 = ?2",
         )?,
-        order_revenue: conn.row(
-            "SELECT COALESCE(SUM(o.price * MAX(o.quantity, 1)), 0) FROM orders o
-             JOIN receivers r ON r.contact_id = o.contact_id WHERE r.group_id = ?1",
-            [id],
-            |r| r.get(0),
+        // A quantity under 1 counts as 1 (`CASE`: PostgreSQL's MAX takes no two arguments).
+        order_revenue: db.value(
+            "SELECT COALESCE(SUM(o.price * CASE WHEN o.quantity > 1 THEN o.quantity ELSE 1 END), 0)
+             FROM orders o JOIN receivers r ON r.contact_id = o.contact_id WHERE r.group_id = ?1",
+            params![id],
         )?,
-        last_changed: get(conn, account, id)?.last_changed,
+        last_changed: get(db, account, id)?.last_changed,
         stats,
     })
 }

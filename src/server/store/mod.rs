@@ -17,6 +17,7 @@ pub mod forms;
 pub mod groups;
 mod pg;
 mod plans;
+pub mod rates;
 pub mod receivers;
 pub mod redirect_uris;
 pub mod tags;
@@ -93,15 +94,30 @@ pub type StoreResult<T> = Result<T, StoreError>;
 
 impl From<postgres::Error> for StoreError {
     /// A lost connection is "unavailable, come back" (503 with
-    /// `Retry-After`); anything else a database error.
+    /// `Retry-After`). So is a write that lost a race with another server
+    /// process on the same database (a deadlock, a serialization failure,
+    /// a unique key taken between its check and its insert): it was rolled
+    /// back whole, and the same request again sees the winner's row (and
+    /// answers, say, 409). Anything else is a database error.
     fn from(e: postgres::Error) -> Self {
+        use postgres::error::SqlState;
         if pg::is_connection_lost(&e) {
-            StoreError::Unavailable(format!(
+            return StoreError::Unavailable(format!(
                 "Service Unavailable: the database cannot be reached; retry after {RETRY_AFTER_SECS} s"
-            ))
-        } else {
-            StoreError::Postgres(e)
+            ));
         }
+        let raced = [
+            SqlState::T_R_DEADLOCK_DETECTED,
+            SqlState::T_R_SERIALIZATION_FAILURE,
+            SqlState::UNIQUE_VIOLATION,
+        ];
+        if e.code().is_some_and(|c| raced.contains(c)) {
+            tracing::debug!(error = %e, "a write lost a race; answered 503 to retry");
+            return StoreError::Busy(format!(
+                "Service Unavailable: a concurrent write got there first; retry after {RETRY_AFTER_SECS} s"
+            ));
+        }
+        StoreError::Postgres(e)
     }
 }
 
@@ -433,6 +449,15 @@ fn migrate(conn: &mut Connection) -> StoreResult<()> {
         tx.commit()?;
     }
     Ok(())
+}
+
+/// How messages name the database `--db` gives: the file's path, or the
+/// PostgreSQL URL without its password.
+pub fn shown(db: &Path) -> String {
+    match pg::url(db) {
+        Some(url) => pg::redacted(url),
+        None => db.display().to_string(),
+    }
 }
 
 /// The current time in Unix seconds.

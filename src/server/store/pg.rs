@@ -18,7 +18,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// The schema, one migration per file, applied in order on start (and by
 /// `listpipe serve migrate`); `listpipe_schema` records how many have run.
-const MIGRATIONS: &[&str] = &[include_str!("migrations/pg/001_core.sql")];
+const MIGRATIONS: &[&str] = &[
+    include_str!("migrations/pg/001_core.sql"),
+    include_str!("migrations/pg/002_rate_limits.sql"),
+];
 
 /// Connections per server process. PostgreSQL serves about a hundred by
 /// default: several processes fit.
@@ -59,8 +62,18 @@ pub(super) struct Pool {
 }
 
 impl Pool {
-    /// Connects to `url` and brings its schema up to date.
+    /// Connects to `url` and brings its schema up to date. On a thread of
+    /// its own: the synchronous client runs a runtime of its own, which
+    /// cannot start inside the server's.
     pub(super) fn open(url: &str) -> StoreResult<Pool> {
+        std::thread::scope(|s| {
+            s.spawn(|| Self::open_here(url))
+                .join()
+                .unwrap_or_else(|p| std::panic::resume_unwind(p))
+        })
+    }
+
+    fn open_here(url: &str) -> StoreResult<Pool> {
         let mut config = postgres::Config::from_str(url)
             .map_err(|e| StoreError::Invalid(format!("--db is not a PostgreSQL URL: {e}")))?;
         config.connect_timeout(CONNECT_TIMEOUT);
@@ -92,8 +105,15 @@ impl Pool {
         Ok(RefCell::new(PgConn::new(client)))
     }
 
-    /// Runs `f` on a free connection (made again if it was lost).
-    fn with<T>(&self, f: impl FnOnce(&RefCell<PgConn>) -> StoreResult<T>) -> StoreResult<T> {
+    /// Runs `f` in a transaction begun with `begin`, on a free connection.
+    /// A connection found lost (the database restarted since its last use)
+    /// is made again, and its transaction begun again: nothing of `f` has
+    /// run then, so nothing is sent twice.
+    fn in_transaction<T>(
+        &self,
+        begin: &str,
+        f: impl FnOnce(&Db) -> StoreResult<T>,
+    ) -> StoreResult<T> {
         let n = self.slots.len();
         let start = self.next.fetch_add(1, Ordering::Relaxed);
         let mut slot = (0..n)
@@ -103,11 +123,19 @@ impl Pool {
                     .lock()
                     .unwrap_or_else(|p| p.into_inner())
             });
-        if slot.as_ref().is_none_or(|c| c.borrow().client.is_closed()) {
-            *slot = Some(self.connect()?);
+        for attempt in 0.. {
+            if slot.as_ref().is_none_or(|c| c.borrow().client.is_closed()) {
+                *slot = Some(self.connect()?);
+            }
+            let conn = slot.as_ref().expect("connected above");
+            match Db::Pg(conn).batch(begin) {
+                Ok(()) => break,
+                Err(StoreError::Unavailable(_)) if attempt == 0 => *slot = None,
+                Err(e) => return Err(e),
+            }
         }
         let conn = slot.as_ref().expect("connected above");
-        let out = f(conn);
+        let out = finish(conn, f);
         if conn.borrow().client.is_closed() {
             *slot = None;
         }
@@ -116,22 +144,29 @@ impl Pool {
 
     /// Runs `f`, which only reads, in one snapshot.
     pub(super) fn read<T>(&self, f: impl FnOnce(&Db) -> StoreResult<T>) -> StoreResult<T> {
-        self.with(|c| in_transaction(c, "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY", f))
+        self.in_transaction("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY", f)
     }
 
     /// Runs `f` as one transaction: all of it is committed, or none.
     pub(super) fn write<T>(&self, f: impl FnOnce(&Db) -> StoreResult<T>) -> StoreResult<T> {
-        self.with(|c| in_transaction(c, "BEGIN", f))
+        self.in_transaction("BEGIN", f)
     }
 }
 
-fn in_transaction<T>(
-    c: &RefCell<PgConn>,
-    begin: &str,
-    f: impl FnOnce(&Db) -> StoreResult<T>,
-) -> StoreResult<T> {
+impl Drop for Pool {
+    /// The connections are closed on a thread of their own, for the reason
+    /// [`Pool::open`] connects on one: each holds a runtime, which cannot be
+    /// dropped inside the server's.
+    fn drop(&mut self) {
+        let slots = std::mem::take(&mut self.slots);
+        let _ = std::thread::spawn(move || drop(slots)).join();
+    }
+}
+
+/// Runs `f` in the transaction begun on `c`, and commits it, or rolls it
+/// back when `f` fails or panics.
+fn finish<T>(c: &RefCell<PgConn>, f: impl FnOnce(&Db) -> StoreResult<T>) -> StoreResult<T> {
     let db = Db::Pg(c);
-    db.batch(begin)?;
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&db))) {
         Ok(Ok(v)) => {
             db.batch("COMMIT")?;
@@ -149,36 +184,33 @@ fn in_transaction<T>(
     }
 }
 
-/// Applies the migrations not yet applied, one transaction each, while
-/// holding a lock that other processes starting on the same database wait
-/// for.
+/// Applies the migrations not yet applied, in one transaction (PostgreSQL's
+/// DDL is transactional: all or none), holding a lock that other processes
+/// starting on the same database wait for.
 fn migrate(c: &RefCell<PgConn>) -> StoreResult<()> {
-    let db = Db::Pg(c);
-    db.batch("CREATE TABLE IF NOT EXISTS listpipe_schema (version BIGINT NOT NULL)")?;
-    for (i, sql) in MIGRATIONS.iter().enumerate() {
-        let version = i as i64 + 1;
-        in_transaction(c, "BEGIN", |db| {
-            // A lock of this transaction's: two processes never both migrate.
-            db.batch("SELECT pg_advisory_xact_lock(7236814251437302119)")?;
-            let done: i64 = db.value(
-                "SELECT COALESCE(MAX(version), 0) FROM listpipe_schema",
-                super::db::params![],
+    Db::Pg(c).batch("BEGIN")?;
+    finish(c, |db| {
+        db.batch(
+            "SELECT pg_advisory_xact_lock(7236814251437302119);
+             CREATE TABLE IF NOT EXISTS listpipe_schema (version BIGINT NOT NULL)",
+        )?;
+        let done: i64 = db.value(
+            "SELECT COALESCE(MAX(version), 0) FROM listpipe_schema",
+            super::db::params![],
+        )?;
+        for (i, sql) in MIGRATIONS.iter().enumerate().skip(done.max(0) as usize) {
+            db.batch(sql)?;
+            db.exec(
+                "INSERT INTO listpipe_schema (version) VALUES (?1)",
+                super::db::params![i as i64 + 1],
             )?;
-            if done < version {
-                db.batch(sql)?;
-                db.exec(
-                    "INSERT INTO listpipe_schema (version) VALUES (?1)",
-                    super::db::params![version],
-                )?;
-            }
-            Ok(())
-        })?;
-    }
-    Ok(())
+        }
+        Ok(())
+    })
 }
 
 /// `url` without its password, for messages.
-fn redacted(url: &str) -> String {
+pub(super) fn redacted(url: &str) -> String {
     match (url.find("://"), url.rfind('@')) {
         (Some(scheme), Some(at)) if at > scheme => {
             let user = &url[scheme + 3..at];

@@ -7,9 +7,8 @@
 //! URIs with the same host, path and query: the port may then differ,
 //! because a command-line client listens on whatever port is free.
 
+use super::db::{Backend, Db, params};
 use super::{StoreResult, invalid};
-use crate::server::store::Cached;
-use rusqlite::{Connection, params};
 
 /// What `listpipe auth login` listens on (any port); registered for the
 /// default account on first start and for accounts made by `accounts create`.
@@ -81,31 +80,34 @@ pub fn matches(registered: &str, requested: &str) -> bool {
 }
 
 /// Registers a URI for an application; `false` if it was there already.
-pub fn register(conn: &Connection, app_id: i64, uri: &str) -> StoreResult<bool> {
+pub fn register(db: &Db, app_id: i64, uri: &str) -> StoreResult<bool> {
     let uri = check(uri)?;
-    let added = conn.exec(
-        "INSERT OR IGNORE INTO oauth_redirect_uris (app_id, uri) VALUES (?1, ?2)",
+    let added = db.exec(
+        "INSERT INTO oauth_redirect_uris (app_id, uri) VALUES (?1, ?2) ON CONFLICT DO NOTHING",
         params![app_id, uri],
     )?;
     Ok(added > 0)
 }
 
 /// The application's registered URIs, in order.
-pub fn of_app(conn: &Connection, app_id: i64) -> StoreResult<Vec<String>> {
-    let mut stmt =
-        conn.prepare_cached("SELECT uri FROM oauth_redirect_uris WHERE app_id = ?1 ORDER BY uri")?;
-    let uris = stmt
-        .query_map([app_id], |r| r.get(0))?
-        .collect::<Result<Vec<String>, _>>()?;
-    Ok(uris)
+pub fn of_app(db: &Db, app_id: i64) -> StoreResult<Vec<String>> {
+    // In byte order on both: PostgreSQL's default collation may follow a
+    // locale's rules; SQLite knows no collation named "C".
+    let sql = match db.backend() {
+        Backend::Sqlite => "SELECT uri FROM oauth_redirect_uris WHERE app_id = ?1 ORDER BY uri",
+        Backend::Postgres => {
+            "SELECT uri FROM oauth_redirect_uris WHERE app_id = ?1 ORDER BY uri COLLATE \"C\""
+        }
+    };
+    db.rows(sql, params![app_id], |r| r.get(0))
 }
 
 /// Whether the application may be sent codes at `requested`.
-pub fn allows(conn: &Connection, app_id: i64, requested: &str) -> StoreResult<bool> {
+pub fn allows(db: &Db, app_id: i64, requested: &str) -> StoreResult<bool> {
     if check(requested).is_err() {
         return Ok(false);
     }
-    Ok(of_app(conn, app_id)?
+    Ok(of_app(db, app_id)?
         .iter()
         .any(|registered| matches(registered, requested)))
 }

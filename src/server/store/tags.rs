@@ -1,10 +1,10 @@
 //! Tags of contacts (spec §2.8, §4.9). Tags belong to the person, so a tag
 //! added in one group is seen from every group the address is in.
 
+use super::db::{Backend, Db, params};
 use super::{AccountId, StoreResult};
 use crate::api::normalize_tag;
 use crate::api::tag::tag_origin;
-use rusqlite::{Connection, params};
 
 /// Which tags a listing asks for, from its `origin` query.
 #[derive(Debug, Clone, PartialEq)]
@@ -45,21 +45,23 @@ pub fn check_sizes(tags: &[String]) -> StoreResult<()> {
 
 /// Applies a tag list to a contact: each tag is normalised and added; a tag
 /// written `-name` removes `name`. Returns the tags actually added.
-pub fn apply(conn: &Connection, contact_id: i64, tags: &[String]) -> StoreResult<Vec<String>> {
+pub fn apply(db: &Db, contact_id: i64, tags: &[String]) -> StoreResult<Vec<String>> {
     check_sizes(tags)?;
     let mut added = Vec::new();
-    let mut insert = conn.prepare_cached(
-        "INSERT OR IGNORE INTO tags (contact_id, tag, origin) VALUES (?1, ?2, ?3)",
-    )?;
-    let mut remove = conn.prepare_cached("DELETE FROM tags WHERE contact_id = ?1 AND tag = ?2")?;
     for raw in tags {
         let raw = raw.trim();
         if let Some(stripped) = raw.strip_prefix('-') {
             if let Some(tag) = normalize_tag(stripped) {
-                remove.execute(params![contact_id, tag])?;
+                db.exec(
+                    "DELETE FROM tags WHERE contact_id = ?1 AND tag = ?2",
+                    params![contact_id, tag],
+                )?;
             }
         } else if let Some(tag) = normalize_tag(raw)
-            && insert.execute(params![contact_id, tag, tag_origin(&tag)])? > 0
+            && db.exec(
+                "INSERT INTO tags (contact_id, tag, origin) VALUES (?1, ?2, ?3) ON CONFLICT DO NOTHING",
+                params![contact_id, tag, tag_origin(&tag)],
+            )? > 0
         {
             added.push(tag);
         }
@@ -67,25 +69,32 @@ pub fn apply(conn: &Connection, contact_id: i64, tags: &[String]) -> StoreResult
     Ok(added)
 }
 
-pub fn of_contact(conn: &Connection, contact_id: i64, origin: &Origin) -> StoreResult<Vec<String>> {
-    let mut stmt =
-        conn.prepare_cached("SELECT tag FROM tags WHERE contact_id = ?1 ORDER BY tag")?;
-    let rows = stmt.query_map([contact_id], |r| r.get::<_, String>(0))?;
-    let tags: Vec<String> = rows.collect::<Result<_, _>>()?;
+pub fn of_contact(db: &Db, contact_id: i64, origin: &Origin) -> StoreResult<Vec<String>> {
+    // Tags in SQLite's order of text, byte by byte: PostgreSQL sorts in its
+    // database's locale unless told `COLLATE "C"`, a name SQLite does not know.
+    let sql = match db.backend() {
+        Backend::Sqlite => "SELECT tag FROM tags WHERE contact_id = ?1 ORDER BY tag",
+        Backend::Postgres => {
+            "SELECT tag FROM tags WHERE contact_id = ?1 ORDER BY tag COLLATE \"C\""
+        }
+    };
+    let tags: Vec<String> = db.rows(sql, params![contact_id], |r| r.get(0))?;
     Ok(tags.into_iter().filter(|t| origin.keeps(t)).collect())
 }
 
 /// Every distinct tag set on any receiver of the account.
-pub fn of_account(
-    conn: &Connection,
-    account: AccountId,
-    origin: &Origin,
-) -> StoreResult<Vec<String>> {
-    let mut stmt = conn.prepare_cached(
-        "SELECT DISTINCT t.tag FROM tags t JOIN contacts c ON c.id = t.contact_id
-         WHERE c.account_id = ?1 ORDER BY t.tag",
-    )?;
-    let rows = stmt.query_map([account.0], |r| r.get::<_, String>(0))?;
-    let tags: Vec<String> = rows.collect::<Result<_, _>>()?;
+pub fn of_account(db: &Db, account: AccountId, origin: &Origin) -> StoreResult<Vec<String>> {
+    // In SQLite's order, as `of_contact`.
+    let sql = match db.backend() {
+        Backend::Sqlite => {
+            "SELECT DISTINCT t.tag FROM tags t JOIN contacts c ON c.id = t.contact_id
+             WHERE c.account_id = ?1 ORDER BY t.tag"
+        }
+        Backend::Postgres => {
+            "SELECT DISTINCT t.tag COLLATE \"C\" FROM tags t JOIN contacts c ON c.id = t.contact_id
+             WHERE c.account_id = ?1 ORDER BY 1"
+        }
+    };
+    let tags: Vec<String> = db.rows(sql, params![account.0], |r| r.get(0))?;
     Ok(tags.into_iter().filter(|t| origin.keeps(t)).collect())
 }

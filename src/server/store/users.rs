@@ -6,11 +6,10 @@
 //! [`hash_password`] before a write, [`verify`] on the hash that
 //! [`login_hash`] read.
 
+use super::db::{Db, Row, params};
 use super::{AccountId, StoreError, StoreResult, now};
-use crate::server::store::Cached;
 use argon2::password_hash::{PasswordHasher, PasswordVerifier, SaltString};
 use argon2::{Argon2, PasswordHash as Phc};
-use rusqlite::{Connection, OptionalExtension, params};
 use std::sync::OnceLock;
 
 /// The shortest password `accounts user` accepts.
@@ -87,7 +86,7 @@ fn check_email(email: &str) -> StoreResult<&str> {
 /// Adds a user to the account, or gives an existing one (same email) a new
 /// password and, when given, a new name. Returns the user and whether it is new.
 pub fn upsert(
-    conn: &Connection,
+    db: &Db,
     account: AccountId,
     email: &str,
     name: Option<&str>,
@@ -95,15 +94,21 @@ pub fn upsert(
 ) -> StoreResult<(User, bool)> {
     let email = check_email(email)?;
     let t = now();
-    let updated = conn.exec(
-        "UPDATE users SET password_hash = ?1, name = COALESCE(?2, name), changed = ?3
-         WHERE account_id = ?4 AND email = ?5",
-        params![password.0, name, t, account.0, email],
-    )?;
-    if updated == 0 {
-        conn.exec(
+    let update = || {
+        db.exec(
+            "UPDATE users SET password_hash = ?1, name = COALESCE(?2, name), changed = ?3
+             WHERE account_id = ?4 AND email = ?5",
+            params![password.0, name, t, account.0, email],
+        )
+    };
+    let updated = update()?;
+    let mut new = updated == 0;
+    if new {
+        // On PostgreSQL another server process may add the same address
+        // between the update and the insert: its row is then updated.
+        new = db.exec(
             "INSERT INTO users (account_id, email, name, role, password_hash, created, changed)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6)",
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6) ON CONFLICT (account_id, email) DO NOTHING",
             params![
                 account.0,
                 email,
@@ -112,24 +117,25 @@ pub fn upsert(
                 password.0,
                 t
             ],
-        )?;
+        )? > 0;
+        if !new {
+            update()?;
+        }
     }
-    let user = find(conn, account, email)?
+    let user = find(db, account, email)?
         .ok_or_else(|| StoreError::Internal("the user just written is missing".into()))?;
-    Ok((user, updated == 0))
+    Ok((user, new))
 }
 
-fn find(conn: &Connection, account: AccountId, email: &str) -> StoreResult<Option<User>> {
-    Ok(conn
-        .row(
-            "SELECT id, email, name, role FROM users WHERE account_id = ?1 AND email = ?2",
-            params![account.0, email.trim()],
-            row_to_user,
-        )
-        .optional()?)
+fn find(db: &Db, account: AccountId, email: &str) -> StoreResult<Option<User>> {
+    db.opt_row(
+        "SELECT id, email, name, role FROM users WHERE account_id = ?1 AND email = ?2",
+        params![account.0, email.trim()],
+        from_row,
+    )
 }
 
-fn row_to_user(r: &rusqlite::Row) -> rusqlite::Result<User> {
+fn from_row(r: &Row) -> StoreResult<User> {
     Ok(User {
         id: r.get(0)?,
         email: r.get(1)?,
@@ -143,12 +149,12 @@ pub const FIRST_USER_EMAIL: &str = "admin@listpipe.invalid";
 
 /// Makes the account's first user, [`FIRST_USER_EMAIL`], with a random
 /// password; answers the email and the password (its only plain copy).
-pub fn create_first(conn: &Connection, account: AccountId) -> StoreResult<(String, String)> {
+pub fn create_first(db: &Db, account: AccountId) -> StoreResult<(String, String)> {
     let mut buf = [0u8; 12];
     getrandom::fill(&mut buf).map_err(|e| StoreError::Internal(format!("no randomness: {e}")))?;
     let password = hex::encode(buf);
     upsert(
-        conn,
+        db,
         account,
         FIRST_USER_EMAIL,
         Some("Administrator"),
@@ -158,30 +164,22 @@ pub fn create_first(conn: &Connection, account: AccountId) -> StoreResult<(Strin
 }
 
 /// The account's users, oldest first.
-pub fn list(conn: &Connection, account: AccountId) -> StoreResult<Vec<User>> {
-    let mut stmt = conn.prepare_cached(
+pub fn list(db: &Db, account: AccountId) -> StoreResult<Vec<User>> {
+    db.rows(
         "SELECT id, email, name, role FROM users WHERE account_id = ?1 ORDER BY id",
-    )?;
-    let users = stmt
-        .query_map([account.0], row_to_user)?
-        .collect::<Result<Vec<_>, _>>()?;
-    Ok(users)
+        params![account.0],
+        from_row,
+    )
 }
 
 /// The user and stored hash for a login attempt (check it with [`verify`]).
-pub fn login_hash(
-    conn: &Connection,
-    account: AccountId,
-    email: &str,
-) -> StoreResult<Option<(User, String)>> {
-    Ok(conn
-        .row(
-            "SELECT id, email, name, role, password_hash FROM users
-             WHERE account_id = ?1 AND email = ?2",
-            params![account.0, email.trim()],
-            |r| Ok((row_to_user(r)?, r.get::<_, String>(4)?)),
-        )
-        .optional()?)
+pub fn login_hash(db: &Db, account: AccountId, email: &str) -> StoreResult<Option<(User, String)>> {
+    db.opt_row(
+        "SELECT id, email, name, role, password_hash FROM users
+         WHERE account_id = ?1 AND email = ?2",
+        params![account.0, email.trim()],
+        |r| Ok((from_row(r)?, r.get::<String>(4)?)),
+    )
 }
 
 #[cfg(test)]

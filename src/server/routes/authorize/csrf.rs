@@ -12,6 +12,7 @@
 //! token lifted from one page does not fit another request or browser.
 //! Nothing is stored per page.
 
+use crate::server::store::db::params;
 use crate::server::store::{self, StoreError, StoreResult};
 use axum::http::{HeaderMap, HeaderValue, header};
 use hmac::{Hmac, Mac};
@@ -33,15 +34,28 @@ pub struct Binding<'a> {
 
 /// The server's MAC key, made on first use and kept in `settings`.
 pub fn secret(conn: &store::Db) -> StoreResult<Vec<u8>> {
-    if let Some(hex_key) = store::setting(conn, SECRET_SETTING)?
-        && let Ok(key) = hex::decode(hex_key)
-    {
+    let stored = store::setting(conn, SECRET_SETTING)?;
+    if let Some(key) = stored.as_deref().and_then(|k| hex::decode(k).ok()) {
         return Ok(key);
     }
     let mut key = vec![0u8; 32];
     getrandom::fill(&mut key).map_err(|e| StoreError::Internal(format!("no randomness: {e}")))?;
-    store::set_setting(conn, SECRET_SETTING, &hex::encode(&key))?;
-    Ok(key)
+    if stored.is_some() {
+        store::set_setting(conn, SECRET_SETTING, &hex::encode(&key))?;
+        return Ok(key);
+    }
+    // The first key written is every server's: on PostgreSQL another
+    // server process may make one at the same moment.
+    let added = conn.exec(
+        "INSERT INTO settings (key, value) VALUES (?1, ?2) ON CONFLICT (key) DO NOTHING",
+        params![SECRET_SETTING, hex::encode(&key)],
+    )?;
+    if added > 0 {
+        return Ok(key);
+    }
+    store::setting(conn, SECRET_SETTING)?
+        .and_then(|k| hex::decode(k).ok())
+        .ok_or_else(|| StoreError::Internal("the authorization key is unreadable".into()))
 }
 
 /// A fresh nonce for a browser that has none.

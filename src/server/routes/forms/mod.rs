@@ -49,11 +49,7 @@ pub fn routes() -> Routes {
 
 async fn list(State(s): State<AppState>, auth: Auth) -> ApiResult<Json<Vec<Form>>> {
     let account = auth.account();
-    Ok(Json(
-        s.store
-            .call(move |c| forms::list(c.lite()?, account))
-            .await?,
-    ))
+    Ok(Json(s.store.call(move |c| forms::list(c, account)).await?))
 }
 
 async fn list_of_group(
@@ -64,7 +60,7 @@ async fn list_of_group(
     let (account, g) = (auth.account(), path_id(&g, "group")?);
     Ok(Json(
         s.store
-            .call(move |c| forms::list_of_group(c.lite()?, account, g))
+            .call(move |c| forms::list_of_group(c, account, g))
             .await?,
     ))
 }
@@ -76,9 +72,7 @@ async fn read(
 ) -> ApiResult<Json<Form>> {
     let (account, id) = (auth.account(), path_id(&id, "form")?);
     Ok(Json(
-        s.store
-            .call(move |c| forms::get(c.lite()?, account, id))
-            .await?,
+        s.store.call(move |c| forms::get(c, account, id)).await?,
     ))
 }
 
@@ -89,7 +83,7 @@ async fn remove(
 ) -> ApiResult<Json<bool>> {
     let (account, id) = (auth.account(), path_id(&id, "form")?);
     s.store
-        .write(move |c| forms::delete(c.lite()?, account, id))
+        .write(move |c| forms::delete(c, account, id))
         .await?;
     Ok(Json(true))
 }
@@ -107,8 +101,8 @@ async fn embed_code(
     Ok(Json(
         s.store
             .call(move |c| {
-                let form = forms::get(c.lite()?, account, id)?;
-                let fields = forms::fields(c.lite()?, account, &form)?;
+                let form = forms::get(c, account, id)?;
+                let fields = forms::fields(c, account, &form)?;
                 let base = fallback;
                 Ok(code::render(&form, &fields, &base, opts))
             })
@@ -126,7 +120,7 @@ async fn create_from_template(
     let (account, g) = (auth.account(), path_id(&g, "group")?);
     Ok(Json(
         s.store
-            .write(move |c| forms::create_from_template(c.lite()?, account, g, &template, &input))
+            .write(move |c| forms::create_from_template(c, account, g, &template, &input))
             .await?,
     ))
 }
@@ -140,7 +134,7 @@ async fn send(
     let (account, id) = (auth.account(), path_id(&id, "form")?);
     let fallback = s.base_url.clone();
     s.store
-        .write(move |c| doi::send(c.lite()?, account, id, &kind, &input, &fallback))
+        .write(move |c| doi::send(c, account, id, &kind, &input, &fallback))
         .await?;
     Ok(Json(true))
 }
@@ -152,8 +146,6 @@ async fn outbox(
 ) -> ApiResult<Json<Vec<OutboxMail>>> {
     let account = auth.account();
     Ok(Json(
-        s.store
-            .call(move |c| mails::list(c.lite()?, account, &q))
-            .await?,
+        s.store.call(move |c| mails::list(c, account, &q)).await?,
     ))
 }

@@ -95,7 +95,7 @@ async fn submit(
     let (values, doi, fallback) = (fields(body), visitor(&headers), s.base_url.clone());
     let email = s
         .store
-        .write(move |c| doi::submit(c.lite()?, id, &values, &doi, &fallback))
+        .write(move |c| doi::submit(c, id, &values, &doi, &fallback))
         .await?;
     Ok(page(
         "Please check your inbox",
@@ -107,10 +107,7 @@ async fn submit(
 }
 
 async fn confirm(State(s): State<AppState>, Path(token): Path<String>) -> ApiResult<Response> {
-    let outcome = s
-        .store
-        .write(move |c| doi::confirm(c.lite()?, &token))
-        .await?;
+    let outcome = s.store.write(move |c| doi::confirm(c, &token)).await?;
     let (title, message) = match outcome {
         Confirmation::Followed {
             email,

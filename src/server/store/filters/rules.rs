@@ -7,14 +7,20 @@
 //! mailing events. Numbers and timestamps compare as numbers, dates as
 //! dates, text without regard to case; `ismale`/`isfemale` know the usual
 //! spellings (m/f, male/female, Herr/Frau, Mr/Mrs...).
+//!
+//! On PostgreSQL the conditions mean what SQLite's do: text compares with
+//! ASCII letters folded and otherwise byte by byte (SQLite's NOCASE, LIKE
+//! and LOWER; PostgreSQL's `LOWER` and `ILIKE` under `COLLATE "C"`), and an
+//! attribute's text becomes a number as SQLite's CAST makes it, from its
+//! leading number or 0 (PostgreSQL's CAST refuses anything but a number).
 
 use super::super::receivers::Selection;
 use super::super::{
     AccountId, MAX_FILTER_RULES, MAX_TEXT_CHARS, StoreResult, check_count, check_len, invalid,
 };
 use crate::api::filter::Rule;
+use crate::server::store::db::{Backend, Db, params};
 use rusqlite::types::Value;
-use rusqlite::{Connection, OptionalExtension, params};
 
 pub const LOGICS: &[&str] = &[
     "eq",
@@ -75,12 +81,15 @@ struct Operand {
     expr: String,
     params: Vec<Value>,
     kind: Kind,
+    /// The contact's address: on PostgreSQL an equality also asks for it in
+    /// the column's own collation, which the contacts' unique key is in.
+    email: bool,
 }
 
 /// Compiles `rules` joined by `operator` (AND or OR) into a condition.
 /// `groups` are the groups whose attributes a name may mean.
 pub fn compile(
-    conn: &Connection,
+    db: &Db,
     account: AccountId,
     groups: &[i64],
     rules: &[Rule],
@@ -113,7 +122,7 @@ pub fn compile(
     let mut parts = Vec::with_capacity(rules.len());
     let mut params = Vec::new();
     for (i, rule) in rules.iter().enumerate() {
-        let (sql, values) = compile_rule(conn, account, groups, rule).map_err(|e| match e {
+        let (sql, values) = compile_rule(db, account, groups, rule).map_err(|e| match e {
             super::super::StoreError::Invalid(m) => {
                 super::super::StoreError::Invalid(format!("{m} (rule {i})"))
             }
@@ -130,7 +139,7 @@ pub fn compile(
 }
 
 fn compile_rule(
-    conn: &Connection,
+    db: &Db,
     account: AccountId,
     groups: &[i64],
     rule: &Rule,
@@ -159,7 +168,7 @@ fn compile_rule(
         ));
     }
     if lower == "tags" || lower == "tag" {
-        return Ok(tags(&logic, cond));
+        return Ok(tags(db.backend(), &logic, cond));
     }
     let operand = if TEXT_FIELDS.contains(&lower.as_str()) {
         let column = if lower == "email" {
@@ -171,6 +180,7 @@ fn compile_rule(
             expr: column,
             params: vec![],
             kind: Kind::Text,
+            email: lower == "email",
         }
     } else if NUMBER_FIELDS.contains(&lower.as_str()) {
         let kind = if lower == "points" {
@@ -182,11 +192,12 @@ fn compile_rule(
             expr: format!("r.{lower}"),
             params: vec![],
             kind,
+            email: false,
         }
     } else {
-        attribute(conn, account, groups, field)?
+        attribute(db, account, groups, field)?
     };
-    let (sql, params) = compare(operand, &logic, cond)?;
+    let (sql, params) = compare(db.backend(), operand, &logic, cond)?;
     if lower == "email" && logic == "eq" {
         // One address: found on the contacts' unique index (account,
         // email), which needs the account named on the contact (always the
@@ -203,22 +214,29 @@ fn compile_rule(
 
 /// An attribute named `name`, as its value for each receiver: the value of
 /// the receiver's group's attribute of that name, else the global one.
-fn attribute(
-    conn: &Connection,
-    account: AccountId,
-    groups: &[i64],
-    name: &str,
-) -> StoreResult<Operand> {
+fn attribute(db: &Db, account: AccountId, groups: &[i64], name: &str) -> StoreResult<Operand> {
     let scope = serde_json::to_string(groups).unwrap_or_else(|_| "[]".into());
-    let kind: Option<String> = conn
-        .query_row(
+    let (kind_sql, names_sql) = match db.backend() {
+        Backend::Sqlite => (
             "SELECT type FROM attributes WHERE account_id = ?1 AND name = ?2
                AND (group_id = 0 OR group_id IN (SELECT value FROM json_each(?3)))
              ORDER BY group_id DESC LIMIT 1",
-            params![account.0, name, scope],
-            |r| r.get(0),
-        )
-        .optional()?;
+            "SELECT DISTINCT name FROM attributes WHERE account_id = ?1
+               AND (group_id = 0 OR group_id IN (SELECT value FROM json_each(?2))) ORDER BY name",
+        ),
+        Backend::Postgres => (
+            "SELECT type FROM attributes WHERE account_id = ?1 AND name = ?2
+               AND (group_id = 0 OR group_id IN
+                    (SELECT CAST(value AS BIGINT) FROM jsonb_array_elements_text(CAST(?3 AS jsonb))))
+             ORDER BY group_id DESC LIMIT 1",
+            "SELECT DISTINCT name FROM attributes WHERE account_id = ?1
+               AND (group_id = 0 OR group_id IN
+                    (SELECT CAST(value AS BIGINT) FROM jsonb_array_elements_text(CAST(?2 AS jsonb))))
+             ORDER BY name",
+        ),
+    };
+    let kind: Option<String> =
+        db.opt_row(kind_sql, params![account.0, name, scope], |r| r.get(0))?;
     let Some(kind) = kind else {
         let mut known: Vec<String> = TEXT_FIELDS
             .iter()
@@ -227,13 +245,7 @@ fn attribute(
             .collect();
         known.extend(["tags".into()]);
         known.extend(EVENT_FIELDS.iter().map(|(f, _)| f.to_string()));
-        let mut stmt = conn.prepare(
-            "SELECT DISTINCT name FROM attributes WHERE account_id = ?1
-               AND (group_id = 0 OR group_id IN (SELECT value FROM json_each(?2))) ORDER BY name",
-        )?;
-        let names: Vec<String> = stmt
-            .query_map(params![account.0, scope], |r| r.get(0))?
-            .collect::<Result<_, _>>()?;
+        let names: Vec<String> = db.rows(names_sql, params![account.0, scope], |r| r.get(0))?;
         known.extend(names);
         return invalid(format!(
             "Bad Request: unknown field \"{name}\"; valid fields: {}",
@@ -252,6 +264,7 @@ fn attribute(
             .into(),
         params: vec![Value::Integer(account.0), Value::Text(name.into())],
         kind,
+        email: false,
     })
 }
 
@@ -300,7 +313,21 @@ fn date(cond: &str) -> StoreResult<Value> {
         })
 }
 
-fn compare(op: Operand, logic: &str, cond: &str) -> StoreResult<(String, Vec<Value>)> {
+/// What of an attribute's text PostgreSQL reads as its number: SQLite's
+/// CAST reads the leading number and makes anything else 0, where
+/// PostgreSQL's refuses to. `regexp_replace(v, NUMBER_PREFIX, '\10\2')`
+/// keeps the sign and the number, a 0 between them ("-3x" is "-03", "abc"
+/// is "0"), which every PostgreSQL CAST takes. Written without `?`, which
+/// would read as a parameter once the text is joined into a page's query.
+const NUMBER_PREFIX: &str =
+    r"^\s*([-+]{0,1})(([0-9]+\.{0,1}[0-9]*|\.[0-9]+)([eE][-+]{0,1}[0-9]+){0,1}){0,1}.*$";
+
+fn compare(
+    backend: Backend,
+    op: Operand,
+    logic: &str,
+    cond: &str,
+) -> StoreResult<(String, Vec<Value>)> {
     let e = &op.expr;
     // The expression's own values, once per place it appears in the SQL.
     let uses =
@@ -315,17 +342,17 @@ fn compare(op: Operand, logic: &str, cond: &str) -> StoreResult<(String, Vec<Val
     Ok(match logic {
         "isnull" => (empty, uses(1)),
         "notisnull" => (format!("NOT ({empty})"), uses(1)),
-        "ismale" => (
-            format!("LOWER(TRIM(COALESCE({e}, ''))) IN ({})", gender_list(MALE)),
-            uses(1),
-        ),
-        "isfemale" => (
-            format!(
-                "LOWER(TRIM(COALESCE({e}, ''))) IN ({})",
-                gender_list(FEMALE)
-            ),
-            uses(1),
-        ),
+        "ismale" | "isfemale" => {
+            let list = gender_list(if logic == "ismale" { MALE } else { FEMALE });
+            let folded = match backend {
+                Backend::Sqlite => format!("LOWER(TRIM(COALESCE({e}, '')))"),
+                // A number column has no '' to fall back on: its text does.
+                Backend::Postgres => {
+                    format!("LOWER(TRIM(COALESCE(CAST({e} AS TEXT), '')) COLLATE \"C\")")
+                }
+            };
+            (format!("{folded} IN ({list})"), uses(1))
+        }
         "contains" | "begins" | "ends" => {
             let mut params = uses(1);
             params.push(Value::Text(like_pattern(
@@ -333,17 +360,48 @@ fn compare(op: Operand, logic: &str, cond: &str) -> StoreResult<(String, Vec<Val
                 logic != "begins",
                 logic != "ends",
             )));
-            (format!("CAST({e} AS TEXT) LIKE ? ESCAPE '\\'"), params)
+            let like = match backend {
+                Backend::Sqlite => format!("CAST({e} AS TEXT) LIKE ? ESCAPE '\\'"),
+                Backend::Postgres => {
+                    format!("CAST({e} AS TEXT) COLLATE \"C\" ILIKE ? ESCAPE '\\'")
+                }
+            };
+            (like, params)
         }
         _ => {
-            let (lhs, value) = match op.kind {
-                Kind::Number | Kind::Timestamp => {
+            let (lhs, value) = match (backend, op.kind) {
+                (Backend::Sqlite, Kind::Number | Kind::Timestamp) => {
                     (format!("CAST({e} AS REAL)"), number(cond, op.kind)?)
                 }
-                Kind::Date => (e.clone(), date(cond)?),
-                Kind::Text => (format!("{e} COLLATE NOCASE"), Value::Text(cond.to_string())),
+                (Backend::Sqlite, Kind::Date) => (e.clone(), date(cond)?),
+                (Backend::Sqlite, Kind::Text) => {
+                    (format!("{e} COLLATE NOCASE"), Value::Text(cond.to_string()))
+                }
+                // A receiver's column is a number already, an attribute's
+                // value text (see NUMBER_PREFIX).
+                (Backend::Postgres, Kind::Number | Kind::Timestamp) if op.params.is_empty() => (
+                    format!("CAST({e} AS DOUBLE PRECISION)"),
+                    number(cond, op.kind)?,
+                ),
+                (Backend::Postgres, Kind::Number | Kind::Timestamp) => (
+                    format!(
+                        "CAST(regexp_replace({e}, '{NUMBER_PREFIX}', '\\10\\2') AS DOUBLE PRECISION)"
+                    ),
+                    number(cond, op.kind)?,
+                ),
+                (Backend::Postgres, Kind::Date) => (format!("{e} COLLATE \"C\""), date(cond)?),
+                (Backend::Postgres, Kind::Text) => (
+                    format!("LOWER({e} COLLATE \"C\")"),
+                    Value::Text(cond.to_ascii_lowercase()),
+                ),
             };
             let (sql, mut params) = match logic {
+                // The address in its column's collation first: what finds
+                // it on the contacts' unique key (see compile_rule).
+                "eq" if op.email && backend == Backend::Postgres => (
+                    format!("{e} = ? AND {lhs} = ?"),
+                    vec![Value::Text(cond.to_string())],
+                ),
                 "eq" => (format!("{lhs} = ?"), uses(1)),
                 // An empty value equals nothing, so it is "not equal".
                 "neq" => (format!("({e} IS NULL OR {lhs} <> ?)"), uses(2)),
@@ -356,26 +414,28 @@ fn compare(op: Operand, logic: &str, cond: &str) -> StoreResult<(String, Vec<Val
     })
 }
 
-fn tags(logic: &str, cond: &str) -> (String, Vec<Value>) {
+fn tags(backend: Backend, logic: &str, cond: &str) -> (String, Vec<Value>) {
     let any = "EXISTS (SELECT 1 FROM tags t WHERE t.contact_id = r.contact_id";
+    // A tag equal to the condition, ASCII letters folded.
+    let (equal, value) = match backend {
+        Backend::Sqlite => ("t.tag = ? COLLATE NOCASE", cond.to_string()),
+        Backend::Postgres => ("LOWER(t.tag COLLATE \"C\") = ?", cond.to_ascii_lowercase()),
+    };
     match logic {
         "isnull" => (format!("NOT {any})"), vec![]),
         "notisnull" => (format!("{any})"), vec![]),
-        "neq" => (
-            format!("NOT {any} AND t.tag = ? COLLATE NOCASE)"),
-            vec![Value::Text(cond.into())],
-        ),
+        "neq" => (format!("NOT {any} AND {equal})"), vec![Value::Text(value)]),
         "contains" | "begins" | "ends" => (
-            format!("{any} AND t.tag LIKE ? ESCAPE '\\')"),
+            match backend {
+                Backend::Sqlite => format!("{any} AND t.tag LIKE ? ESCAPE '\\')"),
+                Backend::Postgres => format!("{any} AND t.tag COLLATE \"C\" ILIKE ? ESCAPE '\\')"),
+            },
             vec![Value::Text(like_pattern(
                 cond,
                 logic != "begins",
                 logic != "ends",
             ))],
         ),
-        _ => (
-            format!("{any} AND t.tag = ? COLLATE NOCASE)"),
-            vec![Value::Text(cond.into())],
-        ),
+        _ => (format!("{any} AND {equal})"), vec![Value::Text(value)]),
     }
 }

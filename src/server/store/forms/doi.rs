@@ -19,8 +19,7 @@ use super::super::{
 use super::{fields, find};
 use crate::api::ReceiverInput;
 use crate::api::form::{DoiData, Form, FormSendInput};
-use crate::server::store::Cached;
-use rusqlite::{Connection, OptionalExtension, params};
+use crate::server::store::db::{Db, params};
 use std::collections::BTreeMap;
 
 /// How long a confirmation link works.
@@ -82,19 +81,13 @@ pub enum Outcome {
 }
 
 /// The receiver of `email` in `group_id`: (id, activated, deactivated).
-fn receiver_in(
-    conn: &Connection,
-    group_id: i64,
-    email: &str,
-) -> StoreResult<Option<(i64, i64, i64)>> {
-    Ok(conn
-        .row(
-            "SELECT r.id, r.activated, r.deactivated FROM receivers r JOIN contacts c ON c.id = r.contact_id
-             WHERE r.group_id = ?1 AND c.email = ?2",
-            params![group_id, email.trim()],
-            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
-        )
-        .optional()?)
+fn receiver_in(db: &Db, group_id: i64, email: &str) -> StoreResult<Option<(i64, i64, i64)>> {
+    db.opt_row(
+        "SELECT r.id, r.activated, r.deactivated FROM receivers r JOIN contacts c ON c.id = r.contact_id
+         WHERE r.group_id = ?1 AND c.email = ?2",
+        params![group_id, email.trim()],
+        |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+    )
 }
 
 /// A double-opt-in mail to write: to whom, about what.
@@ -108,7 +101,7 @@ struct Mail<'a> {
 }
 
 /// Writes a double-opt-in mail with a fresh link to the outbox.
-fn write_mail(conn: &Connection, mail: &Mail, base_url: &str) -> StoreResult<()> {
+fn write_mail(db: &Db, mail: &Mail, base_url: &str) -> StoreResult<()> {
     let Mail {
         account,
         form,
@@ -120,7 +113,7 @@ fn write_mail(conn: &Connection, mail: &Mail, base_url: &str) -> StoreResult<()>
     let selector = random_hex(SELECTOR_BYTES)?;
     let verifier = random_hex(VERIFIER_BYTES)?;
     let t = now();
-    conn.exec(
+    db.exec(
         "INSERT INTO doi_links (selector, verifier_hash, account_id, receiver_id, kind, created, expires)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
         params![selector, hash(&verifier), account.0, receiver_id, kind.as_str(), t, t + LINK_TTL_SECS],
@@ -129,7 +122,7 @@ fn write_mail(conn: &Connection, mail: &Mail, base_url: &str) -> StoreResult<()>
         "{}/forms/confirm/{selector}{verifier}",
         base_url.trim_end_matches('/')
     );
-    let list = groups::get(conn, account, form.customer_tables_id.0)?.name;
+    let list = groups::get(db, account, form.customer_tables_id.0)?.name;
     let (subject, ask) = match kind {
         MailKind::Activate => (
             format!("Please confirm your subscription to \"{list}\""),
@@ -146,7 +139,7 @@ fn write_mail(conn: &Connection, mail: &Mail, base_url: &str) -> StoreResult<()>
          The link works once, for {} days.\n",
         LINK_TTL_SECS / 86_400
     );
-    conn.exec(
+    db.exec(
         "INSERT INTO outbox (account_id, kind, recipient, subject, body, link, form_id, group_id, receiver_id,
             user_ip, referer, user_agent, created)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
@@ -172,7 +165,7 @@ fn write_mail(conn: &Connection, mail: &Mail, base_url: &str) -> StoreResult<()>
 /// `POST /v3/forms/{form_id}/send/{type}`: a mail to a receiver of the
 /// form's group asking to confirm its activation or deactivation.
 pub fn send(
-    conn: &Connection,
+    db: &Db,
     account: AccountId,
     form_id: i64,
     kind: &str,
@@ -185,7 +178,7 @@ pub fn send(
             MailKind::CHOICES
         ));
     };
-    let form = super::get(conn, account, form_id)?;
+    let form = super::get(db, account, form_id)?;
     let Some(email) = input
         .email
         .as_deref()
@@ -205,7 +198,7 @@ pub fn send(
             "Bad Request: groups_id {g} is not the form's group ({group})"
         ));
     }
-    let Some((receiver_id, _, _)) = receiver_in(conn, group, email)? else {
+    let Some((receiver_id, _, _)) = receiver_in(db, group, email)? else {
         return not_found("Not Found: invalid receiver (not in this group)");
     };
     let mail = Mail {
@@ -216,7 +209,7 @@ pub fn send(
         kind,
         doi,
     };
-    write_mail(conn, &mail, base_url)
+    write_mail(db, &mail, base_url)
 }
 
 /// The public sign-up: registers the address in the form's group awaiting
@@ -226,17 +219,17 @@ pub fn send(
 /// activation, and nothing otherwise (active, or opted out), so the answer
 /// tells a visitor nothing about someone else's subscription.
 pub fn submit(
-    conn: &Connection,
+    db: &Db,
     form_id: i64,
     values: &BTreeMap<String, String>,
     doi: &DoiData,
     base_url: &str,
 ) -> StoreResult<String> {
-    let (account, form) = find(conn, form_id)?;
+    let (account, form) = find(db, form_id)?;
     let group = form.customer_tables_id.0;
     let email = receivers::check_email(values.get("email").map_or("", String::as_str))?;
     if blacklist::validate(
-        conn,
+        db,
         account,
         std::slice::from_ref(&email),
         Some(group),
@@ -248,11 +241,11 @@ pub fn submit(
             "Forbidden: this address cannot subscribe to this list".into(),
         ));
     }
-    let receiver_id = match receiver_in(conn, group, &email)? {
+    let receiver_id = match receiver_in(db, group, &email)? {
         Some((id, 0, 0)) => id,
         Some(_) => return Ok(email),
         None => {
-            let asked = fields(conn, account, &form)?;
+            let asked = fields(db, account, &form)?;
             let attributes = values
                 .iter()
                 .filter(|(k, v)| {
@@ -266,7 +259,7 @@ pub fn submit(
                 attributes: Some(attributes),
                 ..ReceiverInput::email(email.clone())
             };
-            receivers::create(conn, account, group, &input)?.id.0
+            receivers::create(db, account, group, &input)?.id.0
         }
     };
     let mail = Mail {
@@ -277,12 +270,12 @@ pub fn submit(
         kind: MailKind::Activate,
         doi,
     };
-    write_mail(conn, &mail, base_url)?;
+    write_mail(db, &mail, base_url)?;
     Ok(email)
 }
 
 /// Follows a confirmation link once; an unknown or forged one is a 404.
-pub fn confirm(conn: &Connection, token: &str) -> StoreResult<Confirmation> {
+pub fn confirm(db: &Db, token: &str) -> StoreResult<Confirmation> {
     let gone = || StoreError::NotFound("Not Found: unknown confirmation link".into());
     let token = token.trim();
     let n = SELECTOR_BYTES * 2;
@@ -290,13 +283,12 @@ pub fn confirm(conn: &Connection, token: &str) -> StoreResult<Confirmation> {
         return Err(gone());
     }
     let (selector, verifier) = token.split_at(n);
-    let (stored, receiver_id, kind, expires, used): (Vec<u8>, i64, String, i64, i64) = conn
-        .row(
+    let (stored, receiver_id, kind, expires, used): (Vec<u8>, i64, String, i64, i64) = db
+        .opt_row(
             "SELECT verifier_hash, receiver_id, kind, expires, used FROM doi_links WHERE selector = ?1",
-            [selector],
+            params![selector],
             |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)),
-        )
-        .optional()?
+        )?
         .ok_or_else(gone)?;
     if !constant_time_eq::constant_time_eq(&stored, &hash(verifier)) {
         return Err(gone());
@@ -308,21 +300,21 @@ pub fn confirm(conn: &Connection, token: &str) -> StoreResult<Confirmation> {
     if expires <= t {
         return Ok(Confirmation::Expired);
     }
-    conn.exec(
+    db.exec(
         "UPDATE doi_links SET used = ?1 WHERE selector = ?2",
         params![t, selector],
     )?;
-    let (email, group, group_id, activated, deactivated): (String, String, i64, i64, i64) = conn
+    let (email, group, group_id, activated, deactivated): (String, String, i64, i64, i64) = db
         .row(
             "SELECT c.email, g.name, g.id, r.activated, r.deactivated FROM receivers r
          JOIN contacts c ON c.id = r.contact_id JOIN groups g ON g.id = r.group_id WHERE r.id = ?1",
-            [receiver_id],
+            params![receiver_id],
             |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)),
         )?;
     let set = |column: &str| -> StoreResult<()> {
         let sql = format!("UPDATE receivers SET {column} = ?1, changed = ?1 WHERE id = ?2");
-        conn.exec(&sql, params![t, receiver_id])?;
-        groups::touch(conn, group_id)
+        db.exec(&sql, params![t, receiver_id])?;
+        groups::touch(db, group_id)
     };
     let outcome = match MailKind::parse(&kind) {
         Some(MailKind::Activate) if deactivated > 0 => Outcome::OptedOut,

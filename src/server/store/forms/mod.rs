@@ -9,8 +9,7 @@ pub mod outbox;
 use super::{AccountId, StoreError, StoreResult, attributes, groups, invalid, not_found, now};
 use crate::api::Attribute;
 use crate::api::form::{Form, FormTemplateInput};
-use crate::server::store::Cached;
-use rusqlite::{Connection, OptionalExtension, Row, params};
+use crate::server::store::db::{Db, Row, params};
 
 /// Forms per account (`GET /v3/clients/{id}/limits` reports it).
 pub const MAX_FORMS: i64 = 100;
@@ -20,11 +19,11 @@ pub const TEMPLATES: &str = "default";
 
 const COLUMNS: &str = "id, name, group_id, title, template, created";
 
-fn from_row(r: &Row) -> rusqlite::Result<Form> {
+fn from_row(r: &Row) -> StoreResult<Form> {
     Ok(Form {
-        id: r.get::<_, i64>(0)?.into(),
+        id: r.get::<i64>(0)?.into(),
         name: r.get(1)?,
-        customer_tables_id: r.get::<_, i64>(2)?.into(),
+        customer_tables_id: r.get::<i64>(2)?.into(),
         title: r.get(3)?,
         template: r.get(4)?,
         stamp: r.get(5)?,
@@ -32,45 +31,37 @@ fn from_row(r: &Row) -> rusqlite::Result<Form> {
 }
 
 /// Every form of the account, oldest first.
-pub fn list(conn: &Connection, account: AccountId) -> StoreResult<Vec<Form>> {
+pub fn list(db: &Db, account: AccountId) -> StoreResult<Vec<Form>> {
     let sql = format!("SELECT {COLUMNS} FROM forms WHERE account_id = ?1 ORDER BY id");
-    let mut stmt = conn.prepare_cached(&sql)?;
-    let rows = stmt.query_map([account.0], from_row)?;
-    Ok(rows.collect::<Result<_, _>>()?)
+    db.rows(&sql, params![account.0], from_row)
 }
 
 /// The forms of one group (`GET /v3/groups/{id}/forms`).
-pub fn list_of_group(
-    conn: &Connection,
-    account: AccountId,
-    group_id: i64,
-) -> StoreResult<Vec<Form>> {
-    groups::ensure(conn, account, group_id)?;
+pub fn list_of_group(db: &Db, account: AccountId, group_id: i64) -> StoreResult<Vec<Form>> {
+    groups::ensure(db, account, group_id)?;
     let sql =
         format!("SELECT {COLUMNS} FROM forms WHERE account_id = ?1 AND group_id = ?2 ORDER BY id");
-    let mut stmt = conn.prepare_cached(&sql)?;
-    let rows = stmt.query_map(params![account.0, group_id], from_row)?;
-    Ok(rows.collect::<Result<_, _>>()?)
+    db.rows(&sql, params![account.0, group_id], from_row)
 }
 
-pub fn get(conn: &Connection, account: AccountId, id: i64) -> StoreResult<Form> {
+pub fn get(db: &Db, account: AccountId, id: i64) -> StoreResult<Form> {
     let sql = format!("SELECT {COLUMNS} FROM forms WHERE id = ?1 AND account_id = ?2");
-    conn.row(&sql, params![id, account.0], from_row)
-        .optional()?
+    db.opt_row(&sql, params![id, account.0], from_row)?
         .ok_or_else(|| StoreError::NotFound("Not Found: invalid form".into()))
 }
 
 /// A form by id alone, with its account: for the public sign-up, which
 /// carries no token.
-pub fn find(conn: &Connection, id: i64) -> StoreResult<(AccountId, Form)> {
+pub fn find(db: &Db, id: i64) -> StoreResult<(AccountId, Form)> {
     let sql = format!("SELECT {COLUMNS}, account_id FROM forms WHERE id = ?1");
-    conn.row(&sql, [id], |r| Ok((AccountId(r.get(6)?), from_row(r)?)))
-        .optional()?
-        .ok_or_else(|| StoreError::NotFound("Not Found: invalid form".into()))
+    db.opt_row(&sql, params![id], |r| {
+        Ok((AccountId(r.get(6)?), from_row(r)?))
+    })?
+    .ok_or_else(|| StoreError::NotFound("Not Found: invalid form".into()))
 }
 
-pub fn delete(conn: &Connection, account: AccountId, id: i64) -> StoreResult<()> {
-    let n = conn.exec(
+pub fn delete(db: &Db, account: AccountId, id: i64) -> StoreResult<()> {
+    let n = db.exec(
         "DELETE FROM forms WHERE id = ?1 AND account_id = ?2",
         params![id, account.0],
     )?;
@@ -84,7 +75,7 @@ pub fn delete(conn: &Connection, account: AccountId, id: i64) -> StoreResult<()>
 /// `extradata.name`, or the title when there is no name; neither is a 400
 /// (spec §2.10).
 pub fn create_from_template(
-    conn: &Connection,
+    db: &Db,
     account: AccountId,
     group_id: i64,
     template: &str,
@@ -96,7 +87,7 @@ pub fn create_from_template(
             "Bad Request: unknown form template \"{template}\"; the only template is: {TEMPLATES}"
         ));
     }
-    groups::ensure(conn, account, group_id)?;
+    groups::ensure(db, account, group_id)?;
     let extra = input.extradata.clone().unwrap_or_default();
     let clean = |s: Option<String>| s.map(|s| s.trim().to_string()).filter(|s| !s.is_empty());
     let (name, title) = (clean(extra.name), clean(extra.title));
@@ -112,19 +103,18 @@ pub fn create_from_template(
             ));
         }
     }
-    let count: i64 = conn.row(
+    let count: i64 = db.value(
         "SELECT COUNT(*) FROM forms WHERE account_id = ?1",
-        [account.0],
-        |r| r.get(0),
+        params![account.0],
     )?;
     if count >= MAX_FORMS {
         return Err(StoreError::Forbidden(format!(
             "Forbidden: limit reached: an account has at most {MAX_FORMS} forms; delete one first"
         )));
     }
-    conn.exec(
+    let id: i64 = db.value(
         "INSERT INTO forms (account_id, group_id, name, title, template, created)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6) RETURNING id",
         params![
             account.0,
             group_id,
@@ -134,16 +124,16 @@ pub fn create_from_template(
             now()
         ],
     )?;
-    get(conn, account, conn.last_insert_rowid())
+    get(db, account, id)
 }
 
 /// The attributes a form asks for besides the email: the global ones, then
 /// the group's own (a group attribute replaces a global one of its name, as
 /// everywhere, spec §2.6). One named `email` would clash with the address
 /// field and is left out.
-pub fn fields(conn: &Connection, account: AccountId, form: &Form) -> StoreResult<Vec<Attribute>> {
-    let group = attributes::list(conn, account, form.customer_tables_id.0)?;
-    let mut out: Vec<Attribute> = attributes::list(conn, account, 0)?
+pub fn fields(db: &Db, account: AccountId, form: &Form) -> StoreResult<Vec<Attribute>> {
+    let group = attributes::list(db, account, form.customer_tables_id.0)?;
+    let mut out: Vec<Attribute> = attributes::list(db, account, 0)?
         .into_iter()
         .filter(|g| !group.iter().any(|a| a.name.eq_ignore_ascii_case(&g.name)))
         .collect();

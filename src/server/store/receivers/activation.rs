@@ -12,8 +12,7 @@
 
 use super::super::{AccountId, StoreResult, groups, now};
 use super::{ReceiverKey, locate, row};
-use crate::server::store::Cached;
-use rusqlite::{Connection, params};
+use crate::server::store::db::{Db, params};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Activation {
@@ -24,7 +23,7 @@ pub enum Activation {
 /// Applies `what` to the receiver `key` of `group_id`: a 404 when the
 /// group or the receiver in that group does not exist.
 pub fn set_activation(
-    conn: &Connection,
+    conn: &Db,
     account: AccountId,
     group_id: i64,
     key: &ReceiverKey,

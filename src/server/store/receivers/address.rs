@@ -9,23 +9,17 @@ use super::{ReceiverKey, check_email};
 use crate::api::Group;
 use crate::api::Receiver;
 use crate::api::receiver::detail;
-use crate::server::store::Cached;
-use rusqlite::{Connection, OptionalExtension, params};
+use crate::server::store::db::{Db, params};
 
 /// `GET /v3/receivers/{id}/groups`: every group the receiver's address is
 /// in, in id order (the groups list's shape).
-pub fn groups_of(
-    conn: &Connection,
-    account: AccountId,
-    key: &ReceiverKey,
-) -> StoreResult<Vec<Group>> {
+pub fn groups_of(conn: &Db, account: AccountId, key: &ReceiverKey) -> StoreResult<Vec<Group>> {
     let (_, _, contact) = locate(conn, account, None, key)?;
-    let mut stmt = conn.prepare_cached(
+    let ids: Vec<i64> = conn.rows(
         "SELECT DISTINCT group_id FROM receivers WHERE contact_id = ?1 AND account_id = ?2 ORDER BY group_id",
+        params![contact, account.0],
+        |r| r.get(0),
     )?;
-    let ids: Vec<i64> = stmt
-        .query_map(params![contact, account.0], |r| r.get(0))?
-        .collect::<Result<_, _>>()?;
     ids.into_iter()
         .map(|g| groups::get(conn, account, g))
         .collect()
@@ -37,20 +31,18 @@ pub fn groups_of(
 /// account has is a 409 (merging two people is not a rename); an invalid
 /// one a 400. Answers the receiver as `GET /v3/receivers/{id}` does.
 pub fn change_email(
-    conn: &Connection,
+    conn: &Db,
     account: AccountId,
     key: &ReceiverKey,
     new: &str,
 ) -> StoreResult<Receiver> {
     let new = check_email(new)?;
     let (id, group, contact) = locate(conn, account, None, key)?;
-    let taken: Option<i64> = conn
-        .row(
-            "SELECT id FROM contacts WHERE account_id = ?1 AND email = ?2",
-            params![account.0, new],
-            |r| r.get(0),
-        )
-        .optional()?;
+    let taken: Option<i64> = conn.opt_row(
+        "SELECT id FROM contacts WHERE account_id = ?1 AND email = ?2",
+        params![account.0, new],
+        |r| r.get(0),
+    )?;
     match taken {
         Some(other) if other != contact => {
             return conflict(format!(

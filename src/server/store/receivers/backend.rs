@@ -17,7 +17,7 @@
 //! SQL behind a trait like this one, implemented for each backend) and a
 //! `Store` generic over the backend's connection.
 
-use super::super::{AccountId, StoreResult};
+use super::super::{AccountId, Db, StoreResult};
 use super::bulk::{self, ChangeRow, NewRow};
 use crate::api::Order;
 use std::collections::HashMap;
@@ -60,8 +60,8 @@ pub trait ReceiverBulk {
     fn upsert_orders(&self, rows: &[(i64, &Order, i64)]) -> StoreResult<()>;
 }
 
-/// SQLite: the statements of [`bulk`].
-impl ReceiverBulk for rusqlite::Connection {
+/// Either backend: the statements of [`bulk`], in the dialect of each.
+impl ReceiverBulk for Db<'_> {
     fn existing_in_group(
         &self,
         account: AccountId,

@@ -32,7 +32,7 @@ use crate::api::batch::{DUPLICATE_ADDRESS, MAX_BATCH};
 use crate::api::receiver::detail;
 use crate::api::tag::tag_origin;
 use crate::api::{Order, Receiver, normalize_tag};
-use rusqlite::Connection;
+use crate::server::store::Db;
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 /// One item as the wire delivered it: a receiver input, or why the item
@@ -82,7 +82,7 @@ struct Checked {
 /// More than [`MAX_BATCH`] items is a `TooLarge` error before anything is
 /// written. Call it inside a transaction (`Store::write`).
 pub fn write_batch(
-    conn: &Connection,
+    conn: &Db,
     account: AccountId,
     group_id: i64,
     items: Vec<BatchItem>,
@@ -141,7 +141,7 @@ pub fn write_batch(
 /// Checks and writes items with distinct addresses.
 #[allow(clippy::too_many_arguments)] // the batch's settings, its attribute memo and its answers
 fn write_round(
-    conn: &Connection,
+    conn: &Db,
     account: AccountId,
     group_id: i64,
     round: Vec<Pending>,
@@ -289,7 +289,7 @@ fn write_round(
 /// The checks of one item, in the order a single write makes them; on
 /// failure the item's index and its error.
 fn check(
-    conn: &Connection,
+    conn: &Db,
     account: AccountId,
     group_id: i64,
     p: Pending,

@@ -3,7 +3,7 @@
 //! building it from what was written instead saved no measurable server
 //! time, issue 15, and these tests would hold such a shortcut too.)
 
-use super::super::{AccountId, Store, accounts, attributes, events, groups};
+use super::super::{AccountId, Db, Store, accounts, attributes, events, groups};
 use super::{ReceiverKey, create, get};
 use crate::api::receiver::detail;
 use crate::api::{AttributeInput, AttributeType, GroupInput, Order, ReceiverInput};
@@ -23,7 +23,8 @@ fn order(id: &str, product_id: &str, price: f64) -> Order {
 fn a_create_answers_what_reading_the_new_receiver_answers() {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(&dir.path().join("c.db")).unwrap();
-    let c = store.lite_conn();
+    let guard = store.lite_conn();
+    let c = Db::Lite(&guard);
     let (app, _) = accounts::create_account(&c, "creates").unwrap();
     let account: AccountId = app.account;
     let g = groups::create(&c, account, &GroupInput::named("G"))

@@ -3,14 +3,13 @@
 //! page's last id, and the counts per state.
 
 use super::super::groups::{ACTIVE_SQL, BOUNCED_SQL, INACTIVE_SQL};
-use super::super::{AccountId, StoreResult, groups, invalid};
+use super::super::{AccountId, Backend, Db, StoreResult, groups, invalid};
 use super::page::{Page, ReceiversJson};
 use super::read::SELECT;
 use super::{DEFAULT_PAGESIZE, MAX_PAGESIZE};
 use crate::api::{ReceiverQuery, ReceiverType};
-use crate::server::store::Cached;
+use crate::server::store::db::{Dynamic, Param, Row, params};
 use rusqlite::types::Value;
-use rusqlite::{Connection, OptionalExtension, params};
 
 /// The fields `order_by` accepts, with their columns.
 const ORDER_FIELDS: &[(&str, &str)] = &[
@@ -71,7 +70,7 @@ fn split_list(list: &Option<Vec<String>>) -> Option<Vec<String>> {
 /// The receiver list of a group (spec §4.8): paged, filtered by type and by
 /// email or id lists, ordered, with the requested detail.
 pub fn list(
-    conn: &Connection,
+    conn: &Db,
     account: AccountId,
     group_id: i64,
     q: &ReceiverQuery,
@@ -135,7 +134,7 @@ fn state_sql(kind: Option<&str>) -> StoreResult<&'static str> {
 /// email or id lists, ordered, with the requested detail. Group attributes
 /// are shown when `with_group_parts`.
 pub fn list_matching(
-    conn: &Connection,
+    conn: &Db,
     account: AccountId,
     sel: &Selection,
     q: &ReceiverQuery,
@@ -158,11 +157,67 @@ pub fn list_matching(
     let emails = to_json(split_list(&q.email_list));
     let ids = to_json(split_list(&q.id_list));
     let order = order_clause(q.order_by.as_deref())?;
+    let found = match conn.backend() {
+        Backend::Sqlite => sqlite_page(
+            conn,
+            account,
+            sel,
+            state,
+            &order,
+            [&emails, &ids],
+            pagesize,
+            page,
+        )?,
+        Backend::Postgres => {
+            // No remembered page ends: other server processes write to the
+            // same database, so this process cannot know they still hold.
+            let mut after = (-1, -1);
+            if let (true, Some(g), "1", None, None) = (
+                order == "r.id ASC" && page > 0,
+                sel.whole_group,
+                state,
+                &emails,
+                &ids,
+            ) {
+                match page_start(conn, g, -1, page.saturating_mul(pagesize))? {
+                    Some(before_first) => after = (before_first, page - 1),
+                    None => return Ok(ReceiversJson(b"[]".to_vec())),
+                }
+            }
+            let sql = pg_page_sql(&sel.sql, state, &order, sel.params.len());
+            let skip = (page - after.1 - 1).saturating_mul(pagesize);
+            let dynamic: Vec<Dynamic> = sel.params.iter().map(Dynamic).collect();
+            let mut values: Vec<&dyn Param> = vec![&account.0];
+            values.extend(dynamic.iter().map(|d| d as &dyn Param));
+            values.extend([&emails as &dyn Param, &ids, &pagesize, &skip, &after.0]);
+            let mut found = Page::default();
+            conn.each(&sql, &values, |r| found.push(r))?;
+            found
+        }
+    };
+    found.finish(conn, account, with_group_parts, q.detail.unwrap_or(0))
+}
+
+/// A page on SQLite: bound by position (its statement's text is fixed per
+/// selection, so it is prepared once), starting after the last id of an
+/// earlier page of the same query when one was served in this process.
+#[allow(clippy::too_many_arguments)]
+fn sqlite_page(
+    db: &Db,
+    account: AccountId,
+    sel: &Selection,
+    state: &str,
+    order: &str,
+    [emails, ids]: [&Option<String>; 2],
+    pagesize: i64,
+    page: i64,
+) -> StoreResult<Page> {
+    let conn = db.lite()?;
     // In id order, a page starts after the last id of an earlier page of
     // the same query when one was served: page 999 of a million receivers
     // then skips a few pages, not 999,000 rows.
     let by_id = order == "r.id ASC";
-    let sql = page_sql(&sel.sql, state, &order);
+    let sql = page_sql(&sel.sql, state, order);
     let mut values: Vec<Value> = Vec::with_capacity(sel.params.len() + 1);
     values.push(Value::Integer(account.0));
     values.extend(sel.params.iter().cloned());
@@ -171,7 +226,7 @@ pub fn list_matching(
             conn.path().unwrap_or(""),
             &sql,
             &values,
-            [&emails, &ids],
+            [emails, ids],
             pagesize,
         )
     });
@@ -181,12 +236,12 @@ pub fn list_matching(
     // Keyset: a page of a whole group in id order starts after an id found
     // on the group's index alone, so page 9,000 reads one page of rows, as
     // page 0 does, instead of 450,000 rows joined and thrown away.
-    if let (true, Some(g), "1", None, None) = (by_id, sel.whole_group, state, &emails, &ids) {
+    if let (true, Some(g), "1", None, None) = (by_id, sel.whole_group, state, emails, ids) {
         let skip = (page - after_page - 1).saturating_mul(pagesize);
         if skip > 0 {
-            match page_start(conn, g, after_id, skip)? {
+            match page_start(db, g, after_id, skip)? {
                 Some(before_first) => (after_id, after_page) = (before_first, page - 1),
-                None => return Ok(ReceiversJson(b"[]".to_vec())),
+                None => return Ok(Page::default()),
             }
         }
     }
@@ -194,8 +249,8 @@ pub fn list_matching(
     for (i, v) in values.iter().enumerate() {
         stmt.raw_bind_parameter(i + 1, v)?;
     }
-    stmt.raw_bind_parameter(1000, &emails)?;
-    stmt.raw_bind_parameter(1001, &ids)?;
+    stmt.raw_bind_parameter(1000, emails)?;
+    stmt.raw_bind_parameter(1001, ids)?;
     stmt.raw_bind_parameter(1002, pagesize)?;
     let skip = (page - after_page - 1).saturating_mul(pagesize);
     stmt.raw_bind_parameter(1003, skip)?;
@@ -203,14 +258,33 @@ pub fn list_matching(
     let mut rows = stmt.raw_query();
     let mut found = Page::default();
     while let Some(row) = rows.next()? {
-        found.push(row)?;
+        found.push(&Row::Lite(row))?;
     }
     if let Some(k) = cursor_key
         && found.len() as i64 == pagesize
     {
         super::cursor::remember(k, page, found.last_id);
     }
-    found.finish(conn, account, with_group_parts, q.detail.unwrap_or(0))
+    Ok(found)
+}
+
+/// [`page_sql`] on PostgreSQL: the selection's values and the account
+/// numbered from ?1, the lists, size, offset and start after them; the
+/// lists expanded by `jsonb_array_elements_text` (an id that is not a
+/// number matches nothing, as SQLite's CAST makes it 0).
+fn pg_page_sql(sel_sql: &str, state: &str, order: &str, sel_values: usize) -> String {
+    let n = sel_values + 1;
+    let (emails, ids, size, skip, after) = (n + 1, n + 2, n + 3, n + 4, n + 5);
+    let state = if state == "1" { "TRUE" } else { state };
+    format!(
+        "{SELECT} WHERE r.account_id = ? AND ({sel_sql}) AND {state}
+           AND (?{emails} IS NULL OR c.email IN
+                (SELECT value FROM jsonb_array_elements_text(CAST(?{emails} AS jsonb))))
+           AND (?{ids} IS NULL OR r.id IN (SELECT CAST(value AS BIGINT)
+                FROM jsonb_array_elements_text(CAST(?{ids} AS jsonb)) WHERE value ~ '^-?[0-9]{{1,18}}$'))
+           AND r.id > ?{after}
+         ORDER BY {order} LIMIT ?{size} OFFSET ?{skip}"
+    )
 }
 
 /// The query of one page of receivers: the selection `sel_sql` (its values
@@ -231,17 +305,10 @@ pub(crate) fn page_sql(sel_sql: &str, state: &str, order: &str) -> String {
 /// id order: `skip` receivers after `after_id`. `None` when the group has
 /// no receiver there. One pass over the covering index
 /// `receivers_group_order (group_id, id)`, reading no receiver row.
-fn page_start(
-    conn: &Connection,
-    group_id: i64,
-    after_id: i64,
-    skip: i64,
-) -> StoreResult<Option<i64>> {
-    Ok(conn
-        .row(PAGE_START_SQL, params![group_id, after_id, skip - 1], |r| {
-            r.get(0)
-        })
-        .optional()?)
+fn page_start(conn: &Db, group_id: i64, after_id: i64, skip: i64) -> StoreResult<Option<i64>> {
+    conn.opt_row(PAGE_START_SQL, params![group_id, after_id, skip - 1], |r| {
+        r.get(0)
+    })
 }
 
 pub(crate) const PAGE_START_SQL: &str =
@@ -249,20 +316,26 @@ pub(crate) const PAGE_START_SQL: &str =
 
 /// How many receivers of the selection are in each state.
 pub fn count_matching(
-    conn: &Connection,
+    conn: &Db,
     account: AccountId,
     sel: &Selection,
 ) -> StoreResult<(i64, i64, i64, i64)> {
+    // A state counted as a sum of 1s: PostgreSQL cannot sum a condition.
+    let count = |state: &str| {
+        format!("CAST(COALESCE(SUM(CASE WHEN {state} THEN 1 ELSE 0 END), 0) AS BIGINT)")
+    };
     let sql = format!(
-        "SELECT COUNT(*), COALESCE(SUM({ACTIVE_SQL}), 0), COALESCE(SUM({INACTIVE_SQL}), 0), COALESCE(SUM({BOUNCED_SQL}), 0)
+        "SELECT COUNT(*), {}, {}, {}
          FROM receivers r JOIN contacts c ON c.id = r.contact_id WHERE r.account_id = ? AND ({})",
+        count(ACTIVE_SQL),
+        count(INACTIVE_SQL),
+        count(BOUNCED_SQL),
         sel.sql
     );
-    let mut values = vec![Value::Integer(account.0)];
-    values.extend(sel.params.iter().cloned());
-    Ok(
-        conn.row(&sql, rusqlite::params_from_iter(values.iter()), |r| {
-            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
-        })?,
-    )
+    let dynamic: Vec<Dynamic> = sel.params.iter().map(Dynamic).collect();
+    let mut values: Vec<&dyn Param> = vec![&account.0];
+    values.extend(dynamic.iter().map(|d| d as &dyn Param));
+    conn.row(&sql, &values, |r| {
+        Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+    })
 }

@@ -26,9 +26,8 @@ pub use read::{contact_of, get};
 use super::{AccountId, StoreResult, attributes, conflict, groups, invalid, not_found, now, tags};
 use crate::api::receiver::detail;
 use crate::api::{Order, Receiver, ReceiverInput};
-use crate::server::store::Cached;
+use crate::server::store::db::{Db, params};
 use read::{load, locate, row};
-use rusqlite::{Connection, OptionalExtension, params};
 
 pub const DEFAULT_PAGESIZE: i64 = 50;
 pub const MAX_PAGESIZE: i64 = 5000;
@@ -66,24 +65,21 @@ pub fn check_email(email: &str) -> StoreResult<String> {
     Ok(email.to_string())
 }
 
-fn contact_for(conn: &Connection, account: AccountId, email: &str) -> StoreResult<i64> {
+fn contact_for(conn: &Db, account: AccountId, email: &str) -> StoreResult<i64> {
     // A new address answers its id at once; a known one is looked up.
-    let created: Option<i64> = conn
-        .row(
-            "INSERT INTO contacts (account_id, email) VALUES (?1, ?2)
+    let created: Option<i64> = conn.opt_row(
+        "INSERT INTO contacts (account_id, email) VALUES (?1, ?2)
              ON CONFLICT (account_id, email) DO NOTHING RETURNING id",
-            params![account.0, email],
-            |r| r.get(0),
-        )
-        .optional()?;
+        params![account.0, email],
+        |r| r.get(0),
+    )?;
     if let Some(id) = created {
         return Ok(id);
     }
-    Ok(conn.row(
+    conn.value(
         "SELECT id FROM contacts WHERE account_id = ?1 AND email = ?2",
         params![account.0, email],
-        |r| r.get(0),
-    )?)
+    )
 }
 
 /// The size limits of a receiver's text fields, tags and orders (a 400 before
@@ -136,7 +132,7 @@ fn initial_state(input: &ReceiverInput, t: i64) -> (i64, i64, i64) {
 
 /// Writes the contact-level parts of an input: attribute values, tags, orders.
 fn write_parts(
-    conn: &Connection,
+    conn: &Db,
     account: AccountId,
     group_id: i64,
     contact_id: i64,
@@ -171,7 +167,7 @@ fn write_parts(
 /// Stores an order; the same order_id and product_id again updates it, so a
 /// repeated write leaves one order (one upsert on the unique key of
 /// migration 006).
-fn save_order(conn: &Connection, contact_id: i64, o: &Order) -> StoreResult<()> {
+fn save_order(conn: &Db, contact_id: i64, o: &Order) -> StoreResult<()> {
     if o.order_id.trim().is_empty() {
         return invalid("Bad Request: every order needs an order_id");
     }
@@ -181,7 +177,7 @@ fn save_order(conn: &Connection, contact_id: i64, o: &Order) -> StoreResult<()> 
 
 /// `POST /v3/groups/{g}/receivers`: a new receiver of the group.
 pub fn create(
-    conn: &Connection,
+    conn: &Db,
     account: AccountId,
     group_id: i64,
     input: &ReceiverInput,
@@ -195,12 +191,7 @@ pub fn create(
 /// The write of [`create`] for a group known to exist, answering the new
 /// receiver's id: a batch checks the group, touches it and loads answers
 /// once per call rather than once per item.
-fn insert(
-    conn: &Connection,
-    account: AccountId,
-    group_id: i64,
-    input: &ReceiverInput,
-) -> StoreResult<i64> {
+fn insert(conn: &Db, account: AccountId, group_id: i64, input: &ReceiverInput) -> StoreResult<i64> {
     let Some(email) = input.email.as_deref() else {
         return invalid("Bad Request: email is required");
     };
@@ -210,11 +201,11 @@ fn insert(
     let t = now();
     let (registered, activated, deactivated) = initial_state(input, t);
     // The unique key (group, contact) answers "already there": no lookup first.
-    let inserted = conn.exec(
+    let inserted: Option<i64> = conn.opt_row(
         "INSERT INTO receivers (account_id, group_id, contact_id, registered, activated, deactivated, imported,
             bounced, source, points, last_ip, last_location, last_client, created, changed)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?14)
-         ON CONFLICT (group_id, contact_id) DO NOTHING",
+         ON CONFLICT (group_id, contact_id) DO NOTHING RETURNING id",
         params![
             account.0,
             group_id,
@@ -231,13 +222,13 @@ fn insert(
             input.last_client.as_deref().unwrap_or(""),
             t
         ],
+        |r| r.get(0),
     )?;
-    if inserted == 0 {
+    let Some(id) = inserted else {
         return conflict(format!(
             "Conflict: duplicate address \"{email}\" in group {group_id}"
         ));
-    }
-    let id = conn.last_insert_rowid();
+    };
     write_parts(conn, account, group_id, contact_id, input)?;
     attributes::apply_defaults(conn, account, group_id, contact_id)?;
     Ok(id)
@@ -246,7 +237,7 @@ fn insert(
 /// `PUT /v3/groups/{g}/receivers/{id}`: changes what the input gives. The
 /// email cannot change; timestamps move the state as spec §3 says.
 pub fn update(
-    conn: &Connection,
+    conn: &Db,
     account: AccountId,
     group_id: i64,
     key: &ReceiverKey,
@@ -262,7 +253,7 @@ pub fn update(
 /// The write of [`update`] for a located receiver (see [`insert`] for why
 /// it stands apart).
 fn change(
-    conn: &Connection,
+    conn: &Db,
     account: AccountId,
     group_id: i64,
     id: i64,
@@ -303,7 +294,7 @@ fn change(
 /// Deletes receivers: the one named, in `group` if given. An email without a
 /// group removes the address from every group of the account.
 pub fn delete(
-    conn: &Connection,
+    conn: &Db,
     account: AccountId,
     group: Option<i64>,
     key: &ReceiverKey,
@@ -312,14 +303,12 @@ pub fn delete(
         groups::ensure(conn, account, g)?;
     }
     let targets: Vec<(i64, i64)> = match (key, group) {
-        (ReceiverKey::Email(email), None) => {
-            let mut stmt = conn.prepare_cached(
-                "SELECT r.id, r.group_id FROM receivers r JOIN contacts c ON c.id = r.contact_id
+        (ReceiverKey::Email(email), None) => conn.rows(
+            "SELECT r.id, r.group_id FROM receivers r JOIN contacts c ON c.id = r.contact_id
                  WHERE c.account_id = ?1 AND c.email = ?2",
-            )?;
-            let rows = stmt.query_map(params![account.0, email], |r| Ok((r.get(0)?, r.get(1)?)))?;
-            rows.collect::<Result<_, _>>()?
-        }
+            params![account.0, email],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )?,
         _ => {
             let (id, g, _) = locate(conn, account, group, key)?;
             vec![(id, g)]
@@ -333,7 +322,7 @@ pub fn delete(
         // The contact first: the receiver row is the way to it.
         let contact: i64 = conn.row(
             "SELECT contact_id FROM receivers WHERE id = ?1",
-            [id],
+            params![id],
             |r| r.get(0),
         )?;
         conn.exec(
@@ -341,7 +330,7 @@ pub fn delete(
              AND attribute_id IN (SELECT id FROM attributes WHERE group_id = ?2)",
             params![contact, g],
         )?;
-        conn.exec("DELETE FROM receivers WHERE id = ?1", [id])?;
+        conn.exec("DELETE FROM receivers WHERE id = ?1", params![id])?;
         groups::touch(conn, g)?;
         contacts.push(contact);
     }
@@ -356,8 +345,8 @@ pub fn delete(
 /// contact by its key (and its receivers by `receivers_contact`), so a
 /// mirror run's thousands of deletions cost what one costs each, not a
 /// pass over every contact of the account (review of issue 15).
-fn delete_orphan_contact(conn: &Connection, contact_id: i64) -> StoreResult<()> {
-    conn.exec(DELETE_ORPHAN_CONTACT, [contact_id])?;
+fn delete_orphan_contact(conn: &Db, contact_id: i64) -> StoreResult<()> {
+    conn.exec(DELETE_ORPHAN_CONTACT, params![contact_id])?;
     Ok(())
 }
 

@@ -18,8 +18,7 @@
 use super::super::{AccountId, StoreError, StoreResult};
 use crate::api::receiver::detail;
 use crate::hash::FastMap;
-use rusqlite::types::ValueRef;
-use rusqlite::{Connection, Row};
+use crate::server::store::db::{Db, Row, params};
 
 /// A JSON array of receivers, byte for byte as `serde_json` writes the
 /// `Vec<Receiver>` it stands for.
@@ -54,6 +53,45 @@ pub(crate) const EVENTS: &str = "SELECT j.key, e.stamp, e.type, e.type_id, e.val
      e.mailing_id, e.group_id
      FROM json_each(?1) AS j JOIN events e ON e.contact_id = j.value ORDER BY e.stamp, e.id";
 
+/// The statements of a page's parts, in the dialect of the backend.
+pub(crate) struct Lists {
+    pub values: &'static str,
+    pub tags: &'static str,
+    pub orders: &'static str,
+    pub events: &'static str,
+}
+
+impl Lists {
+    pub fn of(backend: crate::server::store::Backend) -> Lists {
+        match backend {
+            crate::server::store::Backend::Sqlite => Lists {
+                values: VALUES,
+                tags: TAGS,
+                orders: ORDERS,
+                events: EVENTS,
+            },
+            // The same rows, the list expanded by `jsonb_array_elements_text`
+            // (its ordinality counts from 1, SQLite's `json_each` key from 0).
+            crate::server::store::Backend::Postgres => Lists {
+                values: "SELECT j.n - 1, v.attribute_id, v.value
+                    FROM jsonb_array_elements_text(CAST(?1 AS jsonb)) WITH ORDINALITY AS j(value, n)
+                    JOIN attribute_values v ON v.contact_id = CAST(j.value AS BIGINT)",
+                tags: "SELECT j.n - 1, t.tag
+                    FROM jsonb_array_elements_text(CAST(?1 AS jsonb)) WITH ORDINALITY AS j(value, n)
+                    JOIN tags t ON t.contact_id = CAST(j.value AS BIGINT) ORDER BY t.tag",
+                orders: "SELECT j.n - 1, o.order_id, o.product_id, o.product, o.price, o.currency,
+                    o.quantity, o.mailing_id, o.stamp
+                    FROM jsonb_array_elements_text(CAST(?1 AS jsonb)) WITH ORDINALITY AS j(value, n)
+                    JOIN orders o ON o.contact_id = CAST(j.value AS BIGINT) ORDER BY o.id",
+                events:
+                    "SELECT j.n - 1, e.stamp, e.type, e.type_id, e.value, e.mailing_id, e.group_id
+                    FROM jsonb_array_elements_text(CAST(?1 AS jsonb)) WITH ORDINALITY AS j(value, n)
+                    JOIN events e ON e.contact_id = CAST(j.value AS BIGINT) ORDER BY e.stamp, e.id",
+            },
+        }
+    }
+}
+
 /// The end of a receiver's own columns in [`Page::heads`], and what its
 /// attributes and details are chosen by.
 struct Head {
@@ -84,7 +122,7 @@ impl Page {
 
     /// Adds a row of `read::SELECT`: its columns are written as JSON here,
     /// up to and including `"last_client":...,`.
-    pub fn push(&mut self, r: &Row) -> rusqlite::Result<()> {
+    pub fn push(&mut self, r: &Row) -> StoreResult<()> {
         let id: i64 = r.get(0)?;
         let group_id: i64 = r.get(2)?;
         let (activated, deactivated, bounced): (i64, i64, i64) = (r.get(3)?, r.get(5)?, r.get(7)?);
@@ -93,7 +131,7 @@ impl Page {
         o.extend_from_slice(b"{\"id\":");
         quoted_int(o, id);
         o.extend_from_slice(b",\"email\":");
-        string(o, text(r, 1)?);
+        string(o, r.str(1)?);
         o.extend_from_slice(b",\"group_id\":");
         quoted_int(o, group_id);
         o.extend_from_slice(b",\"activated\":");
@@ -107,17 +145,17 @@ impl Page {
         o.extend_from_slice(b",\"bounced\":");
         int(o, bounced);
         o.extend_from_slice(b",\"source\":");
-        string(o, text(r, 8)?);
+        string(o, r.str(8)?);
         o.extend_from_slice(b",\"points\":");
         int(o, r.get(9)?);
         o.extend_from_slice(b",\"stars\":");
         int(o, r.get(10)?);
         o.extend_from_slice(b",\"last_ip\":");
-        string(o, text(r, 11)?);
+        string(o, r.str(11)?);
         o.extend_from_slice(b",\"last_location\":");
-        string(o, text(r, 12)?);
+        string(o, r.str(12)?);
         o.extend_from_slice(b",\"last_client\":");
-        string(o, text(r, 13)?);
+        string(o, r.str(13)?);
         o.push(b',');
         let next = self.contacts.len() as u32;
         let at = *self.position.entry(contact).or_insert(next);
@@ -139,7 +177,7 @@ impl Page {
     /// orders as `detail_bits` asks, each with one statement for the page.
     pub fn finish(
         self,
-        conn: &Connection,
+        conn: &Db,
         account: AccountId,
         with_group_parts: bool,
         detail_bits: i64,
@@ -151,16 +189,17 @@ impl Page {
             .map_err(|e| StoreError::Internal(e.to_string()))?;
         let n = self.contacts.len();
         let names = Names::of(conn, account)?;
-        let values = values(conn, &ids, &names, n)?;
+        let lists = Lists::of(conn.backend());
+        let values = values(conn, lists.values, &ids, &names, n)?;
         let want = |bit| detail_bits & bit != 0;
         let tags = want(detail::TAGS)
-            .then(|| details(conn, TAGS, &ids, n, tag))
+            .then(|| details(conn, lists.tags, &ids, n, tag))
             .transpose()?;
         let events = want(detail::EVENTS)
-            .then(|| details(conn, EVENTS, &ids, n, event))
+            .then(|| details(conn, lists.events, &ids, n, event))
             .transpose()?;
         let orders = want(detail::ORDERS)
-            .then(|| details(conn, ORDERS, &ids, n, order))
+            .then(|| details(conn, lists.orders, &ids, n, order))
             .transpose()?;
 
         let extra = [&tags, &events, &orders]
@@ -216,12 +255,12 @@ struct Names {
 }
 
 impl Names {
-    fn of(conn: &Connection, account: AccountId) -> StoreResult<Names> {
-        let mut stmt =
-            conn.prepare_cached("SELECT id, group_id, name FROM attributes WHERE account_id = ?1")?;
-        let mut all: Vec<(i64, i64, String)> = stmt
-            .query_map([account.0], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
-            .collect::<Result<_, _>>()?;
+    fn of(conn: &Db, account: AccountId) -> StoreResult<Names> {
+        let mut all: Vec<(i64, i64, String)> = conn.rows(
+            "SELECT id, group_id, name FROM attributes WHERE account_id = ?1",
+            params![account.0],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+        )?;
         // `String`'s order is the bytes' order, as `BTreeMap<String, _>` keeps.
         all.sort_by(|a, b| a.2.cmp(&b.2));
         let mut names = Names {
@@ -274,21 +313,20 @@ impl Values {
     }
 }
 
-fn values(conn: &Connection, ids: &str, names: &Names, n: usize) -> StoreResult<Values> {
+fn values(conn: &Db, sql: &str, ids: &str, names: &Names, n: usize) -> StoreResult<Values> {
     let mut bytes = Vec::new();
     let mut found: Vec<(u32, (usize, usize, usize))> = Vec::new();
-    let mut stmt = conn.prepare_cached(VALUES)?;
-    let mut rows = stmt.query([ids])?;
-    while let Some(r) = rows.next()? {
+    conn.each(sql, params![ids], |r| {
         // An attribute of another account cannot be a value's: skipped, as
         // the single reads skip it.
-        let Some(&attr) = names.by_id.get(&r.get::<_, i64>(1)?) else {
-            continue;
+        let Some(&attr) = names.by_id.get(&r.get::<i64>(1)?) else {
+            return Ok(());
         };
         let from = bytes.len();
-        string(&mut bytes, text(r, 2)?);
+        string(&mut bytes, r.str(2)?);
         found.push((position(r, n)?, (attr, from, bytes.len())));
-    }
+        Ok(())
+    })?;
     let (starts, mut items) = grouped(found, n);
     for c in 0..n {
         items[starts[c]..starts[c + 1]].sort_unstable_by_key(|&(attr, _, _)| names.rank[attr]);
@@ -325,21 +363,20 @@ impl Details {
 }
 
 fn details(
-    conn: &Connection,
+    conn: &Db,
     sql: &str,
     ids: &str,
     n: usize,
-    item: fn(&Row, &mut Vec<u8>) -> rusqlite::Result<()>,
+    item: fn(&Row, &mut Vec<u8>) -> StoreResult<()>,
 ) -> StoreResult<Details> {
     let mut bytes = Vec::new();
     let mut found = Vec::new();
-    let mut stmt = conn.prepare_cached(sql)?;
-    let mut rows = stmt.query([ids])?;
-    while let Some(r) = rows.next()? {
+    conn.each(sql, params![ids], |r| {
         let from = bytes.len();
         item(r, &mut bytes)?;
         found.push((position(r, n)?, (from, bytes.len())));
-    }
+        Ok(())
+    })?;
     let (starts, items) = grouped(found, n);
     Ok(Details {
         bytes,
@@ -349,27 +386,27 @@ fn details(
 }
 
 /// A tag, from a row of [`TAGS`].
-fn tag(r: &Row, o: &mut Vec<u8>) -> rusqlite::Result<()> {
-    string(o, text(r, 1)?);
+fn tag(r: &Row, o: &mut Vec<u8>) -> StoreResult<()> {
+    string(o, r.str(1)?);
     Ok(())
 }
 
 /// An `Order` as serde writes it, from a row of [`ORDERS`].
-fn order(r: &Row, o: &mut Vec<u8>) -> rusqlite::Result<()> {
+fn order(r: &Row, o: &mut Vec<u8>) -> StoreResult<()> {
     o.extend_from_slice(b"{\"order_id\":");
-    string(o, text(r, 1)?);
+    string(o, r.str(1)?);
     o.extend_from_slice(b",\"product_id\":");
-    string(o, text(r, 2)?);
+    string(o, r.str(2)?);
     o.extend_from_slice(b",\"product\":");
-    string(o, text(r, 3)?);
+    string(o, r.str(3)?);
     o.extend_from_slice(b",\"price\":");
     float(o, r.get(4)?);
     o.extend_from_slice(b",\"currency\":");
-    string(o, text(r, 5)?);
+    string(o, r.str(5)?);
     o.extend_from_slice(b",\"quantity\":");
     int(o, r.get(6)?);
     o.extend_from_slice(b",\"mailing_id\":");
-    string(o, text(r, 7)?);
+    string(o, r.str(7)?);
     o.extend_from_slice(b",\"stamp\":");
     int(o, r.get(8)?);
     o.push(b'}');
@@ -377,17 +414,17 @@ fn order(r: &Row, o: &mut Vec<u8>) -> rusqlite::Result<()> {
 }
 
 /// An `Event` as serde writes it, from a row of [`EVENTS`].
-fn event(r: &Row, o: &mut Vec<u8>) -> rusqlite::Result<()> {
+fn event(r: &Row, o: &mut Vec<u8>) -> StoreResult<()> {
     o.extend_from_slice(b"{\"stamp\":");
     int(o, r.get(1)?);
     o.extend_from_slice(b",\"type\":");
-    string(o, text(r, 2)?);
+    string(o, r.str(2)?);
     o.extend_from_slice(b",\"type_id\":");
     int(o, r.get(3)?);
     o.extend_from_slice(b",\"value\":");
-    string(o, text(r, 4)?);
+    string(o, r.str(4)?);
     o.extend_from_slice(b",\"mailing_id\":");
-    string(o, text(r, 5)?);
+    string(o, r.str(5)?);
     // `groups_id` is the group's id as text: a JSON string of its digits.
     o.extend_from_slice(b",\"groups_id\":");
     quoted_int(o, r.get(6)?);
@@ -419,17 +456,6 @@ fn position(r: &Row, n: usize) -> StoreResult<u32> {
         )));
     }
     Ok(at as u32)
-}
-
-/// A text column, borrowed from the row.
-fn text<'r>(r: &'r Row, i: usize) -> rusqlite::Result<&'r str> {
-    let v = r.get_ref(i)?;
-    v.as_str().map_err(|e| match v {
-        ValueRef::Text(_) => {
-            rusqlite::Error::FromSqlConversionFailure(i, rusqlite::types::Type::Text, Box::new(e))
-        }
-        other => rusqlite::Error::InvalidColumnType(i, format!("column {i}"), other.data_type()),
-    })
 }
 
 // Strings and numbers go through serde_json, so their escaping and

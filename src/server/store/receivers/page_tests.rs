@@ -2,11 +2,10 @@
 //! reads build (`Receiver` values through serde), for every `detail`, page
 //! size and selection, on data meant to trip a hand-written serializer.
 
-use super::super::super::{AccountId, Store, accounts, attributes, events, groups};
+use super::super::super::{AccountId, Db, Store, accounts, attributes, events, groups};
 use super::super::list::{Selection, list, list_matching};
 use super::super::{ReceiverKey, create, get};
 use crate::api::{AttributeInput, AttributeType, GroupInput, Order, ReceiverInput, ReceiverQuery};
-use rusqlite::Connection;
 use std::collections::BTreeMap;
 
 fn map(pairs: &[(&str, &str)]) -> Option<BTreeMap<String, String>> {
@@ -35,7 +34,7 @@ fn order(id: &str, price: f64, product: &str) -> Order {
 /// that is not their ids' or their case-blind order; receivers with
 /// escapes, non-ASCII text, tags, orders, events, every state; one
 /// contact in both groups. Returns the groups' ids.
-fn fixture(c: &Connection) -> (AccountId, i64, i64) {
+fn fixture(c: &Db) -> (AccountId, i64, i64) {
     let (app, _) = accounts::create_account(c, "pages").unwrap();
     let account = app.account;
     let g = groups::create(c, account, &GroupInput::named("G"))
@@ -103,13 +102,7 @@ fn fixture(c: &Connection) -> (AccountId, i64, i64) {
 }
 
 /// What the single reads answer for each receiver, as one JSON array.
-fn one_by_one(
-    c: &Connection,
-    account: AccountId,
-    ids: &[i64],
-    group: Option<i64>,
-    detail: i64,
-) -> String {
+fn one_by_one(c: &Db, account: AccountId, ids: &[i64], group: Option<i64>, detail: i64) -> String {
     let each: Vec<String> = ids
         .iter()
         .map(|id| {
@@ -131,8 +124,9 @@ fn ids_of(json: &[u8]) -> Vec<i64> {
 fn a_page_is_byte_for_byte_the_receivers_read_one_by_one() {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(&dir.path().join("p.db")).unwrap();
-    let c = store.lite_conn();
-    let (account, g, h) = fixture(&c);
+    let guard = store.lite_conn();
+    let c = &Db::Lite(&guard);
+    let (account, g, h) = fixture(c);
     for detail in 0..=7 {
         for (pagesize, pages) in [(50, 1), (2, 4)] {
             for group in [g, h] {
@@ -143,8 +137,8 @@ fn a_page_is_byte_for_byte_the_receivers_read_one_by_one() {
                         detail: Some(detail),
                         ..Default::default()
                     };
-                    let got = list(&c, account, group, &q).unwrap().0;
-                    let want = one_by_one(&c, account, &ids_of(&got), Some(group), detail);
+                    let got = list(c, account, group, &q).unwrap().0;
+                    let want = one_by_one(c, account, &ids_of(&got), Some(group), detail);
                     assert_eq!(String::from_utf8(got).unwrap(), want, "detail {detail}");
                 }
             }
@@ -159,10 +153,10 @@ fn a_page_is_byte_for_byte_the_receivers_read_one_by_one() {
                 order_by: Some("email desc".into()),
                 ..Default::default()
             };
-            let got = list_matching(&c, account, &everyone, &q, false).unwrap().0;
+            let got = list_matching(c, account, &everyone, &q, false).unwrap().0;
             let ids = ids_of(&got);
             assert_eq!(ids.len() as i64, pagesize.min(6));
-            let want = one_by_one(&c, account, &ids, None, detail);
+            let want = one_by_one(c, account, &ids, None, detail);
             assert_eq!(String::from_utf8(got).unwrap(), want, "detail {detail}");
         }
     }
@@ -172,13 +166,14 @@ fn a_page_is_byte_for_byte_the_receivers_read_one_by_one() {
 fn a_page_past_the_end_is_an_empty_array() {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(&dir.path().join("e.db")).unwrap();
-    let c = store.lite_conn();
-    let (account, g, _) = fixture(&c);
+    let guard = store.lite_conn();
+    let c = &Db::Lite(&guard);
+    let (account, g, _) = fixture(c);
     let q = ReceiverQuery {
         page: Some(3),
         pagesize: Some(5),
         detail: Some(7),
         ..Default::default()
     };
-    assert_eq!(list(&c, account, g, &q).unwrap().0, b"[]");
+    assert_eq!(list(c, account, g, &q).unwrap().0, b"[]");
 }

@@ -6,8 +6,7 @@ use super::super::{AccountId, StoreResult, groups, not_found};
 use super::{ReceiverKey, page};
 use crate::api::receiver::detail;
 use crate::api::{Event, Order, Receiver};
-use crate::server::store::Cached;
-use rusqlite::{Connection, OptionalExtension, Row, params};
+use crate::server::store::db::{Db, Row, params};
 use std::collections::HashMap;
 
 pub(super) const SELECT: &str =
@@ -15,11 +14,11 @@ pub(super) const SELECT: &str =
     r.bounced, r.source, r.points, r.stars, r.last_ip, r.last_location, r.last_client, r.contact_id
     FROM receivers r JOIN contacts c ON c.id = r.contact_id";
 
-pub(super) fn from_row(r: &Row) -> rusqlite::Result<(Receiver, i64)> {
+pub(super) fn from_row(r: &Row) -> StoreResult<(Receiver, i64)> {
     let mut rec = Receiver {
-        id: r.get::<_, i64>(0)?.into(),
+        id: r.get::<i64>(0)?.into(),
         email: r.get(1)?,
-        group_id: r.get::<_, i64>(2)?.into(),
+        group_id: r.get::<i64>(2)?.into(),
         activated: r.get(3)?,
         registered: r.get(4)?,
         deactivated: r.get(5)?,
@@ -40,29 +39,27 @@ pub(super) fn from_row(r: &Row) -> rusqlite::Result<(Receiver, i64)> {
 /// Locates a receiver. With a group, it must be a receiver of that group;
 /// without one, an email finds the address's first receiver.
 pub(super) fn locate(
-    conn: &Connection,
+    conn: &Db,
     account: AccountId,
     group: Option<i64>,
     key: &ReceiverKey,
 ) -> StoreResult<(i64, i64, i64)> {
     let row = match key {
         ReceiverKey::Id(id) => conn
-            .row(
+            .opt_row(
                 "SELECT id, group_id, contact_id FROM receivers WHERE id = ?1 AND account_id = ?2
                  AND (?3 IS NULL OR group_id = ?3)",
                 params![id, account.0, group],
                 |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
-            )
-            .optional()?,
+            )?,
         ReceiverKey::Email(email) => conn
-            .row(
+            .opt_row(
                 "SELECT r.id, r.group_id, r.contact_id FROM receivers r JOIN contacts c ON c.id = r.contact_id
                  WHERE c.account_id = ?1 AND c.email = ?2 AND (?3 IS NULL OR r.group_id = ?3)
                  ORDER BY r.id LIMIT 1",
                 params![account.0, email, group],
                 |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
-            )
-            .optional()?,
+            )?,
     };
     match row {
         Some(found) => Ok(found),
@@ -73,7 +70,7 @@ pub(super) fn locate(
 
 /// The contact a path names (for tag and attribute operations).
 pub fn contact_of(
-    conn: &Connection,
+    conn: &Db,
     account: AccountId,
     group: Option<i64>,
     key: &ReceiverKey,
@@ -86,7 +83,7 @@ pub fn contact_of(
 /// attributes only when `with_group_parts`), tags, orders and events as
 /// `detail` asks.
 pub(super) fn complete(
-    conn: &Connection,
+    conn: &Db,
     account: AccountId,
     rows: Vec<(Receiver, i64)>,
     with_group_parts: bool,
@@ -114,7 +111,7 @@ pub(super) fn complete(
         .map(|c| by_contact.remove(c).unwrap_or_default())
         .collect();
     // The receivers of the row's contact.
-    let of = |row: &Row| -> rusqlite::Result<&[usize]> {
+    let of = |row: &Row| -> StoreResult<&[usize]> {
         let position: i64 = row.get(0)?;
         Ok(usize::try_from(position)
             .ok()
@@ -139,17 +136,19 @@ pub(super) fn complete(
     }
 
     // The account's attributes once per page, not joined once per value.
-    let mut stmt =
-        conn.prepare_cached("SELECT id, group_id, name FROM attributes WHERE account_id = ?1")?;
-    let names: HashMap<i64, (i64, String)> = stmt
-        .query_map([account.0], |r| Ok((r.get(0)?, (r.get(1)?, r.get(2)?))))?
-        .collect::<Result<_, _>>()?;
-    let mut stmt = conn.prepare_cached(page::VALUES)?;
-    let mut rows = stmt.query([&ids])?;
-    while let Some(row) = rows.next()? {
+    let names: HashMap<i64, (i64, String)> = conn
+        .rows(
+            "SELECT id, group_id, name FROM attributes WHERE account_id = ?1",
+            params![account.0],
+            |r| Ok((r.get(0)?, (r.get(1)?, r.get(2)?))),
+        )?
+        .into_iter()
+        .collect();
+    let lists = page::Lists::of(conn.backend());
+    conn.each(lists.values, params![ids], |row| {
         let (attribute, value): (i64, String) = (row.get(1)?, row.get(2)?);
         let Some((group_id, name)) = names.get(&attribute) else {
-            continue;
+            return Ok(());
         };
         for &i in of(row)? {
             let rec = &mut out[i];
@@ -159,22 +158,20 @@ pub(super) fn complete(
                 rec.attributes.insert(name.clone(), value.clone());
             }
         }
-    }
+        Ok(())
+    })?;
 
     if detail_bits & detail::TAGS != 0 {
-        let mut stmt = conn.prepare_cached(page::TAGS)?;
-        let mut rows = stmt.query([&ids])?;
-        while let Some(row) = rows.next()? {
+        conn.each(lists.tags, params![ids], |row| {
             let tag: String = row.get(1)?;
             for &i in of(row)? {
                 out[i].tags.get_or_insert_with(Vec::new).push(tag.clone());
             }
-        }
+            Ok(())
+        })?;
     }
     if detail_bits & detail::ORDERS != 0 {
-        let mut stmt = conn.prepare_cached(page::ORDERS)?;
-        let mut rows = stmt.query([&ids])?;
-        while let Some(row) = rows.next()? {
+        conn.each(lists.orders, params![ids], |row| {
             let order = Order {
                 order_id: row.get(1)?,
                 product_id: row.get(2)?,
@@ -191,19 +188,18 @@ pub(super) fn complete(
                     .get_or_insert_with(Vec::new)
                     .push(order.clone());
             }
-        }
+            Ok(())
+        })?;
     }
     if detail_bits & detail::EVENTS != 0 {
-        let mut stmt = conn.prepare_cached(page::EVENTS)?;
-        let mut rows = stmt.query([&ids])?;
-        while let Some(row) = rows.next()? {
+        conn.each(lists.events, params![ids], |row| {
             let event = Event {
                 stamp: row.get(1)?,
                 kind: row.get(2)?,
                 type_id: row.get(3)?,
                 value: row.get(4)?,
                 mailing_id: row.get(5)?,
-                groups_id: row.get::<_, i64>(6)?.to_string(),
+                groups_id: row.get::<i64>(6)?.to_string(),
             };
             for &i in of(row)? {
                 out[i]
@@ -211,32 +207,29 @@ pub(super) fn complete(
                     .get_or_insert_with(Vec::new)
                     .push(event.clone());
             }
-        }
+            Ok(())
+        })?;
     }
     Ok(out)
 }
 
 /// A receiver's own columns only (no attributes, tags, orders, events): what
 /// an update needs to keep the fields its input leaves out.
-pub(super) fn row(conn: &Connection, account: AccountId, id: i64) -> StoreResult<Receiver> {
+pub(super) fn row(conn: &Db, account: AccountId, id: i64) -> StoreResult<Receiver> {
     Ok(row_with_contact(conn, account, id)?.0)
 }
 
-fn row_with_contact(
-    conn: &Connection,
-    account: AccountId,
-    id: i64,
-) -> StoreResult<(Receiver, i64)> {
-    let mut stmt =
-        conn.prepare_cached(&format!("{SELECT} WHERE r.id = ?1 AND r.account_id = ?2"))?;
-    let row = stmt
-        .query_row(params![id, account.0], from_row)
-        .optional()?;
+fn row_with_contact(conn: &Db, account: AccountId, id: i64) -> StoreResult<(Receiver, i64)> {
+    let row = conn.opt_row(
+        &format!("{SELECT} WHERE r.id = ?1 AND r.account_id = ?2"),
+        params![id, account.0],
+        from_row,
+    )?;
     row.map_or_else(|| not_found("Not Found: invalid receiver"), Ok)
 }
 
 pub(super) fn load(
-    conn: &Connection,
+    conn: &Db,
     account: AccountId,
     id: i64,
     with_group_parts: bool,
@@ -251,7 +244,7 @@ pub(super) fn load(
 /// `GET /v3/receivers/{id}` and `GET /v3/groups/{g}/receivers/{id}`:
 /// group-specific parts (group attributes) only when a group is given.
 pub fn get(
-    conn: &Connection,
+    conn: &Db,
     account: AccountId,
     group: Option<i64>,
     key: &ReceiverKey,
