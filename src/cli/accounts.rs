@@ -129,9 +129,9 @@ async fn accounts(cmd: AccountsCommand) -> anyhow::Result<()> {
                     let (app, secret) = accounts::create_account(c, &a.name)?;
                     accounts::set_app_name(c, &app, "listpipe")?;
                     redirect_uris::register(c, app.id, redirect_uris::LOGIN_CALLBACK)?;
-                    let user = match user {
+                    let user = match &user {
                         Some((email, hash)) => {
-                            Some(users::upsert(c, app.account, &email, None, &hash)?.0)
+                            Some(users::upsert(c, app.account, email, None, hash)?.0)
                         }
                         None => None,
                     };

@@ -55,7 +55,9 @@ impl From<StoreError> for ApiError {
             StoreError::Invalid(_) => StatusCode::BAD_REQUEST,
             StoreError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             StoreError::Forbidden(_) => StatusCode::FORBIDDEN,
-            StoreError::Busy(_) | StoreError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+            StoreError::Busy(_) | StoreError::Raced(_) | StoreError::Unavailable(_) => {
+                StatusCode::SERVICE_UNAVAILABLE
+            }
             StoreError::Unsupported(_) => StatusCode::NOT_IMPLEMENTED,
             StoreError::Sqlite(_)
             | StoreError::Postgres(_)

@@ -241,10 +241,11 @@ fn listpipe() -> Command {
 #[tokio::test]
 async fn serve_writes_private_credentials_that_reach_the_api() {
     let dir = tempfile::tempdir().unwrap();
+    let (db, _pg) = crate::support::fresh_database(dir.path());
     let creds_path = dir.path().join("creds.json");
     let mut child = listpipe()
         .args(["serve", "--listen", "127.0.0.1:0", "--db"])
-        .arg(dir.path().join("s.db"))
+        .arg(&db)
         .arg("--credentials")
         .arg(&creds_path)
         .stderr(Stdio::piped())
@@ -273,7 +274,7 @@ async fn serve_writes_private_credentials_that_reach_the_api() {
     // A second account made while the server runs is a separate tenant.
     let out = listpipe()
         .args(["accounts", "create", "--name", "acme", "--db"])
-        .arg(dir.path().join("s.db"))
+        .arg(&db)
         .output()
         .unwrap();
     assert!(
@@ -301,7 +302,7 @@ async fn serve_writes_private_credentials_that_reach_the_api() {
             "http://localhost/cb",
             "--db",
         ])
-        .arg(dir.path().join("s.db"))
+        .arg(&db)
         .output()
         .unwrap();
     let code: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -327,7 +328,7 @@ async fn serve_writes_private_credentials_that_reach_the_api() {
     // Fresh credentials for an account rotate its secret.
     let out = listpipe()
         .args(["accounts", "credentials", "--name", "acme", "--db"])
-        .arg(dir.path().join("s.db"))
+        .arg(&db)
         .output()
         .unwrap();
     let rotated: Credentials = serde_json::from_slice(&out.stdout).unwrap();
@@ -358,7 +359,7 @@ async fn serve_writes_private_credentials_that_reach_the_api() {
 #[test]
 fn accounts_create_refuses_a_taken_name() {
     let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("s.db");
+    let (db, _pg) = crate::support::fresh_database(dir.path());
     let ok = listpipe()
         .args(["accounts", "create", "--name", "acme", "--db"])
         .arg(&db)

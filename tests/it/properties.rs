@@ -223,7 +223,7 @@ fn selected(people: &[Person], rules: &[Rule], or: bool) -> Result<BTreeSet<Stri
             store::receivers::create(c, account, group.id.0, &input)?;
         }
         let filter = RuntimeFilter {
-            rules: Some(rules),
+            rules: Some(rules.clone()),
             operator: Some(if or { "OR" } else { "AND" }.into()),
             pagesize: Some(500),
             ..Default::default()

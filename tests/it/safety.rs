@@ -738,29 +738,34 @@ async fn xml_with_entities_is_refused_and_nothing_is_expanded() {
     assert_eq!(groups[0]["name"], "A & B \u{263A}");
 }
 
-/// Every table of the database with its row count.
-fn tables(db: &std::path::Path) -> BTreeMap<String, i64> {
-    let conn = rusqlite::Connection::open(db).unwrap();
-    let ok: String = conn
-        .query_row("PRAGMA integrity_check", [], |r| r.get(0))
-        .unwrap();
-    assert_eq!(ok, "ok");
-    let names: Vec<String> = conn
-        .prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
-        .unwrap()
-        .query_map([], |r| r.get(0))
-        .unwrap()
-        .collect::<Result<_, _>>()
-        .unwrap();
-    names
-        .into_iter()
-        .map(|n| {
-            let count = conn
-                .query_row(&format!("SELECT COUNT(*) FROM \"{n}\""), [], |r| r.get(0))
-                .unwrap();
-            (n, count)
+/// Every table of the database with its row count (SQLite's file checked
+/// whole first).
+async fn tables(store: &listpipe::server::store::Store) -> BTreeMap<String, i64> {
+    use listpipe::server::store::{Backend, db::params};
+    store
+        .read(|c| {
+            let names_sql = match c.backend() {
+                Backend::Sqlite => {
+                    let ok: String = c.value("PRAGMA integrity_check", params![])?;
+                    assert_eq!(ok, "ok");
+                    "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name"
+                }
+                Backend::Postgres => {
+                    "SELECT CAST(table_name AS TEXT) FROM information_schema.tables
+                     WHERE table_schema = 'public' ORDER BY 1"
+                }
+            };
+            let names: Vec<String> = c.rows(names_sql, params![], |r| r.get(0))?;
+            names
+                .into_iter()
+                .map(|n| {
+                    let count = c.value(&format!("SELECT COUNT(*) FROM \"{n}\""), params![])?;
+                    Ok((n, count))
+                })
+                .collect()
         })
-        .collect()
+        .await
+        .unwrap()
 }
 
 const INJECTIONS: &[&str] = &[
@@ -1070,7 +1075,7 @@ async fn sql_injection_payloads_in_every_string_position_change_nothing_else() {
 
     // The database is whole: every table is there, A's rows are as written,
     // and the other tenant's data did not move.
-    let tables = tables(&t.db());
+    let tables = tables(&t.server.as_ref().unwrap().store).await;
     for name in [
         "groups",
         "receivers",
@@ -1623,14 +1628,17 @@ async fn sixteen_concurrent_writers_of_one_group_lose_nothing_and_duplicate_noth
         }
     }
     // And in the database: one contact per address, one receiver per contact and group.
-    let conn = rusqlite::Connection::open(t.db()).unwrap();
-    let doubles: i64 = conn
-        .query_row(
-            "SELECT (SELECT COUNT(*) FROM (SELECT 1 FROM contacts GROUP BY account_id, lower(email) HAVING COUNT(*) > 1))
-                  + (SELECT COUNT(*) FROM (SELECT 1 FROM receivers GROUP BY group_id, contact_id HAVING COUNT(*) > 1))",
-            [],
-            |r| r.get(0),
-        )
+    let doubles: i64 = store
+        .read(|c| {
+            c.value(
+                "SELECT (SELECT COUNT(*) FROM (SELECT 1 FROM contacts
+                          GROUP BY account_id, lower(email) HAVING COUNT(*) > 1) AS d)
+                      + (SELECT COUNT(*) FROM (SELECT 1 FROM receivers
+                          GROUP BY group_id, contact_id HAVING COUNT(*) > 1) AS d)",
+                listpipe::server::store::db::params![],
+            )
+        })
+        .await
         .unwrap();
     assert_eq!(doubles, 0);
 }

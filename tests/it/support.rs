@@ -29,8 +29,9 @@ pub fn on_postgres() -> bool {
 }
 
 /// A fresh database for one test server: its `--db` and, when the test
-/// started one, its own PostgreSQL server.
-fn fresh_database(dir: &std::path::Path) -> (PathBuf, Option<crate::pg::PgServer>) {
+/// started one, its own PostgreSQL server (keep it while the database is
+/// used).
+pub fn fresh_database(dir: &std::path::Path) -> (PathBuf, Option<crate::pg::PgServer>) {
     if !on_postgres() {
         return (dir.join("server.db"), None);
     }

@@ -202,7 +202,7 @@ async fn resolve(s: &AppState, p: &Params) -> Result<Resolved, Response> {
             let key = csrf::secret(c)?;
             Ok(Ok(Resolved {
                 listing,
-                redirect_uri,
+                redirect_uri: redirect_uri.clone(),
                 key,
             }))
         })

@@ -88,7 +88,7 @@ async fn list(
 async fn of_client<T, F>(s: &AppState, auth: &Auth, id: &str, f: F) -> ApiResult<Json<T>>
 where
     T: Send + 'static,
-    F: FnOnce(&Db, AccountId, i64) -> StoreResult<T> + Send + 'static,
+    F: Fn(&Db, AccountId, i64) -> StoreResult<T> + Send + 'static,
 {
     let (account, id) = (auth.account(), path_id(id, "client")?);
     Ok(Json(s.store.call(move |c| f(c, account, id)).await?))

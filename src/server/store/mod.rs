@@ -65,6 +65,10 @@ pub enum StoreError {
     /// The writer's queue is full: a 503 with `Retry-After`; nothing was written.
     #[error("{0}")]
     Busy(String),
+    /// A write lost a race with another transaction on PostgreSQL and was
+    /// rolled back whole; run again (see [`pg::Pool::write`]), else a 503.
+    #[error("{0}")]
+    Raced(String),
     #[error("database error")]
     Sqlite(#[from] rusqlite::Error),
     #[error("database error")]
@@ -112,8 +116,8 @@ impl From<postgres::Error> for StoreError {
             SqlState::UNIQUE_VIOLATION,
         ];
         if e.code().is_some_and(|c| raced.contains(c)) {
-            tracing::debug!(error = %e, "a write lost a race; answered 503 to retry");
-            return StoreError::Busy(format!(
+            tracing::debug!(error = %e, "a write lost a race");
+            return StoreError::Raced(format!(
                 "Service Unavailable: a concurrent write got there first; retry after {RETRY_AFTER_SECS} s"
             ));
         }
@@ -354,11 +358,12 @@ impl Store {
     }
 
     /// Runs `f` with the writing connection on a blocking thread, outside
-    /// the writer's group commits (on PostgreSQL, in its own transaction).
+    /// the writer's group commits (on PostgreSQL, in its own transaction,
+    /// run again if it lost a race, as [`Store::write`]).
     pub async fn call<T, F>(&self, f: F) -> StoreResult<T>
     where
         T: Send + 'static,
-        F: FnOnce(&Db) -> StoreResult<T> + Send + 'static,
+        F: Fn(&Db) -> StoreResult<T> + Send + 'static,
     {
         let conn = match &self.kind {
             Kind::Lite(l) => l.conn.clone(),
@@ -380,11 +385,13 @@ impl Store {
 
     /// Runs `f` as one all-or-nothing write, answered once committed. On
     /// SQLite, writes waiting at the same time are committed together
-    /// ([`writer`]).
+    /// ([`writer`]); on PostgreSQL a write that lost a race with another
+    /// (two processes creating one address) is rolled back and run again,
+    /// so `f` may run more than once and must not consume what it captures.
     pub async fn write<T, F>(&self, f: F) -> StoreResult<T>
     where
         T: Send + 'static,
-        F: FnOnce(&Db) -> StoreResult<T> + Send + 'static,
+        F: Fn(&Db) -> StoreResult<T> + Send + 'static,
     {
         let writes = match &self.kind {
             Kind::Lite(l) => &l.writes,

@@ -26,6 +26,20 @@ const MIGRATIONS: &[&str] = &[
 /// Connections per server process. PostgreSQL serves about a hundred by
 /// default: several processes fit.
 const CONNECTIONS: usize = 8;
+/// Runs of a write that keeps losing races before it is answered 503.
+const RACE_ATTEMPTS: u32 = 8;
+
+/// The wait before run `attempt` of a raced write: doubling from 2 ms to at
+/// most 128 ms, with up to as much again at random, so that the writers
+/// that collided do not collide again in step.
+fn backoff(attempt: u32) -> std::time::Duration {
+    let base = 2u64 << attempt.min(6);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::from(d.subsec_nanos()));
+    std::time::Duration::from_millis(base + nanos % (base + 1))
+}
+
 /// How long a connection attempt waits before the request is answered 503.
 const CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
 
@@ -147,9 +161,22 @@ impl Pool {
         self.in_transaction("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY", f)
     }
 
-    /// Runs `f` as one transaction: all of it is committed, or none.
-    pub(super) fn write<T>(&self, f: impl FnOnce(&Db) -> StoreResult<T>) -> StoreResult<T> {
-        self.in_transaction("BEGIN", f)
+    /// Runs `f` as one transaction: all of it is committed, or none. A
+    /// transaction that lost a race (a deadlock, a unique key taken by
+    /// another process between a check and an insert) was rolled back
+    /// whole; it runs again after a short, jittered wait, and sees the
+    /// winner's rows. After [`RACE_ATTEMPTS`] it is a 503 to retry.
+    pub(super) fn write<T>(&self, f: impl Fn(&Db) -> StoreResult<T>) -> StoreResult<T> {
+        let mut attempt = 0;
+        loop {
+            match self.in_transaction("BEGIN", &f) {
+                Err(StoreError::Raced(_)) if attempt + 1 < RACE_ATTEMPTS => {
+                    attempt += 1;
+                    std::thread::sleep(backoff(attempt));
+                }
+                done => return done,
+            }
+        }
     }
 }
 

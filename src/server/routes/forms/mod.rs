@@ -103,7 +103,7 @@ async fn embed_code(
             .call(move |c| {
                 let form = forms::get(c, account, id)?;
                 let fields = forms::fields(c, account, &form)?;
-                let base = fallback;
+                let base = fallback.clone();
                 Ok(code::render(&form, &fields, &base, opts))
             })
             .await?,
