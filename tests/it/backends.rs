@@ -361,3 +361,49 @@ async fn a_rate_limit_holds_across_servers_on_one_database() {
         s.stop().await;
     }
 }
+
+/// On PostgreSQL an address differing only in the case of a non-ASCII
+/// letter is the same contact (the `nocase` collation), and a batch that
+/// names it so updates the receiver instead of failing on the unique key.
+#[tokio::test]
+async fn a_batch_finds_an_address_whatever_the_case_of_its_letters() {
+    if crate::support::on_postgres() {
+        return;
+    }
+    let Some(pg) = PgServer::start() else { return };
+    pg.execute("CREATE DATABASE umlauts");
+    let db = format!("{}umlauts", pg.url().trim_end_matches("postgres"));
+    let running = listpipe::server::start(listpipe::server::ServeOptions::new(db, "127.0.0.1:0"))
+        .await
+        .expect("server starts");
+    let token = running
+        .credentials
+        .clone()
+        .expect("first start")
+        .access_token;
+    let client = ApiClient::new(&running.base_url, &token).unwrap();
+    let group = client.create_group(&GroupInput::named("U")).await.unwrap();
+    for (email, tag) in [
+        ("Ärger@example.com", "first"),
+        ("ärger@EXAMPLE.com", "second"),
+    ] {
+        let item = serde_json::json!({"email": email, "tags": [tag]});
+        let answer = client.upsert_receivers(group.id, &[item]).await.unwrap();
+        assert!(
+            format!("{answer:?}").contains("success"),
+            "{email}: {answer:?}"
+        );
+    }
+    let query = ReceiverQuery {
+        detail: Some(listpipe::api::detail::ALL),
+        ..Default::default()
+    };
+    let all = client.receivers(group.id, &query).await.unwrap();
+    assert_eq!(all.len(), 1, "{all:?}");
+    assert_eq!(all[0].email, "Ärger@example.com");
+    assert_eq!(
+        all[0].tags.as_deref(),
+        Some(&["first".to_string(), "second".to_string()][..])
+    );
+    running.stop().await;
+}

@@ -1,7 +1,9 @@
-//! The built-in server's storage: one SQLite database (WAL) per server,
-//! holding every account. Each submodule owns the queries and the rules of
-//! one resource; routes call them through [`Store::call`], which runs the
-//! closure on a blocking thread with the connection.
+//! The built-in server's storage: one database holding every account, a
+//! SQLite file (WAL; the default) or a PostgreSQL database shared by any
+//! number of server processes ([`pg`]). Each submodule owns the queries and
+//! the rules of one resource, written once against [`Db`] for both
+//! backends; routes call them through [`Store::read`], [`Store::write`] and
+//! [`Store::call`], which run the closure on a blocking thread.
 //!
 //! Every query binds its values as parameters; no user input is pasted into
 //! SQL text. Multi-step writes run in one transaction.
@@ -167,29 +169,6 @@ pub fn check_count(field: &str, n: usize, max: usize) -> StoreResult<()> {
         return invalid(format!("Bad Request: {field} holds more than {max} items"));
     }
     Ok(())
-}
-
-/// `execute` and `query_row` through the connection's statement cache: a
-/// query is parsed and planned once per connection, not once per call.
-pub trait Cached {
-    fn exec<P: rusqlite::Params>(&self, sql: &str, params: P) -> rusqlite::Result<usize>;
-    fn row<T, P, F>(&self, sql: &str, params: P, f: F) -> rusqlite::Result<T>
-    where
-        P: rusqlite::Params,
-        F: FnOnce(&rusqlite::Row<'_>) -> rusqlite::Result<T>;
-}
-
-impl Cached for Connection {
-    fn exec<P: rusqlite::Params>(&self, sql: &str, params: P) -> rusqlite::Result<usize> {
-        self.prepare_cached(sql)?.execute(params)
-    }
-    fn row<T, P, F>(&self, sql: &str, params: P, f: F) -> rusqlite::Result<T>
-    where
-        P: rusqlite::Params,
-        F: FnOnce(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
-    {
-        self.prepare_cached(sql)?.query_row(params, f)
-    }
 }
 
 /// The id of the account a token belongs to: every query is scoped by it.

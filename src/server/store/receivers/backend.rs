@@ -1,21 +1,11 @@
-//! The seam for a second database backend (PostgreSQL, a later issue):
-//! what a receiver batch needs from a database, as one trait.
+//! What a receiver batch needs from a database, as one trait.
 //!
 //! [`super::batch`] holds the rules of a batch (checks, their order,
 //! rounds for repeated addresses, answers) and speaks only this trait; the
-//! SQLite statements behind it are [`super::bulk`]. A PostgreSQL backend
-//! implements the same eleven operations (`INSERT ... SELECT FROM
-//! jsonb_array_elements(...) ON CONFLICT`, `UPDATE ... FROM`, the same
-//! unique keys, orders' included since migration 006) and the batch rules
-//! stay as they are. Every operation takes a batch's rows at once, so no
-//! backend is asked for a round trip per receiver.
-//!
-//! Decision: the seam is drawn where the work is (the bulk writes the
-//! server spends its time in), not yet around every store module: reads,
-//! resources and the [`Store`](super::super::Store) handle still take a
-//! `rusqlite::Connection`. Widening it means the same move per module (its
-//! SQL behind a trait like this one, implemented for each backend) and a
-//! `Store` generic over the backend's connection.
+//! statements behind it are [`super::bulk`]'s, in SQLite's dialect or
+//! PostgreSQL's (`json_each` or `jsonb_array_elements`, the same unique
+//! keys). Every operation takes a batch's rows at once, so no backend is
+//! asked for a round trip per receiver.
 
 use super::super::{AccountId, Db, StoreResult};
 use super::bulk::{self, ChangeRow, NewRow};

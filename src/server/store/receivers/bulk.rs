@@ -294,17 +294,23 @@ pub(crate) const UPSERT_ORDERS: &str = "INSERT INTO orders (contact_id, order_id
 /// to its column's type (PostgreSQL does not convert text on insert), and
 /// `ON CONFLICT DO NOTHING` for SQLite's `INSERT OR IGNORE`.
 mod pg {
-    pub const EXISTING_IN_GROUP: &str = "SELECT c.email, r.id, r.contact_id FROM contacts c
-         JOIN receivers r ON r.contact_id = c.id AND r.group_id = ?2
-         WHERE c.account_id = ?1
-         AND c.email IN (SELECT value FROM jsonb_array_elements_text(CAST(?3 AS jsonb)))";
+    /// Each row names the address as the batch gave it, not as stored: the
+    /// `nocase` collation also folds non-ASCII letters, which
+    /// [`super::email_key`] does not, so only the given spelling finds its
+    /// item again.
+    pub const EXISTING_IN_GROUP: &str = "SELECT j.value, r.id, r.contact_id
+         FROM jsonb_array_elements_text(CAST(?3 AS jsonb)) AS j(value)
+         JOIN contacts c ON c.account_id = ?1 AND c.email = j.value
+         JOIN receivers r ON r.contact_id = c.id AND r.group_id = ?2";
 
     pub const INSERT_CONTACTS: &str = "INSERT INTO contacts (account_id, email)
          SELECT ?1, value FROM jsonb_array_elements_text(CAST(?2 AS jsonb))
          ON CONFLICT (account_id, email) DO NOTHING";
 
-    pub const CONTACT_IDS: &str = "SELECT email, id FROM contacts WHERE account_id = ?1
-         AND email IN (SELECT value FROM jsonb_array_elements_text(CAST(?2 AS jsonb)))";
+    /// As given, as in [`EXISTING_IN_GROUP`].
+    pub const CONTACT_IDS: &str = "SELECT j.value, c.id
+         FROM jsonb_array_elements_text(CAST(?2 AS jsonb)) AS j(value)
+         JOIN contacts c ON c.account_id = ?1 AND c.email = j.value";
 
     /// In the list's order, so ids follow the batch's items (as on SQLite).
     pub const INSERT_RECEIVERS: &str = "INSERT INTO receivers (account_id, group_id, contact_id, registered, activated, deactivated, imported,
