@@ -93,24 +93,28 @@ impl Pool {
         config.connect_timeout(CONNECT_TIMEOUT);
         config.application_name("listpipe serve");
         // Every statement planned for its values and the tables as they
-        // are now. A prepared statement otherwise settles on a generic plan
-        // made when the tables were small (a first import starts from
-        // none), and kept scanning them whole as they grew: the batch's
-        // lookup of its addresses took 350 ms at 200k receivers instead of
-        // well under one. Planning costs a fraction of a millisecond.
+        // are now, not once for all: a prepared statement may otherwise
+        // settle on a generic plan made when the tables were small (a first
+        // import starts from none) and keep it as they grow. Planning costs
+        // a fraction of a millisecond. (Statistics lag behind a growing
+        // table all the same: the batch's lookups are written so that they
+        // cannot be planned as joins, see `receivers::bulk`.)
         config.options("-c plan_cache_mode=force_custom_plan");
         let pool = Pool {
             config,
             slots: (0..CONNECTIONS).map(|_| Mutex::new(None)).collect(),
             next: AtomicUsize::new(0),
         };
-        let first = pool.connect().map_err(|e| match e {
-            StoreError::Unavailable(_) => StoreError::Internal(format!(
-                "cannot connect to the PostgreSQL database at {}",
-                redacted(url)
-            )),
-            e => e,
+        // At start the reason is the message (a wrong password, no such
+        // database); later a lost database is a 503 to retry.
+        let client = pool.config.connect(postgres::NoTls).map_err(|e| {
+            StoreError::Internal(format!(
+                "cannot connect to the PostgreSQL database at {}: {}",
+                redacted(url),
+                crate::cause::flat(&e)
+            ))
         })?;
+        let first = RefCell::new(PgConn::new(client));
         migrate(&first)?;
         *pool.slots[0].lock().unwrap_or_else(|p| p.into_inner()) = Some(first);
         Ok(pool)
