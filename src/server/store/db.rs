@@ -31,11 +31,16 @@ pub enum Backend {
 }
 
 /// A PostgreSQL connection and its prepared statements, keyed by the
-/// statement's text as the store wrote it.
+/// statement's text as the store wrote it and its parameters' types (a
+/// statement built at run time may bind a number where it once bound text).
 pub struct PgConn {
     pub(super) client: postgres::Client,
-    statements: HashMap<String, postgres::Statement>,
+    statements: HashMap<String, Vec<(Vec<Type>, postgres::Statement)>>,
 }
+
+/// Statement texts kept prepared per connection; past it the cache starts
+/// over (filters and selections make new texts without end).
+const PG_STATEMENTS: usize = 512;
 
 impl PgConn {
     pub(super) fn new(client: postgres::Client) -> PgConn {
@@ -49,12 +54,22 @@ impl PgConn {
     /// types on first use: PostgreSQL then never guesses a type (an
     /// `int4` for a Rust `i64`, no type at all for `?1 IS NULL`).
     fn statement(&mut self, sql: &str, params: &[&dyn Param]) -> StoreResult<postgres::Statement> {
-        if let Some(s) = self.statements.get(sql) {
+        let types: Vec<Type> = params.iter().map(|p| p.pg_type()).collect();
+        if let Some((_, s)) = self
+            .statements
+            .get(sql)
+            .and_then(|prepared| prepared.iter().find(|(t, _)| *t == types))
+        {
             return Ok(s.clone());
         }
-        let types: Vec<Type> = params.iter().map(|p| p.pg_type()).collect();
         let s = self.client.prepare_typed(&dollar_params(sql), &types)?;
-        self.statements.insert(sql.to_string(), s.clone());
+        if self.statements.len() >= PG_STATEMENTS {
+            self.statements.clear();
+        }
+        self.statements
+            .entry(sql.to_string())
+            .or_default()
+            .push((types, s.clone()));
         Ok(s)
     }
 
