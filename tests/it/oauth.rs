@@ -204,6 +204,33 @@ async fn debug_reports_who_and_how_long_and_exchange_retires_the_old_token() {
     assert_eq!(old.validate().await.unwrap_err().status(), Some(401));
 }
 
+/// One token, one successor: of several exchanges of one token sent at
+/// once (through a server process each, on PostgreSQL), one gets a pair and
+/// the others are refused; the pair works, the old token does not.
+#[tokio::test]
+async fn exchanges_of_one_token_at_once_make_one_new_pair() {
+    let t = TestServer::start().await;
+    let (http, base, token) = t.raw();
+    let url = format!("{base}/v3/debug/exchange");
+    let calls = (0..6).map(|_| http.get(&url).bearer_auth(&token).send());
+    let answers = futures::future::join_all(calls).await;
+    let statuses: Vec<u16> = answers
+        .iter()
+        .map(|a| a.as_ref().unwrap().status().as_u16())
+        .collect();
+    assert_eq!(
+        statuses.iter().filter(|s| **s == 200).count(),
+        1,
+        "{statuses:?}"
+    );
+    assert!(
+        statuses.iter().all(|s| [200, 401].contains(s)),
+        "{statuses:?}"
+    );
+    let old = ApiClient::new(&base, &token).unwrap();
+    assert_eq!(old.validate().await.unwrap_err().status(), Some(401));
+}
+
 #[tokio::test]
 async fn every_v3_operation_needs_a_live_token_in_any_of_three_places() {
     let t = TestServer::start_with_ttl(2).await;

@@ -5,7 +5,7 @@ use crate::api::debug::Ttl;
 use crate::api::{TokenResponse, paths};
 use crate::server::AppState;
 use crate::server::auth::Auth;
-use crate::server::error::ApiResult;
+use crate::server::error::{ApiError, ApiResult};
 use crate::server::openapi::Routes;
 use crate::server::store::{accounts, now};
 use axum::Json;
@@ -38,12 +38,19 @@ async fn exchange(State(s): State<AppState>, Auth(caller): Auth) -> ApiResult<Js
     let pair = s
         .store
         .write(move |c| {
-            accounts::revoke(c, &caller.selector)?;
-            accounts::issue_pair(c, caller.account, caller.app_id, ttl)
+            // Two exchanges of one token at once: the second finds it
+            // revoked and gets no pair (one token, one successor).
+            if !accounts::revoke(c, &caller.selector)? {
+                return Ok(None);
+            }
+            accounts::issue_pair(c, caller.account, caller.app_id, ttl).map(Some)
         })
         .await?;
     s.tokens.forget(&selector);
-    Ok(Json(pair))
+    match pair {
+        Some(pair) => Ok(Json(pair)),
+        None => Err(ApiError::unauthorized("invalid or expired access token")),
+    }
 }
 
 async fn ttl(Auth(caller): Auth) -> Json<Ttl> {

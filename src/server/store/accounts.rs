@@ -127,8 +127,9 @@ pub fn authenticate(db: &Db, token: &str) -> StoreResult<Option<Caller>> {
     Ok(lookup(db, Kind::Access, token)?.map(|(c, _, _)| c))
 }
 
-pub fn revoke(db: &Db, selector: &str) -> StoreResult<()> {
-    spend(db, selector).map(drop)
+/// Revokes a token; whether this call did (another may have just now).
+pub fn revoke(db: &Db, selector: &str) -> StoreResult<bool> {
+    spend(db, selector)
 }
 
 /// Deletes a token; whether this call deleted it. A single-use token is
