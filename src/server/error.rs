@@ -58,7 +58,6 @@ impl From<StoreError> for ApiError {
             StoreError::Busy(_) | StoreError::Raced(_) | StoreError::Unavailable(_) => {
                 StatusCode::SERVICE_UNAVAILABLE
             }
-            StoreError::Unsupported(_) => StatusCode::NOT_IMPLEMENTED,
             StoreError::Sqlite(_)
             | StoreError::Postgres(_)
             | StoreError::Io { .. }

@@ -332,16 +332,6 @@ impl<'c> Db<'c> {
             Db::Pg(c) => Ok(c.borrow_mut().client.batch_execute(sql)?),
         }
     }
-
-    /// The SQLite connection, for what has only SQLite's form so far.
-    pub fn lite(&self) -> StoreResult<&'c rusqlite::Connection> {
-        match self {
-            Db::Lite(c) => Ok(c),
-            Db::Pg(_) => Err(super::StoreError::Unsupported(
-                "Not Implemented: this endpoint is not yet served from PostgreSQL".into(),
-            )),
-        }
-    }
 }
 
 fn lite<'p>(params: &'p [&dyn Param]) -> impl rusqlite::Params + 'p {

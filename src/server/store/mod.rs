@@ -79,9 +79,6 @@ pub enum StoreError {
     /// was written.
     #[error("{0}")]
     Unavailable(String),
-    /// What this backend does not serve yet: a 501.
-    #[error("{0}")]
-    Unsupported(String),
     /// The database's folder or file cannot be made.
     #[error("cannot {what}")]
     Io {

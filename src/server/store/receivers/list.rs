@@ -3,7 +3,7 @@
 //! page's last id, and the counts per state.
 
 use super::super::groups::{ACTIVE_SQL, BOUNCED_SQL, INACTIVE_SQL};
-use super::super::{AccountId, Backend, Db, StoreResult, groups, invalid};
+use super::super::{AccountId, Db, StoreResult, groups, invalid};
 use super::page::{Page, ReceiversJson};
 use super::read::SELECT;
 use super::{DEFAULT_PAGESIZE, MAX_PAGESIZE};
@@ -157,9 +157,9 @@ pub fn list_matching(
     let emails = to_json(split_list(&q.email_list));
     let ids = to_json(split_list(&q.id_list));
     let order = order_clause(q.order_by.as_deref())?;
-    let found = match conn.backend() {
-        Backend::Sqlite => sqlite_page(
-            conn,
+    let found = match conn {
+        Db::Lite(lite) => sqlite_page(
+            lite,
             account,
             sel,
             state,
@@ -168,7 +168,7 @@ pub fn list_matching(
             pagesize,
             page,
         )?,
-        Backend::Postgres => {
+        Db::Pg(_) => {
             // No remembered page ends: other server processes write to the
             // same database, so this process cannot know they still hold.
             let mut after = (-1, -1);
@@ -203,7 +203,7 @@ pub fn list_matching(
 /// earlier page of the same query when one was served in this process.
 #[allow(clippy::too_many_arguments)]
 fn sqlite_page(
-    db: &Db,
+    conn: &rusqlite::Connection,
     account: AccountId,
     sel: &Selection,
     state: &str,
@@ -212,7 +212,6 @@ fn sqlite_page(
     pagesize: i64,
     page: i64,
 ) -> StoreResult<Page> {
-    let conn = db.lite()?;
     // In id order, a page starts after the last id of an earlier page of
     // the same query when one was served: page 999 of a million receivers
     // then skips a few pages, not 999,000 rows.
@@ -239,7 +238,7 @@ fn sqlite_page(
     if let (true, Some(g), "1", None, None) = (by_id, sel.whole_group, state, emails, ids) {
         let skip = (page - after_page - 1).saturating_mul(pagesize);
         if skip > 0 {
-            match page_start(db, g, after_id, skip)? {
+            match page_start(&Db::Lite(conn), g, after_id, skip)? {
                 Some(before_first) => (after_id, after_page) = (before_first, page - 1),
                 None => return Ok(Page::default()),
             }
