@@ -18,7 +18,6 @@ use std::time::{Duration, Instant};
 /// the client, whatever the server stores in).
 const SUITE: &[&str] = &[
     "accounts::",
-    "adaptive::",
     "addresses::",
     "attributes::",
     "authorize::",
@@ -27,7 +26,6 @@ const SUITE: &[&str] = &[
     "dates::",
     "export::",
     "extensions::",
-    "faults::",
     "fidelity::",
     "filters::",
     "forms::",
