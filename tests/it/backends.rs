@@ -1,8 +1,10 @@
-//! The API suite on PostgreSQL (issue 19): the tests of the resources the
-//! PostgreSQL store serves run again in a child process of this test binary
-//! with `LISTPIPE_TEST_BACKEND=postgres`, each test server on a fresh
-//! database of one throwaway PostgreSQL server (`pg.rs`), stopped after.
-//! `LISTPIPE_PG_SUITE` (space-separated test filters) runs others instead.
+//! The built-in server on PostgreSQL (issue 19). The API suite (the modules
+//! that exercise the server's endpoints) runs again in a child process of
+//! this test binary with `LISTPIPE_TEST_BACKEND=postgres`, each test server
+//! on a fresh database of one throwaway PostgreSQL server (`pg.rs`),
+//! stopped after; `LISTPIPE_PG_SUITE` (space-separated test filters) runs
+//! others instead. Then what only PostgreSQL has: several server processes
+//! on one database, and a database that goes away.
 
 use crate::pg::PgServer;
 use crate::support::free_port;
