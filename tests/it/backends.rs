@@ -34,8 +34,6 @@ const SUITE: &[&str] = &[
     "groups::",
     "import::",
     "oauth::",
-    "objects::",
-    "overload::",
     "receivers::",
     "safety::",
     "tags::",
