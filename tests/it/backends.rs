@@ -7,7 +7,7 @@
 //! on one database, and a database that goes away.
 
 use crate::pg::PgServer;
-use crate::support::free_port;
+use crate::support::{free_port, wait_up};
 use listpipe::api::{GroupInput, ReceiverQuery};
 use listpipe::client::ApiClient;
 use std::collections::BTreeSet;
@@ -124,19 +124,6 @@ columns = "tags"
     path
 }
 
-async fn wait_up(url: &str, token: &str) -> ApiClient {
-    let client = ApiClient::new(url, token).unwrap();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while client.validate().await.is_err() {
-        assert!(
-            Instant::now() < deadline,
-            "the server at {url} did not come up"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    client
-}
-
 /// Two `serve` processes on one PostgreSQL database are one server: started
 /// at once they make one default account, a token of one works on the
 /// other, and two imports of overlapping files, one through each at the
@@ -147,8 +134,7 @@ async fn two_server_processes_on_one_database_are_one_server() {
         return;
     }
     let Some(pg) = PgServer::start() else { return };
-    pg.execute("CREATE DATABASE shared");
-    let db = format!("{}shared", pg.url().trim_end_matches("postgres"));
+    let db = pg.database("shared");
     let bin = env!("CARGO_BIN_EXE_listpipe");
 
     let migrated = Command::new(bin)
@@ -276,8 +262,7 @@ async fn an_unreachable_database_is_503_with_retry_after_until_it_is_back() {
         return;
     }
     let Some(pg) = PgServer::start() else { return };
-    pg.execute("CREATE DATABASE down");
-    let db = format!("{}down", pg.url().trim_end_matches("postgres"));
+    let db = pg.database("down");
     let running = listpipe::server::start(listpipe::server::ServeOptions::new(db, "127.0.0.1:0"))
         .await
         .expect("server starts");
@@ -330,8 +315,7 @@ async fn a_rate_limit_holds_across_servers_on_one_database() {
         return;
     }
     let Some(pg) = PgServer::start() else { return };
-    pg.execute("CREATE DATABASE limited");
-    let db = format!("{}limited", pg.url().trim_end_matches("postgres"));
+    let db = pg.database("limited");
     let mut servers = Vec::new();
     for _ in 0..2 {
         let mut opts = listpipe::server::ServeOptions::new(db.clone(), "127.0.0.1:0");
@@ -369,8 +353,7 @@ async fn a_batch_finds_an_address_whatever_the_case_of_its_letters() {
         return;
     }
     let Some(pg) = PgServer::start() else { return };
-    pg.execute("CREATE DATABASE umlauts");
-    let db = format!("{}umlauts", pg.url().trim_end_matches("postgres"));
+    let db = pg.database("umlauts");
     let running = listpipe::server::start(listpipe::server::ServeOptions::new(db, "127.0.0.1:0"))
         .await
         .expect("server starts");

@@ -121,8 +121,13 @@ impl PgServer {
 
     /// Stops the server at once, as a crash would, keeping its data and port.
     pub fn stop(&self) {
+        let out = self.stop_now();
+        assert!(out.status.success(), "pg_ctl stop failed: {}", text(&out));
+    }
+
+    fn stop_now(&self) -> Output {
         let data = self.path("data");
-        let out = self.command(
+        self.command(
             "pg_ctl",
             &[
                 "-D".as_ref(),
@@ -132,8 +137,13 @@ impl PgServer {
                 "-w".as_ref(),
                 "stop".as_ref(),
             ],
-        );
-        assert!(out.status.success(), "pg_ctl stop failed: {}", text(&out));
+        )
+    }
+
+    /// A new empty database `name` on this server: its URL.
+    pub fn database(&self, name: &str) -> String {
+        self.execute(&format!("CREATE DATABASE {name}"));
+        format!("{}{name}", self.url().trim_end_matches("postgres"))
     }
 
     /// Starts a stopped server again on its port.
@@ -196,21 +206,9 @@ impl PgServer {
 
 impl Drop for PgServer {
     fn drop(&mut self) {
-        if self.port == 0 {
-            return;
+        if self.port != 0 {
+            let _ = self.stop_now();
         }
-        let data = self.path("data");
-        let _ = self.command(
-            "pg_ctl",
-            &[
-                "-D".as_ref(),
-                data.as_os_str(),
-                "-m".as_ref(),
-                "immediate".as_ref(),
-                "-w".as_ref(),
-                "stop".as_ref(),
-            ],
-        );
     }
 }
 

@@ -3,7 +3,7 @@
 //! target is compared with the source row by row.
 
 use crate::import::{listpipe, run};
-use crate::support::{TestServer, free_port, serve_child as serve};
+use crate::support::{TestServer, free_port, serve_child as serve, wait_up};
 use listpipe::api::{ReceiverQuery, detail};
 use listpipe::client::ApiClient;
 use listpipe::server::{self, ServeOptions};
@@ -249,16 +249,6 @@ async fn after_kill_9_of_listpipe_resume_finishes_without_duplicates() {
         "{:?}",
         &problems[..problems.len().min(5)]
     );
-}
-
-async fn wait_up(url: &str, token: &str) -> ApiClient {
-    let client = ApiClient::new(url, token).unwrap();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while client.validate().await.is_err() {
-        assert!(Instant::now() < deadline, "the server did not come up");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    client
 }
 
 #[tokio::test]

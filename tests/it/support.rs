@@ -199,3 +199,17 @@ pub fn serve_child(dir: &std::path::Path, port: u16, faults: Option<&str>) -> st
     }
     cmd.spawn().unwrap()
 }
+
+/// A client of the server at `url`, once it answers (within a minute).
+pub async fn wait_up(url: &str, token: &str) -> ApiClient {
+    let client = ApiClient::new(url, token).expect("client");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while client.validate().await.is_err() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the server at {url} did not come up"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    client
+}
