@@ -29,11 +29,7 @@ pub async fn run(args: OutboxArgs) -> super::Outcome {
 
 async fn outbox(args: OutboxArgs) -> anyhow::Result<()> {
     // A PostgreSQL URL names no file; the store says if it cannot connect.
-    let url = args
-        .db
-        .to_str()
-        .is_some_and(|s| s.starts_with("postgres://") || s.starts_with("postgresql://"));
-    if !url && !args.db.exists() {
+    if !crate::server::store::is_postgres(&args.db) && !args.db.exists() {
         anyhow::bail!(
             "no database at {} (start the server with `listpipe serve --db FILE` first, or pass --db)",
             args.db.display()

@@ -434,6 +434,11 @@ fn migrate(conn: &mut Connection) -> StoreResult<()> {
     Ok(())
 }
 
+/// Whether `--db` names a PostgreSQL database (a `postgres://` URL).
+pub fn is_postgres(db: &Path) -> bool {
+    pg::url(db).is_some()
+}
+
 /// How messages name the database `--db` gives: the file's path, or the
 /// PostgreSQL URL without its password.
 pub fn shown(db: &Path) -> String {
