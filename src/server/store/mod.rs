@@ -307,14 +307,13 @@ impl Store {
         T: Send + 'static,
         F: FnOnce(&Db) -> StoreResult<T> + Send + 'static,
     {
-        let lite = match &self.kind {
+        let readers = match &self.kind {
             Kind::Lite(l) => l.readers.clone(),
             Kind::Pg(pool) => {
                 let pool = pool.clone();
                 return tokio::task::spawn_blocking(move || pool.read(f)).await?;
             }
         };
-        let readers = lite;
         tokio::task::spawn_blocking(move || {
             let n = readers.conns.len();
             let start = readers
