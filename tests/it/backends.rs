@@ -388,3 +388,143 @@ async fn a_batch_finds_an_address_whatever_the_case_of_its_letters() {
     );
     running.stop().await;
 }
+
+/// Rows that hang on nothing: receivers of a deleted group, values of a
+/// deleted attribute, and whatever a deleted contact carried. PostgreSQL
+/// has no foreign keys on these tables (migration 003), so the store's own
+/// deletes and locks are what keeps this at zero.
+const ORPHANS: &str = "SELECT
+    (SELECT COUNT(*) FROM receivers r WHERE NOT EXISTS (SELECT 1 FROM groups g WHERE g.id = r.group_id))
+  + (SELECT COUNT(*) FROM attribute_values v WHERE NOT EXISTS (SELECT 1 FROM attributes a WHERE a.id = v.attribute_id))
+  + (SELECT COUNT(*) FROM attribute_values v WHERE NOT EXISTS (SELECT 1 FROM contacts c WHERE c.id = v.contact_id))
+  + (SELECT COUNT(*) FROM tags t WHERE NOT EXISTS (SELECT 1 FROM contacts c WHERE c.id = t.contact_id))
+  + (SELECT COUNT(*) FROM orders o WHERE NOT EXISTS (SELECT 1 FROM contacts c WHERE c.id = o.contact_id))
+  + (SELECT COUNT(*) FROM contacts c WHERE NOT EXISTS (SELECT 1 FROM receivers r WHERE r.contact_id = c.id))";
+
+fn attribute(name: &str) -> listpipe::api::AttributeInput {
+    serde_json::from_value(serde_json::json!({"name": name, "type": "text"})).unwrap()
+}
+
+fn item(email: &str) -> serde_json::Value {
+    serde_json::json!({
+        "email": email,
+        "attributes": {"size": "L"},
+        "global_attributes": {"city": "Berlin"},
+        "tags": ["vip"],
+        "orders": [{"order_id": "o1", "product": "shoe", "price": 9.5, "quantity": 1}],
+    })
+}
+
+/// Removing a receiver, clearing a group, deleting an attribute or a group
+/// deletes everything that hung on it, on PostgreSQL as on SQLite's
+/// cascades, and so does a group deleted while batches are still writing
+/// into it: every batch ends before the delete (and is deleted with the
+/// group) or after it (and is refused), none leaves rows behind.
+#[tokio::test]
+async fn deletes_leave_nothing_behind_even_while_batches_write() {
+    if crate::support::on_postgres() {
+        return;
+    }
+    let Some(pg) = PgServer::start() else { return };
+    let db = pg.database("deletes");
+    let running = listpipe::server::start(listpipe::server::ServeOptions::new(
+        db.clone(),
+        "127.0.0.1:0",
+    ))
+    .await
+    .expect("server starts");
+    let token = running
+        .credentials
+        .clone()
+        .expect("first start")
+        .access_token;
+    let client = ApiClient::new(&running.base_url, &token).unwrap();
+    let city = client.create_attribute(&attribute("city")).await.unwrap();
+    let (a, b) = (
+        client.create_group(&GroupInput::named("A")).await.unwrap(),
+        client.create_group(&GroupInput::named("B")).await.unwrap(),
+    );
+    for g in [a.id, b.id] {
+        client
+            .create_group_attribute(g, &attribute("size"))
+            .await
+            .unwrap();
+        client
+            .upsert_receivers(g, &[item("both@example.com")])
+            .await
+            .unwrap();
+    }
+    client
+        .upsert_receivers(a.id, &[item("one@example.com")])
+        .await
+        .unwrap();
+
+    client
+        .delete_receiver("one@example.com", Some(a.id))
+        .await
+        .unwrap();
+    client.clear_group(a.id).await.unwrap();
+    assert_eq!(pg.number(&db, ORPHANS), 0, "after a removal and a clear");
+    assert_eq!(
+        pg.number(&db, "SELECT COUNT(*) FROM attribute_values"),
+        2,
+        "both@ keeps its city and its size in B"
+    );
+    client.delete_attribute(city.id).await.unwrap();
+    client.delete_group(b.id).await.unwrap();
+    assert_eq!(
+        pg.number(&db, ORPHANS),
+        0,
+        "after deleting an attribute and a group"
+    );
+    for table in [
+        "contacts",
+        "receivers",
+        "attribute_values",
+        "tags",
+        "orders",
+    ] {
+        let n = pg.number(&db, &format!("SELECT COUNT(*) FROM {table}"));
+        assert_eq!(n, 0, "{table} left behind");
+    }
+
+    // A group deleted while eight writers fill it.
+    let c = client.create_group(&GroupInput::named("C")).await.unwrap();
+    client
+        .create_group_attribute(c.id, &attribute("size"))
+        .await
+        .unwrap();
+    client.create_attribute(&attribute("city")).await.unwrap();
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let writers: Vec<_> = (0..8)
+        .map(|w| {
+            let (client, done) = (client.clone(), done.clone());
+            tokio::spawn(async move {
+                let mut written = 0;
+                for batch in 0..40 {
+                    let items: Vec<_> = (0..50)
+                        .map(|i| item(&format!("w{w}b{batch}i{i}@example.com")))
+                        .collect();
+                    match client.upsert_receivers(c.id, &items).await {
+                        Ok(_) => written += 1,
+                        Err(_) => break, // the group is gone
+                    }
+                    done.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                }
+                written
+            })
+        })
+        .collect();
+    while done.load(std::sync::atomic::Ordering::Relaxed) < 16 {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    client.delete_group(c.id).await.unwrap();
+    let mut written = 0;
+    for w in writers {
+        written += w.await.unwrap();
+    }
+    assert!(written > 0 && written < 8 * 40, "{written} batches written");
+    assert_eq!(pg.number(&db, ORPHANS), 0, "after a delete among writers");
+    assert_eq!(pg.number(&db, "SELECT COUNT(*) FROM receivers"), 0);
+    running.stop().await;
+}

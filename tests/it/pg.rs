@@ -177,6 +177,19 @@ impl PgServer {
         .expect("SQL thread");
     }
 
+    /// The first column of the first row of a query on the database at
+    /// `url`, as a number (on a thread of its own, as [`Self::execute`]).
+    pub fn number(&self, url: &str, sql: &str) -> i64 {
+        let (url, sql) = (url.to_string(), sql.to_string());
+        std::thread::spawn(move || {
+            let mut client =
+                postgres::Client::connect(&url, postgres::NoTls).expect("connects to PostgreSQL");
+            client.query_one(&sql, &[]).expect("SQL runs").get(0)
+        })
+        .join()
+        .expect("SQL thread")
+    }
+
     /// The directory holding the data, socket and log (gone after drop).
     pub fn dir(&self) -> &Path {
         self.dir.path()

@@ -218,7 +218,14 @@ pub fn update(
 
 pub fn delete(db: &Db, account: AccountId, id: i64, scope: Option<i64>) -> StoreResult<()> {
     get(db, account, id, scope)?;
+    // The attribute first: on PostgreSQL its row lock waits for the writes
+    // that hold it (`groups::hold`), and the values are deleted after them.
+    // Its values by hand: no foreign key cascades there (migration 003).
     db.exec("DELETE FROM attributes WHERE id = ?1", params![id])?;
+    db.exec(
+        "DELETE FROM attribute_values WHERE attribute_id = ?1",
+        params![id],
+    )?;
     Ok(())
 }
 

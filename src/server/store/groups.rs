@@ -1,6 +1,6 @@
 //! Groups (receiver lists) and their statistics.
 
-use super::{AccountId, StoreResult, conflict, invalid, not_found, now};
+use super::{AccountId, Backend, StoreResult, conflict, invalid, not_found, now};
 use crate::api::group::GroupAdvancedStats;
 use crate::api::{Group, GroupInput, GroupStats};
 use crate::server::store::db::{Db, Row, params};
@@ -55,6 +55,32 @@ pub fn get(db: &Db, account: AccountId, id: i64) -> StoreResult<Group> {
         Some(g) => Ok(g),
         None => not_found("Not Found: invalid group"),
     }
+}
+
+/// [`ensure`] for a write that adds to the group's receivers or their
+/// values. On PostgreSQL it also holds the group and its attributes (and the
+/// global ones) until the write commits, `FOR KEY SHARE` once per request:
+/// the receivers' tables have no foreign keys there (migration 003), so a
+/// group or attribute deleted meanwhile ([`clear`], `attributes::delete`)
+/// waits for this write and then deletes what it wrote, rather than leaving
+/// it behind. Writes that hold the same group do not wait for each other.
+pub fn hold(db: &Db, account: AccountId, id: i64) -> StoreResult<()> {
+    if db.backend() == Backend::Sqlite {
+        return ensure(db, account, id);
+    }
+    let held = db.opt_row(
+        "SELECT id FROM groups WHERE id = ?1 AND account_id = ?2 FOR KEY SHARE",
+        params![id, account.0],
+        |r| r.get::<i64>(0),
+    )?;
+    if held.is_none() {
+        return not_found("Not Found: invalid group");
+    }
+    db.each(
+        "SELECT id FROM attributes WHERE account_id = ?1 AND group_id IN (0, ?2) FOR KEY SHARE",
+        params![account.0, id],
+        |_| Ok(()),
+    )
 }
 
 /// 404 unless the group exists and belongs to the account.
@@ -156,6 +182,15 @@ pub fn delete(db: &Db, account: AccountId, id: i64) -> StoreResult<()> {
 /// addresses"); the group, its attributes and blocklist stay.
 pub fn clear(db: &Db, account: AccountId, id: i64) -> StoreResult<u64> {
     ensure(db, account, id)?;
+    if db.backend() == Backend::Postgres {
+        // Waits for the writes that [`hold`] the group; the deletes below
+        // then see what they wrote.
+        db.each(
+            "SELECT id FROM groups WHERE id = ?1 FOR UPDATE",
+            params![id],
+            |_| Ok(()),
+        )?;
+    }
     db.exec(
         "DELETE FROM attribute_values WHERE attribute_id IN
            (SELECT id FROM attributes WHERE account_id = ?1 AND group_id = ?2)",
@@ -174,9 +209,23 @@ pub fn clear(db: &Db, account: AccountId, id: i64) -> StoreResult<u64> {
 /// beside its one caller, so that imports run one way, from `receivers` to
 /// `groups`.
 fn delete_orphan_contacts(db: &Db, account: AccountId) -> StoreResult<()> {
+    const ORPHANS: &str = "SELECT c.id FROM contacts c WHERE c.account_id = ?1
+         AND NOT EXISTS (SELECT 1 FROM receivers r WHERE r.contact_id = c.id)";
+    if db.backend() == Backend::Postgres {
+        // Locked first, so a write adding one of them to a group commits
+        // before (and the deletes below see its receiver) or fails after.
+        db.each(&format!("{ORPHANS} FOR UPDATE"), params![account.0], |_| {
+            Ok(())
+        })?;
+    }
+    for table in super::receivers::CONTACT_PARTS {
+        db.exec(
+            &format!("DELETE FROM {table} WHERE contact_id IN ({ORPHANS})"),
+            params![account.0],
+        )?;
+    }
     db.exec(
-        "DELETE FROM contacts WHERE account_id = ?1
-         AND NOT EXISTS (SELECT 1 FROM receivers r WHERE r.contact_id = contacts.id)",
+        &format!("DELETE FROM contacts WHERE id IN ({ORPHANS})"),
         params![account.0],
     )?;
     Ok(())

@@ -99,7 +99,8 @@ impl From<postgres::Error> for StoreError {
     /// A lost connection is "unavailable, come back" (503 with
     /// `Retry-After`). So is a write that lost a race with another server
     /// process on the same database (a deadlock, a serialization failure,
-    /// a unique key taken between its check and its insert): it was rolled
+    /// a unique key taken between its check and its insert, a contact
+    /// deleted between its lookup and its receiver's insert): it was rolled
     /// back whole, and the same request again sees the winner's row (and
     /// answers, say, 409). Anything else is a database error.
     fn from(e: postgres::Error) -> Self {
@@ -113,14 +114,23 @@ impl From<postgres::Error> for StoreError {
             SqlState::T_R_DEADLOCK_DETECTED,
             SqlState::T_R_SERIALIZATION_FAILURE,
             SqlState::UNIQUE_VIOLATION,
+            SqlState::FOREIGN_KEY_VIOLATION,
         ];
         if e.code().is_some_and(|c| raced.contains(c)) {
             tracing::debug!(error = %e, "a write lost a race");
-            return StoreError::Raced(format!(
-                "Service Unavailable: a concurrent write got there first; retry after {RETRY_AFTER_SECS} s"
-            ));
+            return StoreError::raced();
         }
         StoreError::Postgres(e)
+    }
+}
+
+impl StoreError {
+    /// A write that lost a race with another process: rolled back, and run
+    /// again (`pg::Pool::write`), or answered 503 when it keeps losing.
+    pub fn raced() -> Self {
+        StoreError::Raced(format!(
+            "Service Unavailable: a concurrent write got there first; retry after {RETRY_AFTER_SECS} s"
+        ))
     }
 }
 

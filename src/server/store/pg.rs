@@ -21,6 +21,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 const MIGRATIONS: &[&str] = &[
     include_str!("migrations/pg/001_core.sql"),
     include_str!("migrations/pg/002_rate_limits.sql"),
+    include_str!("migrations/pg/003_receivers_unkeyed.sql"),
 ];
 
 /// Connections per server process. PostgreSQL serves about a hundred by

@@ -95,7 +95,7 @@ pub fn write_batch(
             items.len()
         )));
     }
-    groups::ensure(conn, account, group_id)?;
+    groups::hold(conn, account, group_id)?;
     let mut memo = AttrMemo::default();
     let mut out: Vec<Option<ItemOutcome>> = items.iter().map(|_| None).collect();
     let mut pending = Vec::with_capacity(items.len());

@@ -132,10 +132,14 @@ pub fn update_receivers(conn: &Db, rows: &[ChangeRow], t: i64) -> StoreResult<()
     if rows.is_empty() {
         return Ok(());
     }
-    conn.exec(
+    let updated = conn.exec(
         sql(conn, UPDATE_RECEIVERS, pg::UPDATE_RECEIVERS),
         params![t, json(&rows)?],
     )?;
+    if updated < rows.len() as u64 {
+        // One was deleted by another process since it was looked up.
+        return Err(StoreError::raced());
+    }
     Ok(())
 }
 

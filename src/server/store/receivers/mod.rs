@@ -23,7 +23,10 @@ pub use list::{Selection, count_matching, list, list_matching};
 pub use page::ReceiversJson;
 pub use read::{contact_of, get};
 
-use super::{AccountId, StoreResult, attributes, conflict, groups, invalid, not_found, now, tags};
+use super::{
+    AccountId, Backend, StoreError, StoreResult, attributes, conflict, groups, invalid, not_found,
+    now, tags,
+};
 use crate::api::receiver::detail;
 use crate::api::{Order, Receiver, ReceiverInput};
 use crate::server::store::db::{Db, params};
@@ -182,7 +185,7 @@ pub fn create(
     group_id: i64,
     input: &ReceiverInput,
 ) -> StoreResult<Receiver> {
-    groups::ensure(conn, account, group_id)?;
+    groups::hold(conn, account, group_id)?;
     let id = insert(conn, account, group_id, input)?;
     groups::touch(conn, group_id)?;
     load(conn, account, id, true, detail::ALL)
@@ -243,7 +246,7 @@ pub fn update(
     key: &ReceiverKey,
     input: &ReceiverInput,
 ) -> StoreResult<Receiver> {
-    groups::ensure(conn, account, group_id)?;
+    groups::hold(conn, account, group_id)?;
     let (id, _, contact_id) = locate(conn, account, Some(group_id), key)?;
     change(conn, account, group_id, id, contact_id, input)?;
     groups::touch(conn, group_id)?;
@@ -269,7 +272,7 @@ fn change(
     }
     let pick = |v: Option<i64>, old: i64| v.map(|v| v.max(0)).unwrap_or(old);
     let pick_s = |v: &Option<String>, old: &str| v.clone().unwrap_or_else(|| old.to_string());
-    conn.exec(
+    let updated = conn.exec(
         "UPDATE receivers SET registered = ?1, activated = ?2, deactivated = ?3, imported = ?4, bounced = ?5,
             source = ?6, points = ?7, last_ip = ?8, last_location = ?9, last_client = ?10, changed = ?11
          WHERE id = ?12",
@@ -288,6 +291,10 @@ fn change(
             id
         ],
     )?;
+    if updated == 0 {
+        // Deleted by another process since it was located.
+        return Err(StoreError::raced());
+    }
     write_parts(conn, account, group_id, contact_id, input)
 }
 
@@ -346,12 +353,34 @@ pub fn delete(
 /// mirror run's thousands of deletions cost what one costs each, not a
 /// pass over every contact of the account (review of issue 15).
 fn delete_orphan_contact(conn: &Db, contact_id: i64) -> StoreResult<()> {
-    conn.exec(DELETE_ORPHAN_CONTACT, params![contact_id])?;
+    if conn.backend() == Backend::Postgres {
+        // Locked first: a write adding the address to a group meanwhile
+        // commits before (and the delete below sees its receiver) or fails
+        // after, on the receiver's key, and is run again.
+        conn.each(
+            "SELECT id FROM contacts WHERE id = ?1 FOR UPDATE",
+            params![contact_id],
+            |_| Ok(()),
+        )?;
+    }
+    if conn.exec(DELETE_ORPHAN_CONTACT, params![contact_id])? > 0 {
+        for table in CONTACT_PARTS {
+            conn.exec(
+                &format!("DELETE FROM {table} WHERE contact_id = ?1"),
+                params![contact_id],
+            )?;
+        }
+    }
     Ok(())
 }
 
 pub(crate) const DELETE_ORPHAN_CONTACT: &str = "DELETE FROM contacts WHERE id = ?1
          AND NOT EXISTS (SELECT 1 FROM receivers r WHERE r.contact_id = ?1)";
+
+/// What a contact carries that is deleted with it. The store deletes them
+/// itself: on PostgreSQL these tables have no foreign key to cascade
+/// (migration 003); on SQLite the cascade then finds nothing left.
+pub(crate) const CONTACT_PARTS: [&str; 3] = ["attribute_values", "tags", "orders"];
 
 #[cfg(test)]
 #[path = "create_tests.rs"]
