@@ -159,8 +159,8 @@ async fn run(
 ) -> ApiResult<Vec<ItemOutcome>> {
     let (account, g) = (auth.account(), path_id(g, "group")?);
     Ok(s.store
-        // A copy per run: on PostgreSQL a write that lost a race runs again.
-        .write(move |c| receivers::write_batch(c, account, g, items.clone(), mode, full))
+        // Borrowed, not moved: on PostgreSQL a write that lost a race runs again.
+        .write(move |c| receivers::write_batch(c, account, g, &items, mode, full))
         .await?)
 }
 

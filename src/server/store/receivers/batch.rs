@@ -57,16 +57,16 @@ pub enum ItemOutcome {
 }
 
 /// An item whose address is valid, waiting for its round.
-struct Pending {
+struct Pending<'a> {
     index: usize,
-    input: ReceiverInput,
+    input: &'a ReceiverInput,
     email: String,
 }
 
 /// An item checked and ready to write: what it sets, in stored form.
-struct Checked {
+struct Checked<'a> {
     index: usize,
-    input: ReceiverInput,
+    input: &'a ReceiverInput,
     email: String,
     /// The receiver's id and contact when the address is in the group.
     existing: Option<(i64, i64)>,
@@ -85,7 +85,7 @@ pub fn write_batch(
     conn: &Db,
     account: AccountId,
     group_id: i64,
-    items: Vec<BatchItem>,
+    items: &[BatchItem],
     mode: BatchMode,
     full: bool,
 ) -> StoreResult<Vec<ItemOutcome>> {
@@ -99,8 +99,11 @@ pub fn write_batch(
     let mut memo = AttrMemo::default();
     let mut out: Vec<Option<ItemOutcome>> = items.iter().map(|_| None).collect();
     let mut pending = Vec::with_capacity(items.len());
-    for (index, item) in items.into_iter().enumerate() {
-        let checked = item.map_err(StoreError::Invalid).and_then(|input| {
+    for (index, item) in items.iter().enumerate() {
+        let checked = item
+            .as_ref()
+            .map_err(|why| StoreError::Invalid(why.clone()));
+        let checked = checked.and_then(|input| {
             let Some(email) = input.email.as_deref() else {
                 return invalid("Bad Request: email is required");
             };
@@ -288,15 +291,15 @@ fn write_round(
 
 /// The checks of one item, in the order a single write makes them; on
 /// failure the item's index and its error.
-fn check(
+fn check<'a>(
     conn: &Db,
     account: AccountId,
     group_id: i64,
-    p: Pending,
+    p: Pending<'a>,
     existing: Option<(i64, i64)>,
     mode: BatchMode,
     memo: &mut AttrMemo,
-) -> Result<Checked, (usize, StoreError)> {
+) -> Result<Checked<'a>, (usize, StoreError)> {
     let index = p.index;
     let fail = |e| (index, e);
     if existing.is_some() && mode == BatchMode::Insert {
