@@ -190,7 +190,7 @@ fn write_round(
                         c.email
                     )));
                 };
-                let (registered, activated, deactivated) = initial_state(&c.input, t);
+                let (registered, activated, deactivated) = initial_state(c.input, t);
                 let i = &c.input;
                 new_rows.push(NewRow(
                     contact,
@@ -305,7 +305,7 @@ fn check<'a>(
     if existing.is_some() && mode == BatchMode::Insert {
         return Err(fail(StoreError::Conflict(DUPLICATE_ADDRESS.into())));
     }
-    check_sizes(&p.input).map_err(fail)?;
+    check_sizes(p.input).map_err(fail)?;
     // The address of an existing receiver was found by this very address
     // (case-insensitively), so "the email cannot change" cannot fail here.
     let mut values = BTreeMap::new();
