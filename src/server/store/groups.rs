@@ -218,7 +218,7 @@ fn delete_orphan_contacts(db: &Db, account: AccountId) -> StoreResult<()> {
             Ok(())
         })?;
     }
-    for table in super::receivers::CONTACT_PARTS {
+    for table in super::CONTACT_PARTS {
         db.exec(
             &format!("DELETE FROM {table} WHERE contact_id IN ({ORPHANS})"),
             params![account.0],

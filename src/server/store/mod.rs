@@ -145,6 +145,12 @@ pub fn conflict<T>(what: impl Into<String>) -> StoreResult<T> {
     Err(StoreError::Conflict(what.into()))
 }
 
+/// What a contact carries that is deleted with it (`receivers`, `groups`).
+/// The store deletes them itself: on PostgreSQL these tables have no foreign
+/// key to cascade (migration 003); on SQLite the cascade then finds nothing
+/// left.
+pub(crate) const CONTACT_PARTS: [&str; 3] = ["attribute_values", "tags", "orders"];
+
 /// Field size limits (README "Limits"): a longer value is a 400 naming the
 /// field, so absurd sizes never reach the database.
 pub const MAX_NAME_CHARS: usize = 255;

@@ -24,8 +24,8 @@ pub use page::ReceiversJson;
 pub use read::{contact_of, get};
 
 use super::{
-    AccountId, Backend, StoreError, StoreResult, attributes, conflict, groups, invalid, not_found,
-    now, tags,
+    AccountId, Backend, CONTACT_PARTS, StoreError, StoreResult, attributes, conflict, groups,
+    invalid, not_found, now, tags,
 };
 use crate::api::receiver::detail;
 use crate::api::{Order, Receiver, ReceiverInput};
@@ -376,11 +376,6 @@ fn delete_orphan_contact(conn: &Db, contact_id: i64) -> StoreResult<()> {
 
 pub(crate) const DELETE_ORPHAN_CONTACT: &str = "DELETE FROM contacts WHERE id = ?1
          AND NOT EXISTS (SELECT 1 FROM receivers r WHERE r.contact_id = ?1)";
-
-/// What a contact carries that is deleted with it. The store deletes them
-/// itself: on PostgreSQL these tables have no foreign key to cascade
-/// (migration 003); on SQLite the cascade then finds nothing left.
-pub(crate) const CONTACT_PARTS: [&str; 3] = ["attribute_values", "tags", "orders"];
 
 #[cfg(test)]
 #[path = "create_tests.rs"]
