@@ -30,6 +30,15 @@ pub enum Backend {
     Postgres,
 }
 
+/// How [`Db::lock`] holds rows: `KeyShare` keeps them from being deleted
+/// (others may hold them too), `Update` waits for every holder and keeps
+/// them out until the transaction ends.
+#[derive(Debug, Clone, Copy)]
+pub enum Lock {
+    KeyShare,
+    Update,
+}
+
 /// A PostgreSQL connection and its prepared statements, keyed by the
 /// statement's text as the store wrote it and its parameters' types (a
 /// statement built at run time may bind a number where it once bound text).
@@ -231,6 +240,25 @@ impl<'c> Db<'c> {
             Db::Lite(_) => Backend::Sqlite,
             Db::Pg(_) => Backend::Postgres,
         }
+    }
+
+    /// Locks the rows `select` finds until the transaction ends, and
+    /// answers how many it locked. On PostgreSQL only: SQLite has one
+    /// writer, which needs no row locks (0 there).
+    pub fn lock(&self, select: &str, params: &[&dyn Param], lock: Lock) -> StoreResult<usize> {
+        if self.backend() == Backend::Sqlite {
+            return Ok(0);
+        }
+        let clause = match lock {
+            Lock::KeyShare => "FOR KEY SHARE",
+            Lock::Update => "FOR UPDATE",
+        };
+        let mut n = 0;
+        self.each(&format!("{select} {clause}"), params, |_| {
+            n += 1;
+            Ok(())
+        })?;
+        Ok(n)
     }
 
     /// Runs a statement; the number of rows it changed.

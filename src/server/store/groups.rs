@@ -3,7 +3,7 @@
 use super::{AccountId, Backend, StoreResult, conflict, invalid, not_found, now};
 use crate::api::group::GroupAdvancedStats;
 use crate::api::{Group, GroupInput, GroupStats};
-use crate::server::store::db::{Db, Row, params};
+use crate::server::store::db::{Db, Lock, Row, params};
 
 const COLUMNS: &str = "id, name, locked, backup, receiver_info, stamp, last_mailing, last_changed";
 
@@ -68,19 +68,20 @@ pub fn hold(db: &Db, account: AccountId, id: i64) -> StoreResult<()> {
     if db.backend() == Backend::Sqlite {
         return ensure(db, account, id);
     }
-    let held = db.opt_row(
-        "SELECT id FROM groups WHERE id = ?1 AND account_id = ?2 FOR KEY SHARE",
+    let held = db.lock(
+        "SELECT id FROM groups WHERE id = ?1 AND account_id = ?2",
         params![id, account.0],
-        |r| r.get::<i64>(0),
+        Lock::KeyShare,
     )?;
-    if held.is_none() {
+    if held == 0 {
         return not_found("Not Found: invalid group");
     }
-    db.each(
-        "SELECT id FROM attributes WHERE account_id = ?1 AND group_id IN (0, ?2) FOR KEY SHARE",
+    db.lock(
+        "SELECT id FROM attributes WHERE account_id = ?1 AND group_id IN (0, ?2)",
         params![account.0, id],
-        |_| Ok(()),
-    )
+        Lock::KeyShare,
+    )?;
+    Ok(())
 }
 
 /// 404 unless the group exists and belongs to the account.
@@ -182,15 +183,13 @@ pub fn delete(db: &Db, account: AccountId, id: i64) -> StoreResult<()> {
 /// addresses"); the group, its attributes and blocklist stay.
 pub fn clear(db: &Db, account: AccountId, id: i64) -> StoreResult<u64> {
     ensure(db, account, id)?;
-    if db.backend() == Backend::Postgres {
-        // Waits for the writes that [`hold`] the group; the deletes below
-        // then see what they wrote.
-        db.each(
-            "SELECT id FROM groups WHERE id = ?1 FOR UPDATE",
-            params![id],
-            |_| Ok(()),
-        )?;
-    }
+    // Waits for the writes that [`hold`] the group; the deletes below then
+    // see what they wrote.
+    db.lock(
+        "SELECT id FROM groups WHERE id = ?1",
+        params![id],
+        Lock::Update,
+    )?;
     db.exec(
         "DELETE FROM attribute_values WHERE attribute_id IN
            (SELECT id FROM attributes WHERE account_id = ?1 AND group_id = ?2)",
@@ -211,13 +210,9 @@ pub fn clear(db: &Db, account: AccountId, id: i64) -> StoreResult<u64> {
 fn delete_orphan_contacts(db: &Db, account: AccountId) -> StoreResult<()> {
     const ORPHANS: &str = "SELECT c.id FROM contacts c WHERE c.account_id = ?1
          AND NOT EXISTS (SELECT 1 FROM receivers r WHERE r.contact_id = c.id)";
-    if db.backend() == Backend::Postgres {
-        // Locked first, so a write adding one of them to a group commits
-        // before (and the deletes below see its receiver) or fails after.
-        db.each(&format!("{ORPHANS} FOR UPDATE"), params![account.0], |_| {
-            Ok(())
-        })?;
-    }
+    // Locked first, so a write adding one of them to a group commits
+    // before (and the deletes below see its receiver) or fails after.
+    db.lock(ORPHANS, params![account.0], Lock::Update)?;
     for table in super::CONTACT_PARTS {
         db.exec(
             &format!("DELETE FROM {table} WHERE contact_id IN ({ORPHANS})"),

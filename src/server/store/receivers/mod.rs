@@ -24,12 +24,12 @@ pub use page::ReceiversJson;
 pub use read::{contact_of, get};
 
 use super::{
-    AccountId, Backend, CONTACT_PARTS, StoreError, StoreResult, attributes, conflict, groups,
-    invalid, not_found, now, tags,
+    AccountId, CONTACT_PARTS, StoreError, StoreResult, attributes, conflict, groups, invalid,
+    not_found, now, tags,
 };
 use crate::api::receiver::detail;
 use crate::api::{Order, Receiver, ReceiverInput};
-use crate::server::store::db::{Db, params};
+use crate::server::store::db::{Db, Lock, params};
 use read::{load, locate, row};
 
 pub const DEFAULT_PAGESIZE: i64 = 50;
@@ -353,16 +353,14 @@ pub fn delete(
 /// mirror run's thousands of deletions cost what one costs each, not a
 /// pass over every contact of the account (review of issue 15).
 fn delete_orphan_contact(conn: &Db, contact_id: i64) -> StoreResult<()> {
-    if conn.backend() == Backend::Postgres {
-        // Locked first: a write adding the address to a group meanwhile
-        // commits before (and the delete below sees its receiver) or fails
-        // after, on the receiver's key, and is run again.
-        conn.each(
-            "SELECT id FROM contacts WHERE id = ?1 FOR UPDATE",
-            params![contact_id],
-            |_| Ok(()),
-        )?;
-    }
+    // Locked first: a write adding the address to a group meanwhile commits
+    // before (and the delete below sees its receiver) or fails after, on the
+    // receiver's key, and is run again.
+    conn.lock(
+        "SELECT id FROM contacts WHERE id = ?1",
+        params![contact_id],
+        Lock::Update,
+    )?;
     if conn.exec(DELETE_ORPHAN_CONTACT, params![contact_id])? > 0 {
         for table in CONTACT_PARTS {
             conn.exec(
