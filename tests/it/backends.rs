@@ -253,6 +253,24 @@ async fn two_server_processes_on_one_database_are_one_server() {
     }
 }
 
+/// A server in this process on a new database `name` of `pg`: the server,
+/// its first access token and the database's URL.
+async fn serve_on(pg: &PgServer, name: &str) -> (listpipe::server::RunningServer, String, String) {
+    let db = pg.database(name);
+    let running = listpipe::server::start(listpipe::server::ServeOptions::new(
+        db.clone(),
+        "127.0.0.1:0",
+    ))
+    .await
+    .expect("server starts");
+    let token = running
+        .credentials
+        .clone()
+        .expect("first start")
+        .access_token;
+    (running, token, db)
+}
+
 /// While its database is down the server answers 503 with `Retry-After`
 /// (a client's signal to wait and retry), writes nothing, and serves again
 /// once the database is back, without a restart.
@@ -262,15 +280,7 @@ async fn an_unreachable_database_is_503_with_retry_after_until_it_is_back() {
         return;
     }
     let Some(pg) = PgServer::start() else { return };
-    let db = pg.database("down");
-    let running = listpipe::server::start(listpipe::server::ServeOptions::new(db, "127.0.0.1:0"))
-        .await
-        .expect("server starts");
-    let token = running
-        .credentials
-        .clone()
-        .expect("first start")
-        .access_token;
+    let (running, token, _) = serve_on(&pg, "down").await;
     let client = ApiClient::new(&running.base_url, &token).unwrap();
     client
         .create_group(&GroupInput::named("Before"))
@@ -353,15 +363,7 @@ async fn a_batch_finds_an_address_whatever_the_case_of_its_letters() {
         return;
     }
     let Some(pg) = PgServer::start() else { return };
-    let db = pg.database("umlauts");
-    let running = listpipe::server::start(listpipe::server::ServeOptions::new(db, "127.0.0.1:0"))
-        .await
-        .expect("server starts");
-    let token = running
-        .credentials
-        .clone()
-        .expect("first start")
-        .access_token;
+    let (running, token, _) = serve_on(&pg, "umlauts").await;
     let client = ApiClient::new(&running.base_url, &token).unwrap();
     let group = client.create_group(&GroupInput::named("U")).await.unwrap();
     for (email, tag) in [
@@ -426,18 +428,7 @@ async fn deletes_leave_nothing_behind_even_while_batches_write() {
         return;
     }
     let Some(pg) = PgServer::start() else { return };
-    let db = pg.database("deletes");
-    let running = listpipe::server::start(listpipe::server::ServeOptions::new(
-        db.clone(),
-        "127.0.0.1:0",
-    ))
-    .await
-    .expect("server starts");
-    let token = running
-        .credentials
-        .clone()
-        .expect("first start")
-        .access_token;
+    let (running, token, db) = serve_on(&pg, "deletes").await;
     let client = ApiClient::new(&running.base_url, &token).unwrap();
     let city = client.create_attribute(&attribute("city")).await.unwrap();
     let (a, b) = (
