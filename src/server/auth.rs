@@ -5,7 +5,7 @@
 use super::AppState;
 use super::error::ApiError;
 use super::store::accounts::{self, Caller};
-use super::store::{AccountId, Backend, now};
+use super::store::{AccountId, Backend};
 use axum::extract::{FromRequestParts, Request, State};
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, header};
@@ -69,7 +69,7 @@ impl TokenCache {
     fn get(&self, token: &str) -> Option<Caller> {
         let map = self.0.lock().unwrap_or_else(|p| p.into_inner());
         map.get(&Self::key(token))
-            .filter(|(c, until)| Instant::now() < *until && c.expires > now())
+            .filter(|(c, until)| Instant::now() < *until && c.is_live())
             .map(|(c, _)| c.clone())
     }
 

@@ -591,10 +591,11 @@ async fn users_are_added_and_reset_from_the_command_line_and_log_in() {
 async fn auth_status_shows_the_account_and_refreshes_an_expired_token() {
     // Tokens live 8 s: long enough for the refreshed one to reach whoami on a
     // loaded machine (1 s and then 3 s were seen to expire in between, the
-    // second under the whole suite on two cores), short enough to wait out.
+    // second under the whole suite on two cores), short enough to wait out
+    // (a token lives its TTL into the second after it: whole seconds).
     let t = TestServer::start_with_ttl(8).await;
     let path = t.dir.path().join("credentials.json");
-    tokio::time::sleep(std::time::Duration::from_millis(8100)).await;
+    tokio::time::sleep(std::time::Duration::from_millis(9100)).await;
     let before: Credentials = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
     let out = tokio::task::spawn_blocking({
         let path = path.clone();

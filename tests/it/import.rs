@@ -407,7 +407,7 @@ async fn an_expired_token_is_refreshed_from_the_credentials_file_and_saved() {
         t.base_url()
     );
     std::fs::write(dir.join("p.toml"), pipeline).unwrap();
-    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    tokio::time::sleep(std::time::Duration::from_millis(2100)).await;
     let d = dir.to_path_buf();
     let out = tokio::task::spawn_blocking(move || {
         listpipe(&d, &["run", d.join("p.toml").to_str().unwrap()])

@@ -287,7 +287,7 @@ async fn every_v3_operation_needs_a_live_token_in_any_of_three_places() {
         );
     }
 
-    tokio::time::sleep(std::time::Duration::from_millis(2100)).await;
+    tokio::time::sleep(std::time::Duration::from_millis(3100)).await;
     assert_eq!(
         http.get(&whoami)
             .bearer_auth(&token)

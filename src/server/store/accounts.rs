@@ -50,6 +50,21 @@ pub struct Caller {
     pub expires: i64,
 }
 
+impl Caller {
+    /// Whether the token is still live: see [`live_at`].
+    pub fn is_live(&self) -> bool {
+        live_at(self.expires, now())
+    }
+}
+
+/// Whether a token stamped to expire at `expires` (whole seconds) is live at
+/// second `now`: through the whole second it expires in, so it lives at
+/// least the `expires_in` it was issued with. Decision: `expires > now`
+/// killed a one-second token issued late in a second within milliseconds.
+fn live_at(expires: i64, now: i64) -> bool {
+    expires >= now
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Kind {
     Access,
@@ -110,7 +125,7 @@ fn lookup(db: &Db, kind: Kind, token: &str) -> StoreResult<Option<(Caller, Strin
     let Some((stored, account, app_id, expires, redirect, created)) = row else {
         return Ok(None);
     };
-    if !constant_time_eq::constant_time_eq(&stored, &hash(verifier)) || expires <= now() {
+    if !constant_time_eq::constant_time_eq(&stored, &hash(verifier)) || !live_at(expires, now()) {
         return Ok(None);
     }
     let caller = Caller {
@@ -148,7 +163,7 @@ pub fn issue_pair(
     ttl: i64,
 ) -> StoreResult<TokenResponse> {
     // Expired rows are of no use to anyone: sweep them while we are here.
-    db.exec("DELETE FROM tokens WHERE expires <= ?1", params![now()])?;
+    db.exec("DELETE FROM tokens WHERE expires < ?1", params![now()])?;
     Ok(TokenResponse {
         access_token: mint(db, Kind::Access, account, app_id, ttl, "")?,
         token_type: "bearer".into(),
@@ -215,7 +230,7 @@ pub fn redeem_code(
             if !minted_for.is_empty() && redirect_uri != Some(minted_for.as_str()) {
                 return Ok(None);
             }
-            if created + code_ttl <= now() {
+            if !live_at(created + code_ttl, now()) {
                 return Ok(None);
             }
             issue_pair(db, caller.account, app.id, ttl).map(Some)
