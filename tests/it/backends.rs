@@ -344,12 +344,23 @@ async fn a_rate_limit_holds_across_servers_on_one_database() {
         .map(|s| ApiClient::new(&s.base_url, &token).unwrap())
         .collect();
     let calls = (0..20).map(|i| clients[i % 2].validate());
+    let started = std::time::Instant::now();
     let refused = futures::future::join_all(calls)
         .await
         .into_iter()
         .filter(|r| r.as_ref().is_err_and(|e| e.status() == Some(429)))
         .count();
-    assert!((12..=15).contains(&refused), "{refused} of 20 refused");
+    // The burst of 5 and a few more (up to 8), or 5 a second for as long as
+    // the calls took to arrive where that is more (on a loaded machine they
+    // spread: 9 passed once in a full run beside a build). Two limits of
+    // their own would pass 10 at once.
+    let passed = 20 - refused;
+    let allowed = 8.max(6 + (5.0 * started.elapsed().as_secs_f64()).ceil() as usize);
+    assert!(
+        (5..=allowed).contains(&passed),
+        "{passed} of 20 passed in {:?}",
+        started.elapsed()
+    );
     for s in servers {
         s.stop().await;
     }
