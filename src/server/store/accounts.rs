@@ -162,7 +162,8 @@ pub fn issue_pair(
     app_id: i64,
     ttl: i64,
 ) -> StoreResult<TokenResponse> {
-    // Expired rows are of no use to anyone: sweep them while we are here.
+    // Expired rows are of no use to anyone: sweep them while we are here
+    // (those no longer `live_at` now: past the second they expire in).
     db.exec("DELETE FROM tokens WHERE expires < ?1", params![now()])?;
     Ok(TokenResponse {
         access_token: mint(db, Kind::Access, account, app_id, ttl, "")?,
