@@ -5,8 +5,35 @@ use clap::Parser;
 use listpipe::cli::{self, Cli, Command, exit};
 use std::process::ExitCode;
 
+#[cfg(not(target_env = "msvc"))]
+mod allocator {
+    //! jemalloc, not glibc's malloc. A batch write decodes a thousand items
+    //! into small strings and maps and frees them on another thread; glibc
+    //! spent a quarter of the server's time in `malloc` and `free`. With
+    //! jemalloc a first import takes three quarters of the time, single
+    //! writes 0.85 (BENCHMARKS.md, issue 15, an eighth session).
+
+    #[global_allocator]
+    static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
+    /// jemalloc's settings, read when it starts; `_RJEM_MALLOC_CONF` in the
+    /// environment overrides any of them. Two arenas, not four a core: the
+    /// server's page reads run on many blocking threads, and each arena
+    /// keeps what its threads freed (the server's peak at 1M receivers was
+    /// 281 MiB with the default, 130 with two). Freed pages go back to the
+    /// system after a second.
+    #[unsafe(export_name = "_rjem_malloc_conf")]
+    static MALLOC_CONF: Conf = Conf(c"narenas:2,dirty_decay_ms:1000,muzzy_decay_ms:0".as_ptr());
+
+    /// A C string, as jemalloc reads its `malloc_conf`.
+    #[repr(transparent)]
+    struct Conf(*const std::ffi::c_char);
+
+    // SAFETY: it points to a constant, never written.
+    unsafe impl Sync for Conf {}
+}
+
 fn main() -> ExitCode {
-    few_malloc_arenas();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {
@@ -61,23 +88,6 @@ fn main() -> ExitCode {
                 None => listpipe::cause::report(e.as_ref()),
             }
             ExitCode::from(code)
-        }
-    }
-}
-
-/// Two malloc arenas instead of glibc's eight a core. Every thread that
-/// allocates gets an arena of its own up to that bound, and each keeps the
-/// memory it freed: the server's page reads run on many blocking threads,
-/// and at 1M receivers its peak was 329 MiB with the default, 167 MiB with
-/// two, at the same speed (BENCHMARKS.md, issue 15). Before any thread
-/// starts; a `MALLOC_ARENA_MAX` in the environment is left to decide.
-fn few_malloc_arenas() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    if std::env::var_os("MALLOC_ARENA_MAX").is_none() {
-        // SAFETY: mallopt only sets a parameter of the allocator; called
-        // before any other thread exists.
-        unsafe {
-            libc::mallopt(libc::M_ARENA_MAX, 2);
         }
     }
 }
