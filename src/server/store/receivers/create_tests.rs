@@ -111,3 +111,28 @@ fn a_create_answers_what_reading_the_new_receiver_answers() {
         );
     }
 }
+
+/// A batch's contacts: made in one insert when all are new; read again when
+/// some are known, or an address comes twice in other letters.
+#[test]
+fn a_batch_finds_every_contact_new_known_or_given_twice() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&dir.path().join("c.db")).unwrap();
+    let guard = store.lite_conn();
+    let c = Db::Lite(&guard);
+    let (app, _) = accounts::create_account(&c, "contacts").unwrap();
+    let account: AccountId = app.account;
+    let first =
+        super::bulk::contacts_for(&c, account, &["a@example.com", "b@example.com"]).unwrap();
+    assert_eq!(first.len(), 2);
+    let again = super::bulk::contacts_for(
+        &c,
+        account,
+        &["A@example.com", "c@example.com", "C@Example.com"],
+    )
+    .unwrap();
+    assert_eq!(again.len(), 2, "{again:?}");
+    assert_eq!(again["a@example.com"], first["a@example.com"]);
+    let new = again["c@example.com"];
+    assert!(![first["a@example.com"], first["b@example.com"]].contains(&new));
+}
