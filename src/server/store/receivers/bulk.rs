@@ -20,7 +20,7 @@
 
 use super::super::{AccountId, Backend, Db, StoreError, StoreResult};
 use crate::api::Order;
-use crate::server::store::db::{Row, params};
+use crate::server::store::db::params;
 use std::collections::HashMap;
 
 /// The statement of `db`'s dialect: SQLite's (the constants below) or
@@ -66,31 +66,17 @@ pub fn contacts_for(
     emails: &[&str],
 ) -> StoreResult<HashMap<String, i64>> {
     let list = json(&emails)?;
-    // The insert answers the contacts it made. Fewer than the addresses
-    // (some known already, or one given twice in other letters): all are
-    // read again. A first import's batches make every one, and read none.
-    let made: HashMap<String, i64> = conn
-        .rows(
-            sql(conn, INSERT_CONTACTS, pg::INSERT_CONTACTS),
-            params![account.0, list],
-            contact_by_key,
-        )?
-        .into_iter()
-        .collect();
-    if made.len() == emails.len() {
-        return Ok(made);
-    }
+    // `WHERE true`: SQLite's parser needs it before ON CONFLICT after a SELECT.
+    conn.exec(
+        sql(conn, INSERT_CONTACTS, pg::INSERT_CONTACTS),
+        params![account.0, list],
+    )?;
     let rows = conn.rows(
         sql(conn, CONTACT_IDS, pg::CONTACT_IDS),
         params![account.0, list],
-        contact_by_key,
+        |r| Ok((email_key(&r.get::<String>(0)?), r.get(1)?)),
     )?;
     Ok(rows.into_iter().collect())
-}
-
-/// A contact's address key and id, from a row of (address, id).
-fn contact_by_key(r: &Row) -> StoreResult<(String, i64)> {
-    Ok((email_key(&r.get::<String>(0)?), r.get(1)?))
 }
 
 /// A new receiver's own columns, in the order of the INSERT below.
@@ -265,10 +251,9 @@ pub(crate) const EXISTING_IN_GROUP: &str = "SELECT c.email, r.id, r.contact_id F
          JOIN receivers r ON r.contact_id = c.id AND r.group_id = ?2
          WHERE c.account_id = ?1 AND c.email IN (SELECT value FROM jsonb_each(?3))";
 
-/// `WHERE true`: SQLite's parser needs it before ON CONFLICT after a SELECT.
 pub(crate) const INSERT_CONTACTS: &str =
     "INSERT INTO contacts (account_id, email) SELECT ?1, value FROM jsonb_each(?2) WHERE true
-         ON CONFLICT (account_id, email) DO NOTHING RETURNING email, id";
+         ON CONFLICT (account_id, email) DO NOTHING";
 
 pub(crate) const CONTACT_IDS: &str = "SELECT email, id FROM contacts WHERE account_id = ?1 AND email IN (SELECT value FROM jsonb_each(?2))";
 
@@ -334,7 +319,7 @@ mod pg {
 
     pub const INSERT_CONTACTS: &str = "INSERT INTO contacts (account_id, email)
          SELECT ?1, value FROM jsonb_array_elements_text(CAST(?2 AS jsonb))
-         ON CONFLICT (account_id, email) DO NOTHING RETURNING email, id";
+         ON CONFLICT (account_id, email) DO NOTHING";
 
     /// As given, and each on its own, as in [`EXISTING_IN_GROUP`].
     pub const CONTACT_IDS: &str = "SELECT j.value, x.id

@@ -112,8 +112,8 @@ fn a_create_answers_what_reading_the_new_receiver_answers() {
     }
 }
 
-/// A batch's contacts: made in one insert when all are new; read again when
-/// some are known, or an address comes twice in other letters.
+/// A batch's contacts, new, known already, or an address given twice in
+/// other letters: each address finds its one contact.
 #[test]
 fn a_batch_finds_every_contact_new_known_or_given_twice() {
     let dir = tempfile::tempdir().unwrap();
