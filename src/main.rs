@@ -19,9 +19,9 @@ mod allocator {
     /// jemalloc's settings, read when it starts; `_RJEM_MALLOC_CONF` in the
     /// environment overrides any of them. Two arenas, not four a core: the
     /// server's page reads run on many blocking threads, and each arena
-    /// keeps what its threads freed (the server's peak at 1M receivers was
-    /// 281 MiB with the default, 130 with two). Freed pages go back to the
-    /// system after a second.
+    /// keeps what its threads freed (the server's peak in the bench at 1M
+    /// rows was 281 MiB with the default, 179 with two). Freed pages go back
+    /// to the system after a second.
     #[unsafe(export_name = "_rjem_malloc_conf")]
     static MALLOC_CONF: Conf = Conf(c"narenas:2,dirty_decay_ms:1000,muzzy_decay_ms:0".as_ptr());
 
