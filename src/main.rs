@@ -10,8 +10,8 @@ mod allocator {
     //! jemalloc, not glibc's malloc. A batch write decodes a thousand items
     //! into small strings and maps and frees them on another thread; glibc
     //! spent a quarter of the server's time in `malloc` and `free`. With
-    //! jemalloc a first import takes three quarters of the time, single
-    //! writes 0.85 (BENCHMARKS.md, issue 15, an eighth session).
+    //! jemalloc a first import takes 0.78 of the time, single writes 0.85
+    //! (BENCHMARKS.md, issue 15, an eighth session).
 
     #[global_allocator]
     static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;

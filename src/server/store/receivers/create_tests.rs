@@ -4,7 +4,7 @@
 //! time, issue 15, and these tests would hold such a shortcut too.)
 
 use super::super::{AccountId, Db, Store, accounts, attributes, events, groups};
-use super::{ReceiverKey, create, get};
+use super::{ReceiverKey, bulk, create, get};
 use crate::api::receiver::detail;
 use crate::api::{AttributeInput, AttributeType, GroupInput, Order, ReceiverInput};
 use std::collections::BTreeMap;
@@ -122,10 +122,9 @@ fn a_batch_finds_every_contact_new_known_or_given_twice() {
     let c = Db::Lite(&guard);
     let (app, _) = accounts::create_account(&c, "contacts").unwrap();
     let account: AccountId = app.account;
-    let first =
-        super::bulk::contacts_for(&c, account, &["a@example.com", "b@example.com"]).unwrap();
+    let first = bulk::contacts_for(&c, account, &["a@example.com", "b@example.com"]).unwrap();
     assert_eq!(first.len(), 2);
-    let again = super::bulk::contacts_for(
+    let again = bulk::contacts_for(
         &c,
         account,
         &["A@example.com", "c@example.com", "C@Example.com"],
