@@ -188,14 +188,23 @@ async fn import_step(
     drop(chunks);
     let ((summary, rejects), prepare_ms) = prepared(preparing.await)?;
     let outcome = outcome?;
-    let summary = summary?;
+    let summary = match summary {
+        Ok(summary) => Some(summary),
+        // A stop (Ctrl-C, SIGTERM) ended the load before the source was
+        // read to its end, which ended the read: the step is still
+        // reported, with what it wrote, without the source's totals.
+        Err(prepare::PrepareError::Stopped) if outcome.stopped => None,
+        Err(e) => return Err(e.into()),
+    };
     report.timings_ms.prepare = prepare_ms;
     report.timings_ms.load = loading.elapsed().as_millis() as u64;
-    report.prepare = summary.stats.clone();
     report.import = Some(outcome);
     report.rejects_file = rejects.finish(refused)?;
-    if let (Some(orders), Some(spec)) = (summary.order_rejects, &s.orders) {
-        report.order_rejects_file = write_order_rejects(&spec.rejects, orders)?;
+    if let Some(summary) = summary {
+        report.prepare = summary.stats.clone();
+        if let (Some(orders), Some(spec)) = (summary.order_rejects, &s.orders) {
+            report.order_rejects_file = write_order_rejects(&spec.rejects, orders)?;
+        }
     }
     Ok(())
 }
