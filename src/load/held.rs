@@ -112,11 +112,13 @@ impl TargetIndex {
 
     /// The key of an address: of its lower-case form, as the group is read.
     fn key(&self, email: &str) -> u128 {
-        if email.chars().any(char::is_uppercase) {
-            self.keys.of(&email.to_lowercase())
-        } else {
-            self.keys.of(email)
-        }
+        key_of(&self.keys, email)
+    }
+
+    /// How this index keys an address, to key a page's receivers on
+    /// another thread ([`TargetIndex::extend_keyed`]).
+    pub fn keys(&self) -> Key128 {
+        self.keys.clone()
     }
 
     /// Whether the entries are on disk.
@@ -129,10 +131,22 @@ impl TargetIndex {
         &mut self,
         entries: impl IntoIterator<Item = (S, Held)>,
     ) -> Result<(), IndexError> {
+        let keys = self.keys();
+        self.extend_keyed(
+            entries
+                .into_iter()
+                .map(|(email, held)| (key_of(&keys, email.as_ref()), held.encode())),
+        )
+    }
+
+    /// Adds receivers already keyed ([`key_of`] with [`TargetIndex::keys`])
+    /// and encoded ([`Held::encode`]).
+    pub fn extend_keyed(
+        &mut self,
+        entries: impl IntoIterator<Item = (u128, Vec<u8>)>,
+    ) -> Result<(), IndexError> {
         let mut to_spill: Vec<(u128, Vec<u8>)> = Vec::new();
-        for (email, held) in entries {
-            let key = self.key(email.as_ref());
-            let bytes = held.encode();
+        for (key, bytes) in entries {
             if self.spill.is_none() {
                 if self.keep(key, &bytes) {
                     continue;
@@ -265,6 +279,16 @@ impl TargetIndex {
 }
 
 /// The key of the entry at `at` in `arena`.
+/// The key of an address under `keys`: of its lower-case form, as the
+/// group is read.
+pub fn key_of(keys: &Key128, email: &str) -> u128 {
+    if email.chars().any(char::is_uppercase) {
+        keys.of(&email.to_lowercase())
+    } else {
+        keys.of(email)
+    }
+}
+
 fn key_at(arena: &[u8], at: u32) -> u128 {
     let at = at as usize;
     arena

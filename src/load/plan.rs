@@ -2,7 +2,7 @@
 //! blocked addresses and current receivers, read once per step.
 
 use super::diff::Held;
-use super::held::TargetIndex;
+use super::held::{TargetIndex, key_of};
 use super::target::Connected;
 use super::{LoadError, PAGE, backoff, retry};
 use crate::api::{Attribute, AttributeInput, Group, GroupInput, ReceiverQuery, detail};
@@ -269,8 +269,14 @@ pub async fn existing(
 ) -> Result<TargetIndex, LoadError> {
     let retried = AtomicU64::new(0);
     let mut out = TargetIndex::new(spill_after);
+    let keys = out.keys();
+    // Each page is read, then decoded, keyed and encoded on a blocking
+    // thread: the decode is most of a re-import's reading of its group,
+    // and done here it keeps a page or two ahead on the machine's other
+    // cores while this task only files the entries, in page order.
     let read = |page: i64| {
         let retried = &retried;
+        let keys = keys.clone();
         let q = ReceiverQuery {
             pagesize: Some(PAGE),
             page: Some(page),
@@ -278,26 +284,35 @@ pub async fn existing(
             ..Default::default()
         };
         async move {
-            retry::retrying(conn, retries, retried, || {
+            let page = retry::retrying(conn, retries, retried, || {
                 conn.client.receivers_page(group.id, &q)
             })
+            .await?;
+            tokio::task::spawn_blocking(move || -> Result<_, LoadError> {
+                let rows = page.rows()?;
+                let entries: Vec<(u128, Vec<u8>)> = rows
+                    .iter()
+                    .map(|r| (key_of(&keys, &r.email), Held::from(r).encode()))
+                    .collect();
+                Ok(entries)
+            })
             .await
+            .map_err(|e| LoadError::step(format!("decoding a page of the group failed: {e}")))?
         }
     };
     let mut full = {
         let first = read(0).await?;
-        let rows = first.rows()?;
-        out.extend(rows.iter().map(|r| (r.email.as_ref(), Held::from(r))))?;
-        rows.len() as i64 >= PAGE
+        let full = first.len() as i64 >= PAGE;
+        out.extend_keyed(first)?;
+        full
     };
     let mut rest = futures::stream::iter(1..)
         .map(read)
         .buffered(concurrency.clamp(1, 4));
     while full && let Some(page) = rest.next().await {
         let page = page?;
-        let rows = page.rows()?;
-        full = rows.len() as i64 >= PAGE;
-        out.extend(rows.iter().map(|r| (r.email.as_ref(), Held::from(r))))?;
+        full = page.len() as i64 >= PAGE;
+        out.extend_keyed(page)?;
     }
     drop(rest);
     tracing::debug!(
