@@ -122,6 +122,38 @@ async fn validate_answers_the_addresses_not_blocked() {
     );
 }
 
+/// The check compares addresses and domains in any case, as the lists
+/// store them (the whole list in one statement, issue 15).
+#[tokio::test]
+async fn validate_blocks_an_address_in_any_case() {
+    let t = TestServer::start().await;
+    let g = t.group("News").await;
+    let c = &t.client;
+    c.add_to_blacklist("spam@example.com", "").await.unwrap();
+    c.add_to_blacklist("*@blocked.example", "").await.unwrap();
+    c.add_to_group_blocklist(g.id, "local@example.com")
+        .await
+        .unwrap();
+    let emails: Vec<String> = [
+        "SPAM@Example.COM",
+        "a@BLOCKED.Example",
+        "Local@Example.com",
+        "Other@Example.com",
+    ]
+    .map(String::from)
+    .to_vec();
+    assert_eq!(
+        c.validate_blacklist(&emails, Some(g.id), false)
+            .await
+            .unwrap(),
+        ["Other@Example.com"]
+    );
+    assert_eq!(
+        c.validate_blacklist(&emails, None, true).await.unwrap(),
+        ["SPAM@Example.COM", "a@BLOCKED.Example"]
+    );
+}
+
 #[tokio::test]
 async fn group_blocklists_are_listed_added_and_deleted() {
     let t = TestServer::start().await;
