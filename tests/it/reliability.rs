@@ -347,7 +347,7 @@ async fn sigterm_stops_gracefully_with_130_and_resume_finishes() {
 /// report still has the step, what it wrote and the prepared rows it did
 /// not start (before, the read's stop dropped the step from the report).
 #[tokio::test]
-async fn a_stop_between_chunks_counts_every_row_once() {
+async fn a_stop_between_chunks_keeps_the_step_in_the_report() {
     sigterm_then_resume(Some(40)).await;
 }
 
