@@ -116,7 +116,7 @@ impl TargetIndex {
     }
 
     /// How this index keys an address, to key a page's receivers on
-    /// another thread ([`TargetIndex::extend_keyed`]).
+    /// another thread ([`TargetIndex::extend`]).
     pub fn keys(&self) -> Key128 {
         self.keys.clone()
     }
@@ -126,22 +126,11 @@ impl TargetIndex {
         self.spill.is_some()
     }
 
-    /// Adds receivers (a page of the group), each by its address.
-    pub fn extend<S: AsRef<str>>(
-        &mut self,
-        entries: impl IntoIterator<Item = (S, Held)>,
-    ) -> Result<(), IndexError> {
-        let keys = self.keys();
-        self.extend_keyed(
-            entries
-                .into_iter()
-                .map(|(email, held)| (key_of(&keys, email.as_ref()), held.encode())),
-        )
-    }
-
-    /// Adds receivers already keyed ([`key_of`] with [`TargetIndex::keys`])
-    /// and encoded ([`Held::encode`]).
-    pub fn extend_keyed(
+    /// Adds receivers (a page of the group), each under the key of its
+    /// address ([`key_of`] with [`TargetIndex::keys`]) and encoded
+    /// ([`Held::encode`]): made where the page is decoded, on another
+    /// thread.
+    pub fn extend(
         &mut self,
         entries: impl IntoIterator<Item = (u128, Vec<u8>)>,
     ) -> Result<(), IndexError> {
@@ -278,7 +267,6 @@ impl TargetIndex {
     }
 }
 
-/// The key of the entry at `at` in `arena`.
 /// The key of an address under `keys`: of its lower-case form, as the
 /// group is read.
 pub fn key_of(keys: &Key128, email: &str) -> u128 {
@@ -289,6 +277,7 @@ pub fn key_of(keys: &Key128, email: &str) -> u128 {
     }
 }
 
+/// The key of the entry at `at` in `arena`.
 fn key_at(arena: &[u8], at: u32) -> u128 {
     let at = at as usize;
     arena
@@ -346,9 +335,10 @@ mod tests {
             .map(|i| receiver(i, 1))
             .chain([receiver(0, 2)])
             .collect();
+        let keys = index.keys();
         for page in pages.chunks(3) {
             index
-                .extend(page.iter().map(|(e, h)| (e, h.clone())))
+                .extend(page.iter().map(|(e, h)| (key_of(&keys, e), h.encode())))
                 .unwrap();
         }
         index

@@ -303,7 +303,7 @@ pub async fn existing(
     let mut full = {
         let first = read(0).await?;
         let full = first.len() as i64 >= PAGE;
-        out.extend_keyed(first)?;
+        out.extend(first)?;
         full
     };
     let mut rest = futures::stream::iter(1..)
@@ -312,7 +312,7 @@ pub async fn existing(
     while full && let Some(page) = rest.next().await {
         let page = page?;
         full = page.len() as i64 >= PAGE;
-        out.extend_keyed(page)?;
+        out.extend(page)?;
     }
     drop(rest);
     tracing::debug!(

@@ -83,8 +83,9 @@ async fn a_batch_stores_up_to_1000_entries_and_a_larger_one_stores_nothing() {
     assert_eq!(t.client.blacklist().await.unwrap().len(), 1000);
 }
 
-#[tokio::test]
-async fn validate_answers_the_addresses_not_blocked() {
+/// A server whose blacklist holds `spam@example.com` and the domain
+/// `blocked.example`, and whose group `News` blocks `local@example.com`.
+async fn with_blocks() -> (TestServer, listpipe::api::Id) {
     let t = TestServer::start().await;
     let g = t.group("News").await;
     let c = &t.client;
@@ -95,29 +96,31 @@ async fn validate_answers_the_addresses_not_blocked() {
     c.add_to_group_blocklist(g.id, "local@example.com")
         .await
         .unwrap();
-    let emails: Vec<String> = [
+    (t, g.id)
+}
+
+#[tokio::test]
+async fn validate_answers_the_addresses_not_blocked() {
+    let (t, g) = with_blocks().await;
+    let c = &t.client;
+    let emails = [
         "ok@example.com",
         "spam@example.com",
         "a@blocked.example",
         "local@example.com",
     ]
-    .map(String::from)
-    .to_vec();
+    .map(String::from);
 
     assert_eq!(
         c.validate_blacklist(&emails, None, false).await.unwrap(),
         ["ok@example.com", "local@example.com"]
     );
     assert_eq!(
-        c.validate_blacklist(&emails, Some(g.id), false)
-            .await
-            .unwrap(),
+        c.validate_blacklist(&emails, Some(g), false).await.unwrap(),
         ["ok@example.com"]
     );
     assert_eq!(
-        c.validate_blacklist(&emails, Some(g.id), true)
-            .await
-            .unwrap(),
+        c.validate_blacklist(&emails, Some(g), true).await.unwrap(),
         ["spam@example.com", "a@blocked.example", "local@example.com"]
     );
 }
@@ -126,26 +129,17 @@ async fn validate_answers_the_addresses_not_blocked() {
 /// store them (the whole list in one statement, issue 15).
 #[tokio::test]
 async fn validate_blocks_an_address_in_any_case() {
-    let t = TestServer::start().await;
-    let g = t.group("News").await;
+    let (t, g) = with_blocks().await;
     let c = &t.client;
-    c.add_to_blacklist("spam@example.com", "").await.unwrap();
-    c.add_to_blacklist("*@blocked.example", "").await.unwrap();
-    c.add_to_group_blocklist(g.id, "local@example.com")
-        .await
-        .unwrap();
-    let emails: Vec<String> = [
+    let emails = [
         "SPAM@Example.COM",
         "a@BLOCKED.Example",
         "Local@Example.com",
         "Other@Example.com",
     ]
-    .map(String::from)
-    .to_vec();
+    .map(String::from);
     assert_eq!(
-        c.validate_blacklist(&emails, Some(g.id), false)
-            .await
-            .unwrap(),
+        c.validate_blacklist(&emails, Some(g), false).await.unwrap(),
         ["Other@Example.com"]
     );
     assert_eq!(

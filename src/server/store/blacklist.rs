@@ -210,11 +210,12 @@ pub fn validate(
     if let Some(g) = group_id {
         groups::ensure(db, account, g)?;
     }
-    let keys: Vec<[String; 2]> = emails
+    // Each `[address, domain entry]`, as a JSON array of two.
+    let keys: Vec<(&str, String)> = emails
         .iter()
         .map(|email| {
             let e = email.trim();
-            [e.to_string(), domain_entry(e)]
+            (e, domain_entry(e))
         })
         .collect();
     let keys = serde_json::to_string(&keys).map_err(|e| StoreError::Internal(e.to_string()))?;

@@ -19,19 +19,27 @@ fn order(id: &str, product_id: &str, price: f64) -> Order {
     }
 }
 
-#[test]
-fn a_create_answers_what_reading_the_new_receiver_answers() {
+/// Runs `test` on a new database with one account.
+fn with_account(test: impl FnOnce(&Db, AccountId)) {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(&dir.path().join("c.db")).unwrap();
     let guard = store.lite_conn();
     let c = Db::Lite(&guard);
-    let (app, _) = accounts::create_account(&c, "creates").unwrap();
-    let account: AccountId = app.account;
-    let g = groups::create(&c, account, &GroupInput::named("G"))
+    let (app, _) = accounts::create_account(&c, "tests").unwrap();
+    test(&c, app.account);
+}
+
+#[test]
+fn a_create_answers_what_reading_the_new_receiver_answers() {
+    with_account(creates);
+}
+
+fn creates(c: &Db, account: AccountId) {
+    let g = groups::create(c, account, &GroupInput::named("G"))
         .unwrap()
         .id
         .0;
-    let h = groups::create(&c, account, &GroupInput::named("H"))
+    let h = groups::create(c, account, &GroupInput::named("H"))
         .unwrap()
         .id
         .0;
@@ -39,16 +47,16 @@ fn a_create_answers_what_reading_the_new_receiver_answers() {
         default_value: Some("none yet".into()),
         ..AttributeInput::new("plan", AttributeType::Text)
     };
-    attributes::create(&c, account, 0, &with_default).unwrap();
+    attributes::create(c, account, 0, &with_default).unwrap();
     attributes::create(
-        &c,
+        c,
         account,
         0,
         &AttributeInput::new("score", AttributeType::Number),
     )
     .unwrap();
     attributes::create(
-        &c,
+        c,
         account,
         g,
         &AttributeInput::new("city", AttributeType::Text),
@@ -61,8 +69,8 @@ fn a_create_answers_what_reading_the_new_receiver_answers() {
         orders: Some(vec![order("O0", "P", 2.5)]),
         ..ReceiverInput::email("known@example.com")
     };
-    create(&c, account, h, &before).unwrap();
-    events::record(&c, account, "known@example.com", "open", "M1", 7, "").unwrap();
+    create(c, account, h, &before).unwrap();
+    events::record(c, account, "known@example.com", "open", "M1", 7, "").unwrap();
 
     let values: BTreeMap<String, String> = [("score".to_string(), "0042".to_string())].into();
     let inputs = [
@@ -96,9 +104,9 @@ fn a_create_answers_what_reading_the_new_receiver_answers() {
         },
     ];
     for input in &inputs {
-        let answer = create(&c, account, g, input).unwrap();
+        let answer = create(c, account, g, input).unwrap();
         let read = get(
-            &c,
+            c,
             account,
             Some(g),
             &ReceiverKey::Id(answer.id.0),
@@ -116,22 +124,18 @@ fn a_create_answers_what_reading_the_new_receiver_answers() {
 /// other letters: each address finds its one contact.
 #[test]
 fn a_batch_finds_every_contact_new_known_or_given_twice() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(&dir.path().join("c.db")).unwrap();
-    let guard = store.lite_conn();
-    let c = Db::Lite(&guard);
-    let (app, _) = accounts::create_account(&c, "contacts").unwrap();
-    let account: AccountId = app.account;
-    let first = bulk::contacts_for(&c, account, &["a@example.com", "b@example.com"]).unwrap();
-    assert_eq!(first.len(), 2);
-    let again = bulk::contacts_for(
-        &c,
-        account,
-        &["A@example.com", "c@example.com", "C@Example.com"],
-    )
-    .unwrap();
-    assert_eq!(again.len(), 2, "{again:?}");
-    assert_eq!(again["a@example.com"], first["a@example.com"]);
-    let new = again["c@example.com"];
-    assert!(![first["a@example.com"], first["b@example.com"]].contains(&new));
+    with_account(|c, account| {
+        let first = bulk::contacts_for(c, account, &["a@example.com", "b@example.com"]).unwrap();
+        assert_eq!(first.len(), 2);
+        let again = bulk::contacts_for(
+            c,
+            account,
+            &["A@example.com", "c@example.com", "C@Example.com"],
+        )
+        .unwrap();
+        assert_eq!(again.len(), 2, "{again:?}");
+        assert_eq!(again["a@example.com"], first["a@example.com"]);
+        let new = again["c@example.com"];
+        assert!(![first["a@example.com"], first["b@example.com"]].contains(&new));
+    });
 }
