@@ -257,7 +257,12 @@ async fn two_server_processes_on_one_database_are_one_server() {
 /// A server in this process on a new database `name` of `pg`: the server,
 /// its first access token and the database's URL.
 async fn serve_on(pg: &PgServer, name: &str) -> (listpipe::server::RunningServer, String, String) {
-    let db = pg.database(name);
+    serve(pg.database(name)).await
+}
+
+/// A server in this process on the database at `db`: the server, its
+/// first access token and the URL.
+async fn serve(db: String) -> (listpipe::server::RunningServer, String, String) {
     let running = listpipe::server::start(listpipe::server::ServeOptions::new(
         db.clone(),
         "127.0.0.1:0",
@@ -399,6 +404,48 @@ async fn a_batch_finds_an_address_whatever_the_case_of_its_letters() {
     assert_eq!(
         all[0].tags.as_deref(),
         Some(&["first".to_string(), "second".to_string()][..])
+    );
+    running.stop().await;
+}
+
+/// A receiver's tags come in SQLite's order of text, byte by byte, even on
+/// a database whose locale sorts otherwise (ICU's root locale puts `é` and
+/// `E` before `f`): its create, its read, its group's page and its tag list
+/// all agree.
+#[tokio::test]
+async fn tags_keep_one_order_whatever_the_database_locale() {
+    if crate::support::on_postgres() {
+        return;
+    }
+    let Some(pg) = PgServer::start() else { return };
+    let db = pg.database_with(
+        "root_locale",
+        "TEMPLATE template0 LOCALE_PROVIDER icu ICU_LOCALE 'und' LOCALE 'C'",
+    );
+    let (running, token, _) = serve(db).await;
+    let client = ApiClient::new(&running.base_url, &token).unwrap();
+    let group = client.create_group(&GroupInput::named("T")).await.unwrap();
+    let input = listpipe::api::ReceiverInput {
+        tags: Some(vec!["é".into(), "f".into(), "E".into()]),
+        ..listpipe::api::ReceiverInput::email("t@example.com")
+    };
+    let bytewise = ["E", "f", "é"].map(String::from).to_vec();
+    let created = client.create_receiver(group.id, &input).await.unwrap();
+    assert_eq!(created.tags.as_ref(), Some(&bytewise), "create");
+    let id = created.id.0.to_string();
+    let all = listpipe::api::detail::ALL;
+    let read = client.receiver(&id, Some(group.id), all).await.unwrap();
+    assert_eq!(read.tags.as_ref(), Some(&bytewise), "read");
+    let query = ReceiverQuery {
+        detail: Some(all),
+        ..Default::default()
+    };
+    let page = client.receivers(group.id, &query).await.unwrap();
+    assert_eq!(page[0].tags.as_ref(), Some(&bytewise), "page");
+    assert_eq!(
+        client.receiver_tags(&id, None).await.unwrap(),
+        bytewise,
+        "tag list"
     );
     running.stop().await;
 }

@@ -142,7 +142,12 @@ impl PgServer {
 
     /// A new empty database `name` on this server: its URL.
     pub fn database(&self, name: &str) -> String {
-        self.execute(&format!("CREATE DATABASE {name}"));
+        self.database_with(name, "")
+    }
+
+    /// [`database`](Self::database) with `CREATE DATABASE` options (a locale).
+    pub fn database_with(&self, name: &str, options: &str) -> String {
+        self.execute(&format!("CREATE DATABASE {name} {options}"));
         format!("{}{name}", self.url().trim_end_matches("postgres"))
     }
 

@@ -71,14 +71,16 @@ impl Lists {
                 events: EVENTS,
             },
             // The same rows, the list expanded by `jsonb_array_elements_text`
-            // (its ordinality counts from 1, SQLite's `json_each` key from 0).
+            // (its ordinality counts from 1, SQLite's `json_each` key from 0),
+            // tags in SQLite's order of text, byte by byte (`COLLATE "C"`),
+            // whatever the database's locale, as `tags::of_contact` lists them.
             crate::server::store::Backend::Postgres => Lists {
                 values: "SELECT j.n - 1, v.attribute_id, v.value
                     FROM jsonb_array_elements_text(CAST(?1 AS jsonb)) WITH ORDINALITY AS j(value, n)
                     JOIN attribute_values v ON v.contact_id = CAST(j.value AS BIGINT)",
                 tags: "SELECT j.n - 1, t.tag
                     FROM jsonb_array_elements_text(CAST(?1 AS jsonb)) WITH ORDINALITY AS j(value, n)
-                    JOIN tags t ON t.contact_id = CAST(j.value AS BIGINT) ORDER BY t.tag",
+                    JOIN tags t ON t.contact_id = CAST(j.value AS BIGINT) ORDER BY t.tag COLLATE \"C\"",
                 orders: "SELECT j.n - 1, o.order_id, o.product_id, o.product, o.price, o.currency,
                     o.quantity, o.mailing_id, o.stamp
                     FROM jsonb_array_elements_text(CAST(?1 AS jsonb)) WITH ORDINALITY AS j(value, n)
