@@ -4,6 +4,7 @@ use super::{ApiClient, Result};
 use crate::api::paths::{self, fill};
 use crate::api::*;
 use reqwest::Method;
+use serde::de::{DeserializeOwned, IgnoredAny};
 
 /// A page of receivers as the answer's bytes: [`Page::rows`] reads them
 /// into rows that borrow their text from it, so a bulk read (an export, a
@@ -46,6 +47,15 @@ impl ApiClient {
         .await
     }
     pub async fn create_receiver(&self, group: Id, input: &ReceiverInput) -> Result<Receiver> {
+        self.create(group, input).await
+    }
+    /// [`create_receiver`](Self::create_receiver) for a caller that needs
+    /// only to know the write worked (the importer): the answer is checked
+    /// as JSON, but no `Receiver` is built from it.
+    pub async fn create_receiver_unread(&self, group: Id, input: &ReceiverInput) -> Result<()> {
+        self.create::<IgnoredAny>(group, input).await.map(drop)
+    }
+    async fn create<T: DeserializeOwned>(&self, group: Id, input: &ReceiverInput) -> Result<T> {
         self.post(&fill(paths::GROUP_RECEIVERS, &[&group.to_string()]), input)
             .await
     }
@@ -63,6 +73,26 @@ impl ApiClient {
         receiver: &str,
         input: &ReceiverInput,
     ) -> Result<Receiver> {
+        self.update(group, receiver, input).await
+    }
+    /// [`update_receiver`](Self::update_receiver) with the answer checked
+    /// but not built (see [`create_receiver_unread`](Self::create_receiver_unread)).
+    pub async fn update_receiver_unread(
+        &self,
+        group: Id,
+        receiver: &str,
+        input: &ReceiverInput,
+    ) -> Result<()> {
+        self.update::<IgnoredAny>(group, receiver, input)
+            .await
+            .map(drop)
+    }
+    async fn update<T: DeserializeOwned>(
+        &self,
+        group: Id,
+        receiver: &str,
+        input: &ReceiverInput,
+    ) -> Result<T> {
         self.put(
             &fill(paths::GROUP_RECEIVER, &[&group.to_string(), receiver]),
             input,

@@ -108,10 +108,9 @@ pub async fn remove(
                         ..Default::default()
                     };
                     retry::retrying(conn, retries, retried_ref, || {
-                        c.update_receiver(g, &email, &body)
+                        c.update_receiver_unread(g, &email, &body)
                     })
                     .await
-                    .map(|_| ())
                 }
                 Removal::Delete => retry::retrying(conn, retries, retried_ref, || {
                     c.delete_receiver(&email, Some(g))

@@ -41,7 +41,7 @@ pub async fn write(
         let own = AtomicU64::new(0);
         let created = retry::retrying(conn, retries, &own, || {
             sent();
-            c.create_receiver(g, body)
+            c.create_receiver_unread(g, body)
         })
         .await;
         let own_retries = own.load(Ordering::Relaxed);
@@ -58,7 +58,7 @@ pub async fn write(
     }
     retry::retrying(conn, retries, retried, || {
         sent();
-        c.update_receiver(g, email, body)
+        c.update_receiver_unread(g, email, body)
     })
     .await
     .map(|_| done)
