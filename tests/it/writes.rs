@@ -93,7 +93,7 @@ async fn batch_upserts_and_single_writes_leave_the_same_receivers() {
         assert_eq!(import["created"], ROWS as u64, "{import}");
         assert_eq!(import["failed"], 0, "{import}");
     }
-    // A batch carries up to 500 rows: one request here; single writes one each.
+    // A batch carries up to 1,000 rows: one request here; single writes one each.
     assert_eq!(batch["steps"][0]["import"]["write_requests"], 1);
     assert_eq!(single["steps"][0]["import"]["write_requests"], ROWS as u64);
 
