@@ -143,6 +143,11 @@ async fn restart_with_faults(t: &mut TestServer, spec: Option<&str>, seed: u64) 
     t.server = Some(s);
 }
 
+/// Rows of a run killed midway: three batch upserts of up to 1,000 sent
+/// one at a time (concurrency 4), so the kill after the first confirmation
+/// lands with at least one batch still unsent.
+const KILLED_RUN_ROWS: usize = 2_500;
+
 fn journal_dir(dir: &Path) -> PathBuf {
     dir.join(".listpipe/journal/people")
 }
@@ -206,7 +211,7 @@ async fn under_faults_every_row_arrives_exactly_once() {
 
 #[tokio::test]
 async fn after_kill_9_of_listpipe_resume_finishes_without_duplicates() {
-    let n = 600;
+    let n = KILLED_RUN_ROWS;
     let mut t = TestServer::start().await;
     restart_with_faults(&mut t, Some("delay=40ms@1"), 1).await;
     let dir = t.dir.path().to_path_buf();
@@ -253,7 +258,7 @@ async fn after_kill_9_of_listpipe_resume_finishes_without_duplicates() {
 
 #[tokio::test]
 async fn after_kill_9_of_the_server_restart_and_resume_keep_what_was_acknowledged() {
-    let n = 600;
+    let n = KILLED_RUN_ROWS;
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().to_path_buf();
     let pipeline = source(&dir, n, 4);
