@@ -14,7 +14,7 @@
 # bench's 0 to 3 each, 1.5 on average). Contact ids are looked up once per
 # transaction, as the server's batch does. SQLite runs with the server's
 # settings (WAL, synchronous=NORMAL, 32 MiB of cache) through the `sqlite3`
-# shell; PostgreSQL is a throwaway cluster (Debian's packages) with the
+# shell (Debian's `sqlite3` package); PostgreSQL is a throwaway cluster (Debian's packages) with the
 # settings of benches/servers.sh, SESSIONS connections each writing its
 # share in transactions of 1,000 receivers, as the server's processes do,
 # run twice (a cold cluster, then warm). Prints the seconds and rows/s.
