@@ -100,13 +100,10 @@ sqlite)
 pg)
     sessions=${3:-2}
     pgbin=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)
-    as_pg() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
-    chown postgres "$tmp" 2>/dev/null || true
-    as_pg "$pgbin/initdb" -D "$tmp/data" -U bench --auth=trust -E UTF8 --locale=C >/dev/null
-    port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-    as_pg "$pgbin/pg_ctl" -D "$tmp/data" -l "$tmp/log" -w start \
-        -o "-p $port -k $tmp -c listen_addresses=127.0.0.1 -c synchronous_commit=off -c shared_buffers=256MB" >/dev/null
-    trap 'as_pg "$pgbin/pg_ctl" -D "$tmp/data" -m fast -w stop >/dev/null; rm -rf "$tmp"' EXIT
+    chmod 755 "$tmp" # the cluster's owner, postgres, must reach DIR/pg
+    bash "$here/benches/servers.sh" cluster "$tmp"
+    trap 'bash "$here/benches/servers.sh" teardown "$tmp"; rm -rf "$tmp"' EXIT
+    port=$(cat "$tmp/pg/port")
     sql() { "$pgbin/psql" -h 127.0.0.1 -p "$port" -U bench -v ON_ERROR_STOP=1 -q "$@" >/dev/null; }
     share=$(( (rows + sessions - 1) / sessions ))
     for s in $(seq 0 $((sessions - 1))); do

@@ -6,6 +6,7 @@
 #
 #   benches/servers.sh setup DIR        split the rows in halves; start a throwaway
 #                                       PostgreSQL cluster in DIR/pg (port in DIR/pg/port)
+#   benches/servers.sh cluster DIR      only start that cluster (benches/floor.sh uses it)
 #   benches/servers.sh MODE DIR LISTPIPE
 #       sqlite   one serve process on a SQLite file, one run of every row
 #       pg1      one serve process on PostgreSQL, one run of every row
@@ -33,6 +34,9 @@ setup)
         sed -e "s#$dir/receivers.csv#$dir/half$h/receivers.csv#" \
             -e "s#$dir/orders.csv#$dir/half$h/orders.csv#" "$dir/import.toml" > "$dir/half$h/import.toml"
     done
+    bash "$0" cluster "$dir"
+    ;;
+cluster)
     rm -rf "$dir/pg" && mkdir -p "$dir/pg" && chown postgres "$dir/pg" 2>/dev/null || true
     as_pg "$pgbin/initdb" -D "$dir/pg/data" -U bench --auth=trust -E UTF8 --locale=C >/dev/null
     port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
@@ -91,7 +95,7 @@ sqlite | pg1 | pg2)
     echo "$cmd: $(echo "$end - $start" | bc) s"
     ;;
 *)
-    echo "usage: $0 setup|sqlite|pg1|pg2|teardown DIR [LISTPIPE]" >&2
+    echo "usage: $0 setup|cluster|sqlite|pg1|pg2|teardown DIR [LISTPIPE]" >&2
     exit 2
     ;;
 esac

@@ -4,6 +4,7 @@
 
 use crate::import::{listpipe, run};
 use crate::support::{TestServer, free_port, serve_child as serve, wait_up};
+use listpipe::api::batch::MAX_BATCH;
 use listpipe::api::{ReceiverQuery, detail};
 use listpipe::client::ApiClient;
 use listpipe::server::{self, ServeOptions};
@@ -143,10 +144,10 @@ async fn restart_with_faults(t: &mut TestServer, spec: Option<&str>, seed: u64) 
     t.server = Some(s);
 }
 
-/// Rows of a run killed midway: three batch upserts of up to 1,000 sent
-/// one at a time (concurrency 4), so the kill after the first confirmation
-/// lands with at least one batch still unsent.
-const KILLED_RUN_ROWS: usize = 2_500;
+/// Rows of a run killed midway: three batch upserts (two full, one half)
+/// sent one at a time (concurrency 4), so the kill after the first
+/// confirmation lands with at least one batch still unsent.
+const KILLED_RUN_ROWS: usize = 2 * MAX_BATCH + MAX_BATCH / 2;
 
 fn journal_dir(dir: &Path) -> PathBuf {
     dir.join(".listpipe/journal/people")
