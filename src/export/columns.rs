@@ -27,6 +27,19 @@ pub enum Cell<'a> {
     Time(Option<i64>),
 }
 
+impl Cell<'_> {
+    /// The same value, its text copied: one that outlives what it was read from.
+    pub fn to_owned_cell(&self) -> Cell<'static> {
+        match self {
+            Cell::Text(s) => Cell::Text(Cow::Owned(s.to_string())),
+            Cell::Int(n) => Cell::Int(*n),
+            Cell::Float(f) => Cell::Float(*f),
+            Cell::Bool(b) => Cell::Bool(*b),
+            Cell::Time(t) => Cell::Time(*t),
+        }
+    }
+}
+
 /// Where a column's value comes from.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Source {

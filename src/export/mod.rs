@@ -21,7 +21,7 @@ pub mod writer;
 
 use crate::api::filter::RuntimeFilter;
 use crate::api::{Group, Id, ReceiverType, detail};
-use crate::client::ClientError;
+use crate::client::{ClientError, Page};
 use crate::load::LoadError;
 use crate::load::retry::retrying;
 use crate::load::target::Connected;
@@ -32,9 +32,10 @@ use futures::StreamExt;
 use reader::{Query, ReadOptions};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
-use writer::{Layout, Sink};
+use writer::{Chunk, Encode, Layout, Sink, WriteError};
 
 use destination::Staged;
 pub use destination::{STDOUT, check_out, is_stdout, shown};
@@ -188,35 +189,49 @@ pub async fn run(
                 retries: opts.retries,
                 detail: plan.detail(&cols, orders.is_some()),
             };
-            let mut pages = std::pin::pin!(reader::pages(conn, query, &ropts, &retried));
+            let prepare = Arc::new(Prepare {
+                cols: cols.clone(),
+                tags_separator: step.tags_separator.clone(),
+                main: sink.encoder(),
+                orders: orders.as_ref().map(|(s, _)| s.encoder()),
+            });
+            // Each page is decoded and encoded on a blocking thread, a page
+            // per core at once, while this task writes the pages before it
+            // in order: one thread could not keep up with the server.
+            let workers = std::thread::available_parallelism().map_or(2, |n| n.get());
+            let pages = reader::pages(conn, query, &ropts, &retried)
+                .map(|page| {
+                    let prepare = prepare.clone();
+                    async move {
+                        let page = page.map_err(PageError::Read)?;
+                        tokio::task::spawn_blocking(move || prepare.page(page))
+                            .await
+                            .map_err(|e| PageError::Lost(e.to_string()))?
+                    }
+                })
+                .buffered(workers);
+            let mut pages = std::pin::pin!(pages);
+            let orders_out = orders.as_ref().map(|(_, t)| t.out().to_path_buf());
             let mut order_rows = 0u64;
             while let Some(page) = pages.next().await {
-                let page = page.map_err(|e| read_failed(step, outcome.rows, e))?;
-                let page = page
-                    .rows()
-                    .map_err(|e| read_failed(step, outcome.rows, e))?;
+                let page = page.map_err(|e| match e {
+                    PageError::Read(e) => read_failed(step, outcome.rows, e),
+                    PageError::Main(e) => output(&step.out, e),
+                    PageError::Orders(e) => output(orders_out.as_deref().unwrap_or(&step.out), e),
+                    PageError::Lost(e) => {
+                        LoadError::step(format!("preparing a page of the export failed: {e}"))
+                    }
+                })?;
                 outcome.pages += 1;
-                let rows: Vec<_> = page
-                    .iter()
-                    .map(|r| columns::receiver_row(&cols, r, &step.tags_separator))
-                    .collect();
-                sink.write(&rows).map_err(|e| output(&step.out, e))?;
-                if let Some((s, t)) = &mut orders {
-                    let lines: Vec<_> = page
-                        .iter()
-                        .flat_map(|r| {
-                            r.orders
-                                .iter()
-                                .flatten()
-                                .map(|o| columns::order_row(&r.email, o))
-                        })
-                        .collect();
-                    s.write(&lines).map_err(|e| output(t.out(), e))?;
-                    order_rows += lines.len() as u64;
+                sink.write_chunk(page.main)
+                    .map_err(|e| output(&step.out, e))?;
+                if let (Some((s, t)), Some((chunk, lines))) = (&mut orders, page.orders) {
+                    s.write_chunk(chunk).map_err(|e| output(t.out(), e))?;
+                    order_rows += lines;
                 }
-                outcome.rows += page.len() as u64;
-                bar.inc(page.len() as u64);
-                if (page.len() as i64) < ropts.pagesize {
+                outcome.rows += page.rows;
+                bar.inc(page.rows);
+                if (page.rows as i64) < ropts.pagesize {
                     break;
                 }
             }
@@ -236,6 +251,64 @@ pub async fn run(
     outcome.retries = retried.load(Ordering::Relaxed);
     outcome.ms = started.elapsed().as_millis() as u64;
     Ok(outcome)
+}
+
+/// How a page of receivers becomes its chunks (see [`writer`]): on any
+/// thread, since it holds no file.
+struct Prepare {
+    cols: Vec<Column>,
+    tags_separator: String,
+    main: Arc<dyn Encode>,
+    orders: Option<Arc<dyn Encode>>,
+}
+
+/// A page ready to write.
+struct Prepared {
+    rows: u64,
+    main: Chunk,
+    /// The orders file's chunk and its lines.
+    orders: Option<(Chunk, u64)>,
+}
+
+/// Why a page is not ready.
+enum PageError {
+    Read(ClientError),
+    Main(WriteError),
+    Orders(WriteError),
+    /// Its thread did not finish (the run is stopping).
+    Lost(String),
+}
+
+impl Prepare {
+    fn page(&self, page: Page) -> Result<Prepared, PageError> {
+        let page = page.rows().map_err(PageError::Read)?;
+        let rows: Vec<_> = page
+            .iter()
+            .map(|r| columns::receiver_row(&self.cols, r, &self.tags_separator))
+            .collect();
+        let main = self.main.encode(&rows).map_err(PageError::Main)?;
+        let orders = match &self.orders {
+            None => None,
+            Some(encoder) => {
+                let lines: Vec<_> = page
+                    .iter()
+                    .flat_map(|r| {
+                        r.orders
+                            .iter()
+                            .flatten()
+                            .map(|o| columns::order_row(&r.email, o))
+                    })
+                    .collect();
+                let chunk = encoder.encode(&lines).map_err(PageError::Orders)?;
+                Some((chunk, lines.len() as u64))
+            }
+        };
+        Ok(Prepared {
+            rows: page.len() as u64,
+            main,
+            orders,
+        })
+    }
 }
 
 /// What the target says before reading: which receivers, which columns,

@@ -409,6 +409,46 @@ stamp = "stamp"
     assert_eq!(after, before);
 }
 
+/// Pages are decoded and encoded on several threads at once; the files
+/// must still hold every row once, in the order of one page read at a time.
+#[tokio::test]
+async fn pages_prepared_at_once_are_written_in_order() {
+    let t = quickstart().await;
+    let read = |name: &str| std::fs::read(t.dir.path().join(name)).unwrap();
+    for ext in ["csv", "jsonl"] {
+        for (name, pages, concurrency) in [("one", "5000", "1"), ("many", "2", "8")] {
+            ok(&export(
+                &t,
+                &[
+                    "--group",
+                    "Newsletter",
+                    "--out",
+                    &format!("{name}.{ext}"),
+                    "--orders-out",
+                    &format!("{name}-orders.{ext}"),
+                    "--page-size",
+                    pages,
+                    "--concurrency",
+                    concurrency,
+                ],
+            )
+            .await);
+        }
+        let (one, many) = (read(&format!("one.{ext}")), read(&format!("many.{ext}")));
+        assert_eq!(
+            String::from_utf8_lossy(&many),
+            String::from_utf8_lossy(&one)
+        );
+        assert_eq!(
+            one.iter().filter(|&&b| b == b'\n').count(),
+            31 + usize::from(ext == "csv")
+        );
+        let orders = read(&format!("one-orders.{ext}"));
+        assert!(orders.len() > 100, "the quickstart has orders");
+        assert_eq!(read(&format!("many-orders.{ext}")), orders);
+    }
+}
+
 #[tokio::test]
 async fn an_interrupted_export_leaves_no_file_and_says_why() {
     let dir = tempfile::tempdir().unwrap();

@@ -3,48 +3,48 @@
 //! everywhere. Characters Windows-1252 lacks become `?` (encoding_rs would
 //! write an HTML entity, which would silently change the data).
 
-use super::{Layout, Sink, WriteError, text};
+use super::{Chunk, Encode, Layout, Sink, WriteError, text, unexpected};
 use crate::export::columns::Cell;
 use crate::pipeline::export::{CsvEncoding, Quoting, Timestamps};
 use std::borrow::Cow;
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::Path;
+use std::sync::Arc;
 
 pub struct CsvSink {
-    out: csv::Writer<BufWriter<File>>,
+    out: BufWriter<File>,
+    encoder: Arc<CsvEncoder>,
+}
+
+/// Rows to CSV bytes, header or not: the same quoting and encoding.
+pub struct CsvEncoder {
+    delimiter: u8,
+    quoting: Quoting,
     encoding: CsvEncoding,
     timestamps: Timestamps,
 }
 
 impl CsvSink {
     pub fn create(path: &Path, layout: Layout) -> Result<Self, WriteError> {
-        let mut file = BufWriter::new(File::create(path)?);
+        let mut out = BufWriter::new(File::create(path)?);
         if layout.csv.bom && layout.csv.encoding == CsvEncoding::Utf8 {
-            file.write_all(b"\xEF\xBB\xBF")?;
+            out.write_all(b"\xEF\xBB\xBF")?;
         }
-        let out = csv::WriterBuilder::new()
-            .delimiter(layout.csv.delimiter)
-            .quote_style(match layout.csv.quoting {
-                Quoting::Necessary => csv::QuoteStyle::Necessary,
-                Quoting::Always => csv::QuoteStyle::Always,
-            })
-            .from_writer(file);
-        let mut sink = CsvSink {
-            out,
+        let encoder = Arc::new(CsvEncoder {
+            delimiter: layout.csv.delimiter,
+            quoting: layout.csv.quoting,
             encoding: layout.csv.encoding,
             timestamps: layout.timestamps,
-        };
-        let header: Vec<Vec<u8>> = layout.names.iter().map(|n| sink.encode(n)).collect();
-        sink.out.write_record(&header).map_err(csv_error)?;
+        });
+        let header: Vec<Cell> = layout
+            .names
+            .iter()
+            .map(|n| Cell::Text(Cow::Borrowed(n.as_str())))
+            .collect();
+        let mut sink = CsvSink { out, encoder };
+        sink.write(&[header])?;
         Ok(sink)
-    }
-
-    fn encode(&self, s: &str) -> Vec<u8> {
-        match self.encoding {
-            CsvEncoding::Utf8 => s.as_bytes().to_vec(),
-            CsvEncoding::Windows1252 => windows_1252(s),
-        }
     }
 }
 
@@ -67,9 +67,16 @@ fn csv_error(e: csv::Error) -> WriteError {
     WriteError(e.to_string())
 }
 
-impl Sink for CsvSink {
-    fn write(&mut self, rows: &[Vec<Cell<'_>>]) -> Result<(), WriteError> {
+impl Encode for CsvEncoder {
+    fn encode(&self, rows: &[Vec<Cell<'_>>]) -> Result<Chunk, WriteError> {
         let (encoding, timestamps) = (self.encoding, self.timestamps);
+        let mut out = csv::WriterBuilder::new()
+            .delimiter(self.delimiter)
+            .quote_style(match self.quoting {
+                Quoting::Necessary => csv::QuoteStyle::Necessary,
+                Quoting::Always => csv::QuoteStyle::Always,
+            })
+            .from_writer(Vec::new());
         for row in rows {
             let record = row.iter().map(|c| {
                 let text = text(c, timestamps);
@@ -79,18 +86,30 @@ impl Sink for CsvSink {
                     (CsvEncoding::Windows1252, s) => Cow::Owned(windows_1252(&s)),
                 }
             });
-            self.out.write_record(record).map_err(csv_error)?;
+            out.write_record(record).map_err(csv_error)?;
         }
-        Ok(())
-    }
-
-    fn finish(self: Box<Self>) -> Result<(), WriteError> {
-        let mut file = self
-            .out
+        let bytes = out
             .into_inner()
             .map_err(|e| WriteError(e.error().to_string()))?;
-        file.flush()?;
-        file.get_ref().sync_all()?;
+        Ok(Chunk::Bytes(bytes))
+    }
+}
+
+impl Sink for CsvSink {
+    fn encoder(&self) -> Arc<dyn Encode> {
+        self.encoder.clone()
+    }
+
+    fn write_chunk(&mut self, chunk: Chunk) -> Result<(), WriteError> {
+        match chunk {
+            Chunk::Bytes(b) => Ok(self.out.write_all(&b)?),
+            _ => Err(unexpected("CSV")),
+        }
+    }
+
+    fn finish(mut self: Box<Self>) -> Result<(), WriteError> {
+        self.out.flush()?;
+        self.out.get_ref().sync_all()?;
         Ok(())
     }
 }

@@ -2,29 +2,48 @@
 //! (numbers, booleans, timestamps as ISO strings or Unix seconds, `null`
 //! for an empty timestamp).
 
-use super::{Layout, Sink, WriteError};
+use super::{Chunk, Encode, Layout, Sink, WriteError, unexpected};
 use crate::export::columns::{Cell, iso};
 use crate::pipeline::export::Timestamps;
 use serde_json::Value;
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::Path;
+use std::sync::Arc;
 
 pub struct JsonlSink {
     out: BufWriter<File>,
-    names: Vec<String>,
+    encoder: Arc<JsonlEncoder>,
+}
+
+pub struct JsonlEncoder {
+    /// Each column's key, written once: `"name":`.
+    keys: Vec<Vec<u8>>,
     timestamps: Timestamps,
 }
 
 impl JsonlSink {
     pub fn create(path: &Path, layout: Layout) -> Result<Self, WriteError> {
+        let keys = layout
+            .names
+            .iter()
+            .map(|n| {
+                let mut key = serde_json::to_vec(n).map_err(|e| WriteError(e.to_string()))?;
+                key.push(b':');
+                Ok(key)
+            })
+            .collect::<Result<_, WriteError>>()?;
         Ok(JsonlSink {
             out: BufWriter::new(File::create(path)?),
-            names: layout.names,
-            timestamps: layout.timestamps,
+            encoder: Arc::new(JsonlEncoder {
+                keys,
+                timestamps: layout.timestamps,
+            }),
         })
     }
+}
 
+impl JsonlEncoder {
     fn value(&self, cell: &Cell) -> Value {
         match cell {
             Cell::Text(s) => Value::String(s.to_string()),
@@ -40,25 +59,36 @@ impl JsonlSink {
     }
 }
 
-impl Sink for JsonlSink {
-    fn write(&mut self, rows: &[Vec<Cell<'_>>]) -> Result<(), WriteError> {
+impl Encode for JsonlEncoder {
+    fn encode(&self, rows: &[Vec<Cell<'_>>]) -> Result<Chunk, WriteError> {
+        let mut out = Vec::new();
         for row in rows {
             // Written by hand so keys stay in column order (serde_json sorts maps).
-            self.out.write_all(b"{")?;
-            for (i, (name, cell)) in self.names.iter().zip(row).enumerate() {
+            out.push(b'{');
+            for (i, (key, cell)) in self.keys.iter().zip(row).enumerate() {
                 if i > 0 {
-                    self.out.write_all(b",")?;
+                    out.push(b',');
                 }
-                serde_json::to_writer(&mut self.out, name)
-                    .map_err(|e| WriteError(e.to_string()))?;
-                self.out.write_all(b":")?;
-                let value = self.value(cell);
-                serde_json::to_writer(&mut self.out, &value)
+                out.extend_from_slice(key);
+                serde_json::to_writer(&mut out, &self.value(cell))
                     .map_err(|e| WriteError(e.to_string()))?;
             }
-            self.out.write_all(b"}\n")?;
+            out.extend_from_slice(b"}\n");
         }
-        Ok(())
+        Ok(Chunk::Bytes(out))
+    }
+}
+
+impl Sink for JsonlSink {
+    fn encoder(&self) -> Arc<dyn Encode> {
+        self.encoder.clone()
+    }
+
+    fn write_chunk(&mut self, chunk: Chunk) -> Result<(), WriteError> {
+        match chunk {
+            Chunk::Bytes(b) => Ok(self.out.write_all(&b)?),
+            _ => Err(unexpected("JSON lines")),
+        }
     }
 
     fn finish(mut self: Box<Self>) -> Result<(), WriteError> {

@@ -1,6 +1,8 @@
-//! The writers, one per format, behind one small trait: rows arrive a page
-//! at a time and go straight to the file, so memory stays flat however
-//! large the export. Each writer keeps the column kinds its format can hold.
+//! The writers, one per format, behind two small traits: a page's rows are
+//! encoded ([`Encode`], on any thread, several pages at once) into a
+//! [`Chunk`], and the chunks go to the file in page order ([`Sink`]), so
+//! memory stays flat however large the export. Each writer keeps the column
+//! kinds its format can hold.
 
 mod csv;
 mod jsonl;
@@ -12,6 +14,7 @@ use crate::pipeline::ExportFormat;
 use crate::pipeline::export::{CsvOptions, Timestamps};
 use std::borrow::Cow;
 use std::path::Path;
+use std::sync::Arc;
 
 /// A writer failed: the message names the cause (the path is added by the caller).
 #[derive(Debug, thiserror::Error)]
@@ -24,12 +27,40 @@ impl From<std::io::Error> for WriteError {
     }
 }
 
-/// Where rows go.
+/// A page's rows as its format holds them, ready to be written.
+pub enum Chunk {
+    /// CSV and JSON lines: the file's bytes.
+    Bytes(Vec<u8>),
+    /// Parquet: one row group.
+    Frame(polars::prelude::DataFrame),
+    /// XLSX: the cells, which the workbook numbers as it writes them.
+    Rows(Vec<Vec<Cell<'static>>>),
+}
+
+/// Turns rows into a [`Chunk`]. It holds no file, so pages are encoded on
+/// several threads while their sink writes the chunks before in order.
+pub trait Encode: Send + Sync {
+    fn encode(&self, rows: &[Vec<Cell<'_>>]) -> Result<Chunk, WriteError>;
+}
+
+/// Where chunks go.
 pub trait Sink: Send {
-    /// Writes the next rows (one page) in order.
-    fn write(&mut self, rows: &[Vec<Cell<'_>>]) -> Result<(), WriteError>;
+    /// The encoder of this sink's chunks.
+    fn encoder(&self) -> Arc<dyn Encode>;
+    /// Writes the next chunk (one page) in order.
+    fn write_chunk(&mut self, chunk: Chunk) -> Result<(), WriteError>;
     /// Writes what is buffered and closes the file.
     fn finish(self: Box<Self>) -> Result<(), WriteError>;
+    /// Encodes rows here and writes them.
+    fn write(&mut self, rows: &[Vec<Cell<'_>>]) -> Result<(), WriteError> {
+        let chunk = self.encoder().encode(rows)?;
+        self.write_chunk(chunk)
+    }
+}
+
+/// A chunk of another format's: a bug, not the data's fault.
+fn unexpected(format: &str) -> WriteError {
+    WriteError(format!("internal error: a chunk not encoded for {format}"))
 }
 
 /// The header and types every writer is opened with.

@@ -5,17 +5,23 @@
 //! whatever `timestamps` says, since an integer column is the typed form),
 //! Float64 for prices, Boolean for `active`.
 
-use super::{Layout, Sink, WriteError};
+use super::{Chunk, Encode, Layout, Sink, WriteError, unexpected};
 use crate::export::columns::{Cell, Kind};
 use polars::prelude::*;
 use std::fs::File;
 use std::path::Path;
+use std::sync::Arc;
 
 pub struct ParquetSink {
     writer: polars::io::parquet::write::BatchedWriter<File>,
+    encoder: Arc<ParquetEncoder>,
+    file: File,
+}
+
+/// Rows to a typed DataFrame (one row group).
+pub struct ParquetEncoder {
     names: Vec<String>,
     kinds: Vec<Kind>,
-    file: File,
 }
 
 fn polars_error(e: PolarsError) -> WriteError {
@@ -46,13 +52,17 @@ impl ParquetSink {
             .map_err(polars_error)?;
         Ok(ParquetSink {
             writer,
-            names: layout.names,
-            kinds: layout.kinds,
+            encoder: Arc::new(ParquetEncoder {
+                names: layout.names,
+                kinds: layout.kinds,
+            }),
             file,
         })
     }
+}
 
-    fn frame(&self, rows: &[Vec<Cell<'_>>]) -> Result<DataFrame, WriteError> {
+impl Encode for ParquetEncoder {
+    fn encode(&self, rows: &[Vec<Cell<'_>>]) -> Result<Chunk, WriteError> {
         let mut columns = Vec::with_capacity(self.names.len());
         for (i, (name, kind)) in self.names.iter().zip(&self.kinds).enumerate() {
             let name: PlSmallStr = name.as_str().into();
@@ -97,17 +107,22 @@ impl ParquetSink {
             };
             columns.push(column);
         }
-        DataFrame::new(rows.len(), columns).map_err(polars_error)
+        let frame = DataFrame::new(rows.len(), columns).map_err(polars_error)?;
+        Ok(Chunk::Frame(frame))
     }
 }
 
 impl Sink for ParquetSink {
-    fn write(&mut self, rows: &[Vec<Cell<'_>>]) -> Result<(), WriteError> {
-        if rows.is_empty() {
-            return Ok(());
+    fn encoder(&self) -> Arc<dyn Encode> {
+        self.encoder.clone()
+    }
+
+    fn write_chunk(&mut self, chunk: Chunk) -> Result<(), WriteError> {
+        match chunk {
+            Chunk::Frame(f) if f.height() == 0 => Ok(()),
+            Chunk::Frame(f) => self.writer.write_batch(&f).map_err(polars_error),
+            _ => Err(unexpected("Parquet")),
         }
-        let frame = self.frame(rows)?;
-        self.writer.write_batch(&frame).map_err(polars_error)
     }
 
     fn finish(self: Box<Self>) -> Result<(), WriteError> {

@@ -4,11 +4,12 @@
 //! and every other text as text cells (so `01067` keeps its zero), points
 //! as numbers, `active` as a boolean; the header row is bold and frozen.
 
-use super::{Layout, Sink, WriteError};
+use super::{Chunk, Encode, Layout, Sink, WriteError, unexpected};
 use crate::export::columns::{Cell, Kind};
 use crate::pipeline::export::Timestamps;
 use rust_xlsxwriter::{ExcelDateTime, Format, Workbook, XlsxError};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// The most rows a sheet holds, the header included.
 const MAX_ROWS: u32 = 1_048_576;
@@ -55,8 +56,29 @@ impl XlsxSink {
     }
 }
 
+/// The workbook numbers the rows as it writes them, so a page's cells are
+/// only copied out of the page here.
+struct XlsxEncoder;
+
+impl Encode for XlsxEncoder {
+    fn encode(&self, rows: &[Vec<Cell<'_>>]) -> Result<Chunk, WriteError> {
+        Ok(Chunk::Rows(
+            rows.iter()
+                .map(|r| r.iter().map(Cell::to_owned_cell).collect())
+                .collect(),
+        ))
+    }
+}
+
 impl Sink for XlsxSink {
-    fn write(&mut self, rows: &[Vec<Cell<'_>>]) -> Result<(), WriteError> {
+    fn encoder(&self) -> Arc<dyn Encode> {
+        Arc::new(XlsxEncoder)
+    }
+
+    fn write_chunk(&mut self, chunk: Chunk) -> Result<(), WriteError> {
+        let Chunk::Rows(rows) = chunk else {
+            return Err(unexpected("XLSX"));
+        };
         if self.next_row as usize + rows.len() > MAX_ROWS as usize {
             return Err(WriteError(format!(
                 "an XLSX sheet holds at most {} rows; export to CSV, Parquet or JSON lines instead",
