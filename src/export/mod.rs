@@ -211,13 +211,14 @@ pub async fn run(
                 })
                 .buffered(workers);
             let mut pages = std::pin::pin!(pages);
-            let orders_out = orders.as_ref().map(|(_, t)| t.out().to_path_buf());
             let mut order_rows = 0u64;
             while let Some(page) = pages.next().await {
                 let page = page.map_err(|e| match e {
                     PageError::Read(e) => read_failed(step, outcome.rows, e),
                     PageError::Main(e) => output(&step.out, e),
-                    PageError::Orders(e) => output(orders_out.as_deref().unwrap_or(&step.out), e),
+                    PageError::Orders(e) => {
+                        output(step.orders_out.as_deref().unwrap_or(&step.out), e)
+                    }
                     PageError::Lost(e) => {
                         LoadError::step(format!("preparing a page of the export failed: {e}"))
                     }
