@@ -1,0 +1,245 @@
+//! What the target says before an export reads: the group or filter the
+//! step names, resolved to ids, the columns there are and the default ones,
+//! and (for a progress bar) how many receivers to expect.
+
+use super::columns::{self, Column, Source};
+use super::in_use;
+use super::reader::Query;
+use crate::api::filter::RuntimeFilter;
+use crate::api::{Group, Id, ReceiverType, detail};
+use crate::load::LoadError;
+use crate::load::target::Connected;
+use crate::pipeline::GroupRef;
+use crate::pipeline::export::{ExportStep, ExportWhat, FilterRef};
+
+/// What the target says before reading: which receivers, which columns,
+/// how many (when the API can tell).
+pub(super) struct Plan {
+    /// `None`: a blacklist export.
+    pub(super) query: Option<Query>,
+    pub(super) blocklist_of: Option<Id>,
+    /// Every column there is, for `--columns` to pick from.
+    pub(super) columns: Vec<Column>,
+    /// The columns written when the step picks none (see [`in_use`]).
+    pub(super) defaults: Vec<Column>,
+    pub(super) total: Option<u64>,
+}
+
+impl Plan {
+    /// Ask for tags and orders only when they are written.
+    pub(super) fn detail(&self, cols: &[Column], orders: bool) -> i64 {
+        let tags = cols.iter().any(|c| c.source == Source::Tags);
+        (if tags { detail::TAGS } else { 0 }) | (if orders { detail::ORDERS } else { 0 })
+    }
+}
+
+/// Every receiver column of the receivers of `groups` (`None`: all), and
+/// the default ones: the groups' own attributes and the globals in use.
+async fn receiver_columns(
+    conn: &Connected,
+    groups: Option<&[Id]>,
+    globals: Vec<String>,
+    local: Vec<String>,
+) -> (Vec<Column>, Vec<Column>) {
+    let used = in_use::globals_in_use(conn, groups, globals.clone(), &local).await;
+    (
+        columns::receiver_columns(&globals, &local),
+        columns::receiver_columns(&used, &local),
+    )
+}
+
+/// `counted`: whether the progress bar wants the total. A count is a pass
+/// over every receiver on the server (seconds at 10M, more for a filter),
+/// so a run that shows no bar (`--quiet`, cron) does not ask for it.
+pub(super) async fn plan(
+    conn: &Connected,
+    step: &ExportStep,
+    counted: bool,
+) -> Result<Plan, LoadError> {
+    let c = &conn.client;
+    let globals = || async {
+        Ok::<_, LoadError>(
+            c.attributes(None)
+                .await?
+                .into_iter()
+                .filter(|a| a.group_id == 0)
+                .map(|a| a.name)
+                .collect::<Vec<_>>(),
+        )
+    };
+    let group_attrs = |id: Id| async move {
+        Ok::<_, LoadError>(
+            c.group_attributes(id)
+                .await?
+                .into_iter()
+                .map(|a| a.name)
+                .collect::<Vec<_>>(),
+        )
+    };
+    Ok(match &step.what {
+        ExportWhat::Group { group, kind } => {
+            let g = find_group(conn, group).await?;
+            let total = if counted {
+                let stats = c.group_stats(g.id).await?;
+                Some(match kind {
+                    ReceiverType::All => stats.total_count,
+                    ReceiverType::Active => stats.active_count,
+                    ReceiverType::Inactive => stats.inactive_count,
+                    ReceiverType::Bounce => stats.bounce_count,
+                })
+            } else {
+                None
+            };
+            let (all, defaults) = receiver_columns(
+                conn,
+                Some(&[g.id]),
+                globals().await?,
+                group_attrs(g.id).await?,
+            )
+            .await;
+            Plan {
+                query: Some(Query::Group {
+                    group: g.id,
+                    kind: *kind,
+                }),
+                blocklist_of: None,
+                columns: all,
+                defaults,
+                total: total.map(|t| t.max(0) as u64),
+            }
+        }
+        ExportWhat::Filter { group, filter } => {
+            let g = find_group(conn, group).await?;
+            let filters = c.filters(g.id).await?;
+            let f = filters
+                .iter()
+                .find(|f| match filter {
+                    FilterRef::Id(id) => f.id.0 == *id,
+                    FilterRef::Name(n) => f.name.eq_ignore_ascii_case(n),
+                })
+                .ok_or_else(|| {
+                    let names: Vec<&str> = filters.iter().map(|f| f.name.as_str()).collect();
+                    LoadError::step(format!(
+                        "the group \"{}\" has no filter {}; its filters: {}",
+                        g.name,
+                        match filter {
+                            FilterRef::Id(id) => format!("with id {id}"),
+                            FilterRef::Name(n) => format!("named \"{n}\""),
+                        },
+                        if names.is_empty() {
+                            "none".into()
+                        } else {
+                            names.join(", ")
+                        }
+                    ))
+                })?;
+            let total = if counted {
+                Some(c.filter_stats(g.id, f.id).await?.total_count)
+            } else {
+                None
+            };
+            let (all, defaults) = receiver_columns(
+                conn,
+                Some(&[g.id]),
+                globals().await?,
+                group_attrs(g.id).await?,
+            )
+            .await;
+            Plan {
+                query: Some(Query::Filter {
+                    group: g.id,
+                    filter: f.id,
+                }),
+                blocklist_of: None,
+                columns: all,
+                defaults,
+                total: total.map(|t| t.max(0) as u64),
+            }
+        }
+        ExportWhat::Runtime {
+            groups,
+            rules,
+            operator,
+            activeonly,
+        } => {
+            let ids: Vec<Id> = if groups.is_empty() {
+                c.groups(None).await?.into_iter().map(|g| g.id).collect()
+            } else {
+                let mut ids = Vec::new();
+                for g in groups {
+                    ids.push(find_group(conn, g).await?.id);
+                }
+                ids
+            };
+            let mut local: Vec<String> = Vec::new();
+            for id in &ids {
+                for name in group_attrs(*id).await? {
+                    if !local.contains(&name) {
+                        local.push(name);
+                    }
+                }
+            }
+            let scope = (!groups.is_empty()).then_some(ids.as_slice());
+            let (all, defaults) = receiver_columns(conn, scope, globals().await?, local).await;
+            Plan {
+                query: Some(Query::Runtime(RuntimeFilter {
+                    rules: Some(rules.clone()),
+                    groups: (!groups.is_empty())
+                        .then(|| ids.iter().map(|i| i.to_string()).collect()),
+                    operator: Some(operator.clone()),
+                    activeonly: Some(*activeonly),
+                    ..Default::default()
+                })),
+                blocklist_of: None,
+                columns: all,
+                defaults,
+                total: None,
+            }
+        }
+        ExportWhat::Blacklist => Plan {
+            query: None,
+            blocklist_of: None,
+            columns: columns::blacklist_columns(),
+            defaults: columns::blacklist_columns(),
+            total: None,
+        },
+        ExportWhat::Blocklist { group } => Plan {
+            query: None,
+            blocklist_of: Some(find_group(conn, group).await?.id),
+            columns: columns::blacklist_columns(),
+            defaults: columns::blacklist_columns(),
+            total: None,
+        },
+    })
+}
+
+async fn find_group(conn: &Connected, group: &GroupRef) -> Result<Group, LoadError> {
+    let c = &conn.client;
+    match group {
+        GroupRef::Id(id) => match c.group((*id).into()).await {
+            Ok(g) => Ok(g),
+            Err(e) if e.is_not_found() => Err(LoadError::step(format!(
+                "the target has no group with id {id}"
+            ))),
+            Err(e) => Err(e.into()),
+        },
+        GroupRef::Name(name) => {
+            let groups = c.groups(None).await?;
+            groups
+                .iter()
+                .find(|g| g.name.eq_ignore_ascii_case(name))
+                .cloned()
+                .ok_or_else(|| {
+                    let names: Vec<&str> = groups.iter().map(|g| g.name.as_str()).collect();
+                    LoadError::step(format!(
+                        "the target has no group named \"{name}\"; its groups: {}",
+                        if names.is_empty() {
+                            "none".into()
+                        } else {
+                            names.join(", ")
+                        }
+                    ))
+                })
+        }
+    }
+}
