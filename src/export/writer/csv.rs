@@ -3,7 +3,7 @@
 //! everywhere. Characters Windows-1252 lacks become `?` (encoding_rs would
 //! write an HTML entity, which would silently change the data).
 
-use super::{Chunk, Encode, Layout, Sink, WriteError, text, unexpected};
+use super::{ByteFile, Chunk, Encode, Layout, Sink, WriteError, text};
 use crate::export::columns::Cell;
 use crate::pipeline::export::{CsvEncoding, Quoting, Timestamps};
 use std::borrow::Cow;
@@ -11,11 +11,6 @@ use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::Path;
 use std::sync::Arc;
-
-pub struct CsvSink {
-    out: BufWriter<File>,
-    encoder: Arc<CsvEncoder>,
-}
 
 /// Rows to CSV bytes, header or not: the same quoting and encoding.
 pub struct CsvEncoder {
@@ -25,27 +20,26 @@ pub struct CsvEncoder {
     timestamps: Timestamps,
 }
 
-impl CsvSink {
-    pub fn create(path: &Path, layout: Layout) -> Result<Self, WriteError> {
-        let mut out = BufWriter::new(File::create(path)?);
-        if layout.csv.bom && layout.csv.encoding == CsvEncoding::Utf8 {
-            out.write_all(b"\xEF\xBB\xBF")?;
-        }
-        let encoder = Arc::new(CsvEncoder {
-            delimiter: layout.csv.delimiter,
-            quoting: layout.csv.quoting,
-            encoding: layout.csv.encoding,
-            timestamps: layout.timestamps,
-        });
-        let header: Vec<Cell> = layout
-            .names
-            .iter()
-            .map(|n| Cell::Text(Cow::Borrowed(n.as_str())))
-            .collect();
-        let mut sink = CsvSink { out, encoder };
-        sink.write(&[header])?;
-        Ok(sink)
+/// Opens the file: the byte order mark if asked for, then the header.
+pub fn create(path: &Path, layout: Layout) -> Result<ByteFile, WriteError> {
+    let mut out = BufWriter::new(File::create(path)?);
+    if layout.csv.bom && layout.csv.encoding == CsvEncoding::Utf8 {
+        out.write_all(b"\xEF\xBB\xBF")?;
     }
+    let encoder = Arc::new(CsvEncoder {
+        delimiter: layout.csv.delimiter,
+        quoting: layout.csv.quoting,
+        encoding: layout.csv.encoding,
+        timestamps: layout.timestamps,
+    });
+    let header: Vec<Cell> = layout
+        .names
+        .iter()
+        .map(|n| Cell::Text(Cow::Borrowed(n.as_str())))
+        .collect();
+    let mut file = ByteFile::new(out, encoder, "CSV");
+    file.write(&[header])?;
+    Ok(file)
 }
 
 /// Windows-1252 bytes, `?` for a character it cannot hold.
@@ -95,25 +89,6 @@ impl Encode for CsvEncoder {
     }
 }
 
-impl Sink for CsvSink {
-    fn encoder(&self) -> Arc<dyn Encode> {
-        self.encoder.clone()
-    }
-
-    fn write_chunk(&mut self, chunk: Chunk) -> Result<(), WriteError> {
-        match chunk {
-            Chunk::Bytes(b) => Ok(self.out.write_all(&b)?),
-            _ => Err(unexpected("CSV")),
-        }
-    }
-
-    fn finish(mut self: Box<Self>) -> Result<(), WriteError> {
-        self.out.flush()?;
-        self.out.get_ref().sync_all()?;
-        Ok(())
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -128,7 +103,7 @@ mod tests {
             timestamps: Timestamps::Iso,
             csv: &opts,
         };
-        let mut sink = Box::new(CsvSink::create(&path, layout).unwrap());
+        let mut sink = Box::new(create(&path, layout).unwrap());
         sink.write(rows).unwrap();
         sink.finish().unwrap();
         std::fs::read(path).unwrap()

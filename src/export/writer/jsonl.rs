@@ -2,19 +2,14 @@
 //! (numbers, booleans, timestamps as ISO strings or Unix seconds, `null`
 //! for an empty timestamp).
 
-use super::{Chunk, Encode, Layout, Sink, WriteError, unexpected};
+use super::{ByteFile, Chunk, Encode, Layout, WriteError};
 use crate::export::columns::{Cell, iso};
 use crate::pipeline::export::Timestamps;
 use serde_json::Value;
 use std::fs::File;
-use std::io::{BufWriter, Write};
+use std::io::BufWriter;
 use std::path::Path;
 use std::sync::Arc;
-
-pub struct JsonlSink {
-    out: BufWriter<File>,
-    encoder: Arc<JsonlEncoder>,
-}
 
 pub struct JsonlEncoder {
     /// Each column's key, written once: `"name":`.
@@ -22,25 +17,25 @@ pub struct JsonlEncoder {
     timestamps: Timestamps,
 }
 
-impl JsonlSink {
-    pub fn create(path: &Path, layout: Layout) -> Result<Self, WriteError> {
-        let keys = layout
-            .names
-            .iter()
-            .map(|n| {
-                let mut key = serde_json::to_vec(n).map_err(|e| WriteError(e.to_string()))?;
-                key.push(b':');
-                Ok(key)
-            })
-            .collect::<Result<_, WriteError>>()?;
-        Ok(JsonlSink {
-            out: BufWriter::new(File::create(path)?),
-            encoder: Arc::new(JsonlEncoder {
-                keys,
-                timestamps: layout.timestamps,
-            }),
+pub fn create(path: &Path, layout: Layout) -> Result<ByteFile, WriteError> {
+    let keys = layout
+        .names
+        .iter()
+        .map(|n| {
+            let mut key = serde_json::to_vec(n).map_err(|e| WriteError(e.to_string()))?;
+            key.push(b':');
+            Ok(key)
         })
-    }
+        .collect::<Result<_, WriteError>>()?;
+    let encoder = Arc::new(JsonlEncoder {
+        keys,
+        timestamps: layout.timestamps,
+    });
+    Ok(ByteFile::new(
+        BufWriter::new(File::create(path)?),
+        encoder,
+        "JSON lines",
+    ))
 }
 
 impl JsonlEncoder {
@@ -76,24 +71,5 @@ impl Encode for JsonlEncoder {
             out.extend_from_slice(b"}\n");
         }
         Ok(Chunk::Bytes(out))
-    }
-}
-
-impl Sink for JsonlSink {
-    fn encoder(&self) -> Arc<dyn Encode> {
-        self.encoder.clone()
-    }
-
-    fn write_chunk(&mut self, chunk: Chunk) -> Result<(), WriteError> {
-        match chunk {
-            Chunk::Bytes(b) => Ok(self.out.write_all(&b)?),
-            _ => Err(unexpected("JSON lines")),
-        }
-    }
-
-    fn finish(mut self: Box<Self>) -> Result<(), WriteError> {
-        self.out.flush()?;
-        self.out.get_ref().sync_all()?;
-        Ok(())
     }
 }

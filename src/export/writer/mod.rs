@@ -13,6 +13,8 @@ use super::columns::{Cell, Kind};
 use crate::pipeline::ExportFormat;
 use crate::pipeline::export::{CsvOptions, Timestamps};
 use std::borrow::Cow;
+use std::fs::File;
+use std::io::{BufWriter, Write};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -63,6 +65,43 @@ fn unexpected(format: &str) -> WriteError {
     WriteError(format!("internal error: a chunk not encoded for {format}"))
 }
 
+/// A file of bytes (CSV, JSON lines): each chunk appended as it comes.
+pub struct ByteFile {
+    out: BufWriter<File>,
+    encoder: Arc<dyn Encode>,
+    /// The format's name, for a chunk of another's.
+    format: &'static str,
+}
+
+impl ByteFile {
+    fn new(out: BufWriter<File>, encoder: Arc<dyn Encode>, format: &'static str) -> Self {
+        ByteFile {
+            out,
+            encoder,
+            format,
+        }
+    }
+}
+
+impl Sink for ByteFile {
+    fn encoder(&self) -> Arc<dyn Encode> {
+        self.encoder.clone()
+    }
+
+    fn write_chunk(&mut self, chunk: Chunk) -> Result<(), WriteError> {
+        match chunk {
+            Chunk::Bytes(b) => Ok(self.out.write_all(&b)?),
+            _ => Err(unexpected(self.format)),
+        }
+    }
+
+    fn finish(mut self: Box<Self>) -> Result<(), WriteError> {
+        self.out.flush()?;
+        self.out.get_ref().sync_all()?;
+        Ok(())
+    }
+}
+
 /// The header and types every writer is opened with.
 pub struct Layout<'a> {
     pub names: Vec<String>,
@@ -78,8 +117,8 @@ pub fn open(
     layout: Layout,
 ) -> Result<Box<dyn Sink>, WriteError> {
     Ok(match format {
-        ExportFormat::Csv => Box::new(csv::CsvSink::create(path, layout)?),
-        ExportFormat::Jsonl => Box::new(jsonl::JsonlSink::create(path, layout)?),
+        ExportFormat::Csv => Box::new(csv::create(path, layout)?),
+        ExportFormat::Jsonl => Box::new(jsonl::create(path, layout)?),
         ExportFormat::Parquet => Box::new(parquet::ParquetSink::create(path, layout)?),
         ExportFormat::Xlsx => Box::new(xlsx::XlsxSink::create(path, layout)?),
     })
