@@ -76,11 +76,7 @@ async fn create(
     Input(input): Input<ReceiverInput>,
 ) -> ApiResult<Json<Receiver>> {
     let (account, g) = (auth.account(), path_id(&g, "group")?);
-    Ok(Json(
-        s.store
-            .write(move |c| receivers::create(c, account, g, &input))
-            .await?,
-    ))
+    Ok(Json(s.store.create_receiver(account, g, input).await?))
 }
 
 async fn read_in_group(

@@ -111,6 +111,8 @@ struct Lite {
     readers: Arc<Readers>,
     /// The writer thread's queue (see [`writer`]), bounded.
     writes: std::sync::mpsc::SyncSender<writer::Job>,
+    /// Single creates waiting for the writer, written as one batch.
+    creates: Arc<writer::Merge<receivers::NewReceiver, crate::api::Receiver>>,
 }
 
 /// Read-only connections, handed out round robin.
@@ -199,6 +201,7 @@ impl Store {
                     source,
                 })?,
                 conn,
+                creates: writer::Merge::new(receivers::create_many),
                 readers: Arc::new(Readers {
                     conns,
                     next: Default::default(),
@@ -294,18 +297,45 @@ impl Store {
         let (tx, rx) = tokio::sync::oneshot::channel();
         writes
             .try_send(writer::Job::new(f, tx))
-            .map_err(|e| match e {
-                std::sync::mpsc::TrySendError::Full(_) => StoreError::Busy(format!(
-                    "Service Unavailable: {} writes are waiting; retry after {} s",
-                    writer::QUEUE,
-                    RETRY_AFTER_SECS
-                )),
-                std::sync::mpsc::TrySendError::Disconnected(_) => {
-                    StoreError::Internal("the store's writer has stopped".into())
-                }
-            })?;
+            .map_err(|e| writer::refused(&e))?;
         rx.await
             .map_err(|_| StoreError::Internal("the store's writer dropped a write".into()))?
+    }
+
+    /// `POST /groups/{g}/receivers`: creates a receiver, answering as
+    /// [`receivers::create`]. On SQLite the creates that wait for the
+    /// writer together are written as one batch
+    /// ([`receivers::create_many`]): a set-based statement per table
+    /// instead of some twenty statements a receiver.
+    pub async fn create_receiver(
+        &self,
+        account: AccountId,
+        group: i64,
+        input: crate::api::ReceiverInput,
+    ) -> StoreResult<crate::api::Receiver> {
+        match &self.kind {
+            Kind::Lite(l) => {
+                let item = receivers::NewReceiver {
+                    account,
+                    group,
+                    input,
+                };
+                l.creates.write(&l.writes, item).await
+            }
+            Kind::Pg(_) => {
+                self.write(move |c| receivers::create(c, account, group, &input))
+                    .await
+            }
+        }
+    }
+
+    /// Single creates waiting for the SQLite writer, for tests.
+    #[cfg(test)]
+    pub(crate) fn creates_waiting(&self) -> usize {
+        match &self.kind {
+            Kind::Lite(l) => l.creates.waiting(),
+            Kind::Pg(_) => 0,
+        }
     }
 
     /// The SQLite writer's connection, for tests that hold it.

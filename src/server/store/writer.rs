@@ -9,11 +9,11 @@
 //! commit (one pass of WAL writes over the shared index and group pages)
 //! instead of sixteen.
 
-use super::{Db, StoreError, StoreResult, WRITES};
+use super::{Db, RETRY_AFTER_SECS, StoreError, StoreResult, WRITES};
 use rusqlite::Connection;
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::Ordering;
-use std::sync::mpsc::{Receiver, SyncSender};
+use std::sync::mpsc::{Receiver, SyncSender, TrySendError};
 use std::sync::{Arc, Mutex};
 
 /// Writes committed together at most.
@@ -75,6 +75,114 @@ impl Job {
                 }
             }),
             fail: Box::new(move |e| fail_answer(Err(StoreError::Internal(e)))),
+        }
+    }
+}
+
+/// Why a job was not queued: the queue is full (a 503 with `Retry-After`)
+/// or the writer is gone.
+pub(super) fn refused(e: &TrySendError<Job>) -> StoreError {
+    match e {
+        TrySendError::Full(_) => busy(),
+        TrySendError::Disconnected(_) => {
+            StoreError::Internal("the store's writer has stopped".into())
+        }
+    }
+}
+
+/// The answer to a write over the queue's bound.
+fn busy() -> StoreError {
+    StoreError::Busy(format!(
+        "Service Unavailable: {QUEUE} writes are waiting; retry after {RETRY_AFTER_SECS} s"
+    ))
+}
+
+/// Writes of one kind that wait together, run as one job: the first to
+/// wait queues the job, which takes every write waiting when it runs and
+/// hands them to `run` at once (single creates written as one batch,
+/// `receivers::create_many`). `run` answers each write, in order, and
+/// writes nothing for a write it refuses. The answers go out after the
+/// commit, as for any job.
+pub(super) struct Merge<I, O> {
+    waiting: Mutex<Vec<(I, Reply<O>)>>,
+    run: fn(&Db, Vec<I>) -> Vec<StoreResult<O>>,
+}
+
+type Reply<O> = tokio::sync::oneshot::Sender<StoreResult<O>>;
+
+impl<I: Send + 'static, O: Send + 'static> Merge<I, O> {
+    pub(super) fn new(run: fn(&Db, Vec<I>) -> Vec<StoreResult<O>>) -> Arc<Self> {
+        Arc::new(Merge {
+            waiting: Mutex::new(Vec::new()),
+            run,
+        })
+    }
+
+    #[cfg(test)]
+    pub(super) fn waiting(&self) -> usize {
+        self.waiting.lock().unwrap().len()
+    }
+
+    fn take(&self) -> Vec<(I, Reply<O>)> {
+        std::mem::take(&mut *self.waiting.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+
+    /// Writes `item` with the others waiting, on the writer of `writes`.
+    /// Past [`QUEUE`] waiting, it is refused at once (busy).
+    pub(super) async fn write(
+        self: &Arc<Self>,
+        writes: &SyncSender<Job>,
+        item: I,
+    ) -> StoreResult<O> {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let first = {
+            let mut waiting = self.waiting.lock().unwrap_or_else(|p| p.into_inner());
+            if waiting.len() >= QUEUE {
+                return Err(busy());
+            }
+            waiting.push((item, tx));
+            waiting.len() == 1
+        };
+        // Waiting is non-empty exactly while one job is queued to take it.
+        if first && let Err(e) = writes.try_send(self.job()) {
+            for (_, tx) in self.take() {
+                let _ = tx.send(Err(refused(&e)));
+            }
+        }
+        rx.await
+            .map_err(|_| StoreError::Internal("the store's writer dropped a write".into()))?
+    }
+
+    fn job(self: &Arc<Self>) -> Job {
+        let (merge, unrun) = (self.clone(), self.clone());
+        Job {
+            run: Box::new(move |db| {
+                let (items, replies): (Vec<I>, Vec<Reply<O>>) = merge.take().into_iter().unzip();
+                match std::panic::catch_unwind(AssertUnwindSafe(|| (merge.run)(db, items))) {
+                    Ok(answers) => Some(Box::new(move |committed: Result<(), String>| {
+                        for (tx, answer) in replies.into_iter().zip(answers) {
+                            let answer = match &committed {
+                                Err(e) if answer.is_ok() => Err(StoreError::Internal(e.clone())),
+                                _ => answer,
+                            };
+                            let _ = tx.send(answer);
+                        }
+                    })),
+                    Err(_) => {
+                        for tx in replies {
+                            let _ = tx.send(Err(StoreError::Internal(
+                                "a write failed unexpectedly".into(),
+                            )));
+                        }
+                        None
+                    }
+                }
+            }),
+            fail: Box::new(move |e| {
+                for (_, tx) in unrun.take() {
+                    let _ = tx.send(Err(StoreError::Internal(e.clone())));
+                }
+            }),
         }
     }
 }

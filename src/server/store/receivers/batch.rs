@@ -25,7 +25,7 @@ use super::super::attributes::{self, AttrMemo};
 use super::super::{AccountId, StoreError, StoreResult, groups, invalid, now};
 use super::backend::ReceiverBulk;
 use super::bulk::{ChangeRow, NewRow, email_key};
-use super::{check_email, check_sizes, initial_state, load};
+use super::{check_email, check_sizes, create, initial_state, load};
 use crate::api::ReceiverInput;
 use crate::api::attribute::AttributeType;
 use crate::api::batch::{DUPLICATE_ADDRESS, MAX_BATCH};
@@ -139,6 +139,104 @@ pub fn write_batch(
         groups::touch(conn, group_id)?;
     }
     Ok(out)
+}
+
+/// A single create waiting to be written with others
+/// ([`create_many`]).
+pub struct NewReceiver {
+    pub account: AccountId,
+    pub group: i64,
+    pub input: ReceiverInput,
+}
+
+/// Single creates (`POST /groups/{g}/receivers`) that waited for the
+/// writer together: each group's are written as one batch of
+/// [`write_batch`] (insert mode, full answers), about ten statements for
+/// them all. An item the batch refuses, and every item of a batch that
+/// failed whole (no such group, a database error, rolled back), is then
+/// written alone by [`create`], so each answers exactly what it would
+/// have alone: the same checks in the same order, the same message. A
+/// refused item wrote nothing, and nothing a later item writes can make
+/// it pass, so writing it last changes no answer.
+pub fn create_many(conn: &Db, items: Vec<NewReceiver>) -> Vec<StoreResult<Receiver>> {
+    /// The creates of one group: where each was in the call, and its input.
+    struct Group {
+        account: AccountId,
+        group: i64,
+        at: Vec<usize>,
+        items: Vec<BatchItem>,
+    }
+    let n = items.len();
+    let mut groups: Vec<Group> = Vec::new();
+    for (i, item) in items.into_iter().enumerate() {
+        let found = groups
+            .iter()
+            .position(|g| (g.account, g.group) == (item.account, item.group));
+        let g = match found {
+            Some(g) => g,
+            None => {
+                groups.push(Group {
+                    account: item.account,
+                    group: item.group,
+                    at: Vec::new(),
+                    items: Vec::new(),
+                });
+                groups.len() - 1
+            }
+        };
+        groups[g].at.push(i);
+        groups[g].items.push(Ok(item.input));
+    }
+    let mut out: Vec<Option<StoreResult<Receiver>>> = (0..n).map(|_| None).collect();
+    for Group {
+        account,
+        group,
+        at,
+        items,
+    } in &groups
+    {
+        for (at, items) in at.chunks(MAX_BATCH).zip(items.chunks(MAX_BATCH)) {
+            let alone = |item: &BatchItem| match item {
+                Ok(input) => in_savepoint(conn, || create(conn, *account, *group, input)),
+                Err(why) => Err(StoreError::Invalid(why.clone())),
+            };
+            let written = in_savepoint(conn, || {
+                write_batch(conn, *account, *group, items, BatchMode::Insert, true)
+            });
+            let answers: Vec<StoreResult<Receiver>> = match written {
+                Ok(outcomes) => outcomes
+                    .into_iter()
+                    .zip(items)
+                    .map(|(outcome, item)| match outcome {
+                        ItemOutcome::Inserted(Some(r)) => Ok(r),
+                        ItemOutcome::Failed(_) => alone(item),
+                        other => Err(StoreError::Internal(format!(
+                            "a create in a batch answered {other:?}"
+                        ))),
+                    })
+                    .collect(),
+                Err(_) => items.iter().map(alone).collect(),
+            };
+            for (&i, answer) in at.iter().zip(answers) {
+                out[i] = Some(answer);
+            }
+        }
+    }
+    out.into_iter()
+        .map(|o| o.unwrap_or_else(|| Err(StoreError::Internal("unanswered".into()))))
+        .collect()
+}
+
+/// Runs `f` in a savepoint of the writer's transaction: what it wrote is
+/// kept if it succeeds, rolled back if it fails.
+fn in_savepoint<T>(conn: &Db, f: impl FnOnce() -> StoreResult<T>) -> StoreResult<T> {
+    conn.batch("SAVEPOINT merged")?;
+    let out = f();
+    match &out {
+        Ok(_) => conn.batch("RELEASE merged")?,
+        Err(_) => conn.batch("ROLLBACK TO merged; RELEASE merged")?,
+    }
+    out
 }
 
 /// Checks and writes items with distinct addresses.

@@ -3,7 +3,7 @@
 //! building it from what was written instead saved no measurable server
 //! time, issue 15, and these tests would hold such a shortcut too.)
 
-use super::super::{AccountId, Db, Store, accounts, attributes, events, groups};
+use super::super::{AccountId, Db, Store, StoreResult, accounts, attributes, events, groups};
 use super::{ReceiverKey, bulk, create, get};
 use crate::api::receiver::detail;
 use crate::api::{AttributeInput, AttributeType, GroupInput, Order, ReceiverInput};
@@ -138,4 +138,167 @@ fn a_batch_finds_every_contact_new_known_or_given_twice() {
         let new = again["c@example.com"];
         assert!(![first["a@example.com"], first["b@example.com"]].contains(&new));
     });
+}
+
+/// Single creates that wait for the writer together are written as one
+/// batch (`create_many`); each answers exactly what it answers alone, one
+/// after the other: the same receivers, and the same refusals with the
+/// same messages, among them an address given twice, an address both
+/// taken and with too long a source (the size is checked first), an
+/// unknown attribute, a bad number, an order without id and no such group.
+// Holding the writer's lock across awaits is the point: it stalls the writer.
+#[allow(clippy::await_holding_lock)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn creates_waiting_together_answer_as_each_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let alone = Store::open(&dir.path().join("alone.db")).unwrap();
+    let merged = Store::open(&dir.path().join("merged.db")).unwrap();
+    let mut made = Vec::new();
+    for store in [&alone, &merged] {
+        let guard = store.lite_conn();
+        let c = Db::Lite(&guard);
+        let (app, _) = accounts::create_account(&c, "tests").unwrap();
+        let account = app.account;
+        let g = groups::create(&c, account, &GroupInput::named("G"))
+            .unwrap()
+            .id
+            .0;
+        let h = groups::create(&c, account, &GroupInput::named("H"))
+            .unwrap()
+            .id
+            .0;
+        let with_default = AttributeInput {
+            default_value: Some("none yet".into()),
+            ..AttributeInput::new("plan", AttributeType::Text)
+        };
+        attributes::create(&c, account, 0, &with_default).unwrap();
+        let score = AttributeInput::new("score", AttributeType::Number);
+        attributes::create(&c, account, 0, &score).unwrap();
+        let city = AttributeInput::new("city", AttributeType::Text);
+        attributes::create(&c, account, g, &city).unwrap();
+        let known = ReceiverInput {
+            tags: Some(vec!["old".into()]),
+            ..ReceiverInput::email("known@example.com")
+        };
+        create(&c, account, h, &known).unwrap();
+        made.push((account, g, h));
+    }
+    assert_eq!(made[0], made[1]);
+    let (account, g, h) = made[0];
+
+    let at = |email: &str| ReceiverInput {
+        registered: Some(1_700_000_000),
+        activated: Some(1_700_000_100),
+        ..ReceiverInput::email(email)
+    };
+    let dated = |mut o: Order| {
+        o.stamp = 1_700_000_200;
+        o
+    };
+    let values = |pairs: &[(&str, &str)]| {
+        Some(
+            pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect::<BTreeMap<_, _>>(),
+        )
+    };
+    let inputs: Vec<(i64, ReceiverInput)> = vec![
+        (g, at("plain@example.com")),
+        (
+            g,
+            ReceiverInput {
+                tags: Some(vec!["b".into(), "a".into(), "-a".into()]),
+                ..at(" tags@example.com ")
+            },
+        ),
+        (
+            g,
+            ReceiverInput {
+                orders: Some(vec![
+                    dated(order("O1", "P", 1.0)),
+                    dated(order("O1", "P", 9.99)),
+                ]),
+                ..at("orders@example.com")
+            },
+        ),
+        (h, at("other-group@example.com")),
+        (g, at("PLAIN@example.com")),
+        (
+            g,
+            ReceiverInput {
+                global_attributes: values(&[("score", "0042")]),
+                attributes: values(&[("city", "Köln")]),
+                tags: Some(vec!["new".into()]),
+                ..at("Known@Example.com")
+            },
+        ),
+        (
+            g,
+            ReceiverInput {
+                source: Some("x".repeat(10_001)),
+                ..at("plain@example.com")
+            },
+        ),
+        (g, at("not an address")),
+        (g, ReceiverInput::default()),
+        (
+            g,
+            ReceiverInput {
+                attributes: values(&[("nope", "1")]),
+                ..at("unknown@example.com")
+            },
+        ),
+        (
+            g,
+            ReceiverInput {
+                global_attributes: values(&[("score", "many")]),
+                ..at("number@example.com")
+            },
+        ),
+        (
+            g,
+            ReceiverInput {
+                orders: Some(vec![dated(order(" ", "P", 1.0))]),
+                ..at("order@example.com")
+            },
+        ),
+        (9_999, at("nogroup@example.com")),
+        (g, at("last@example.com")),
+    ];
+    let shown = |answer: StoreResult<crate::api::Receiver>| match answer {
+        Ok(r) => {
+            let mut v = serde_json::to_value(&r).unwrap();
+            v.as_object_mut().unwrap().remove("id");
+            format!("ok {v}")
+        }
+        Err(e) => format!("{e:?}"),
+    };
+    let mut one_by_one = Vec::new();
+    for (group, input) in inputs.clone() {
+        let answer = alone
+            .write(move |c| create(c, account, group, &input))
+            .await;
+        one_by_one.push(shown(answer));
+    }
+
+    // The writer is held while every create is offered, in order, so
+    // all of them wait and are written as one batch.
+    let held = merged.lite_conn();
+    let offered = {
+        let merged = merged.clone();
+        tokio::spawn(futures::future::join_all(inputs.into_iter().map(
+            move |(group, input)| {
+                let merged = merged.clone();
+                async move { merged.create_receiver(account, group, input).await }
+            },
+        )))
+    };
+    while merged.creates_waiting() < one_by_one.len() {
+        tokio::task::yield_now().await;
+    }
+    drop(held);
+    let together: Vec<String> = offered.await.unwrap().into_iter().map(shown).collect();
+    assert_eq!(together, one_by_one);
+    assert!(one_by_one.iter().filter(|a| a.starts_with("ok")).count() == 6);
 }

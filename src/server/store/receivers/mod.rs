@@ -18,7 +18,7 @@ pub(crate) mod read;
 
 pub use activation::{Activation, set_activation};
 pub use address::{change_email, groups_of};
-pub use batch::{BatchItem, BatchMode, ItemOutcome, write_batch};
+pub use batch::{BatchItem, BatchMode, ItemOutcome, NewReceiver, create_many, write_batch};
 pub use list::{Selection, count_matching, list, list_matching};
 pub use page::ReceiversJson;
 pub use read::{contact_of, get};
