@@ -150,76 +150,76 @@ pub struct NewReceiver {
 }
 
 /// Single creates (`POST /groups/{g}/receivers`) that waited for the
-/// writer together: each group's are written as one batch of
-/// [`write_batch`] (insert mode, full answers), about ten statements for
-/// them all. An item the batch refuses, and every item of a batch that
-/// failed whole (no such group, a database error, rolled back), is then
-/// written alone by [`create`], so each answers exactly what it would
-/// have alone: the same checks in the same order, the same message. A
-/// refused item wrote nothing, and nothing a later item writes can make
-/// it pass, so writing it last changes no answer.
+/// writer together: each run of creates into one group, in the order they
+/// came, is written as one batch of [`write_batch`] (insert mode, full
+/// answers), about ten statements for them all. (Runs, not all of a
+/// group's: what two groups' receivers share, their contact's global
+/// attributes, tags and orders, is then written in the order it came.) An
+/// item the batch refuses, and every item of a batch that failed whole (no
+/// such group, a database error, rolled back), is then written alone by
+/// [`create`], so each answers exactly what it would have alone: the same
+/// checks in the same order, the same message. A refused item wrote
+/// nothing, and nothing a later item writes can make it pass, so writing
+/// it last changes no answer.
 pub fn create_many(conn: &Db, items: Vec<NewReceiver>) -> Vec<StoreResult<Receiver>> {
-    /// The creates of one group: where each was in the call, and its input.
-    struct Group {
+    /// Creates into one group that came one after the other: where each
+    /// was in the call, and its input.
+    struct Run {
         account: AccountId,
         group: i64,
         at: Vec<usize>,
         items: Vec<BatchItem>,
     }
     let n = items.len();
-    let mut groups: Vec<Group> = Vec::new();
+    let mut runs: Vec<Run> = Vec::new();
     for (i, item) in items.into_iter().enumerate() {
-        let found = groups
-            .iter()
-            .position(|g| (g.account, g.group) == (item.account, item.group));
-        let g = match found {
-            Some(g) => g,
-            None => {
-                groups.push(Group {
-                    account: item.account,
-                    group: item.group,
-                    at: Vec::new(),
-                    items: Vec::new(),
-                });
-                groups.len() - 1
-            }
+        let same = |r: &Run| {
+            (r.account, r.group) == (item.account, item.group) && r.items.len() < MAX_BATCH
         };
-        groups[g].at.push(i);
-        groups[g].items.push(Ok(item.input));
+        if !runs.last().is_some_and(same) {
+            runs.push(Run {
+                account: item.account,
+                group: item.group,
+                at: Vec::new(),
+                items: Vec::new(),
+            });
+        }
+        if let Some(run) = runs.last_mut() {
+            run.at.push(i);
+            run.items.push(Ok(item.input));
+        }
     }
     let mut out: Vec<Option<StoreResult<Receiver>>> = (0..n).map(|_| None).collect();
-    for Group {
+    for Run {
         account,
         group,
         at,
         items,
-    } in &groups
+    } in &runs
     {
-        for (at, items) in at.chunks(MAX_BATCH).zip(items.chunks(MAX_BATCH)) {
-            let alone = |item: &BatchItem| match item {
-                Ok(input) => in_savepoint(conn, || create(conn, *account, *group, input)),
-                Err(why) => Err(StoreError::Invalid(why.clone())),
-            };
-            let written = in_savepoint(conn, || {
-                write_batch(conn, *account, *group, items, BatchMode::Insert, true)
-            });
-            let answers: Vec<StoreResult<Receiver>> = match written {
-                Ok(outcomes) => outcomes
-                    .into_iter()
-                    .zip(items)
-                    .map(|(outcome, item)| match outcome {
-                        ItemOutcome::Inserted(Some(r)) => Ok(r),
-                        ItemOutcome::Failed(_) => alone(item),
-                        other => Err(StoreError::Internal(format!(
-                            "a create in a batch answered {other:?}"
-                        ))),
-                    })
-                    .collect(),
-                Err(_) => items.iter().map(alone).collect(),
-            };
-            for (&i, answer) in at.iter().zip(answers) {
-                out[i] = Some(answer);
-            }
+        let alone = |item: &BatchItem| match item {
+            Ok(input) => in_savepoint(conn, || create(conn, *account, *group, input)),
+            Err(why) => Err(StoreError::Invalid(why.clone())),
+        };
+        let written = in_savepoint(conn, || {
+            write_batch(conn, *account, *group, items, BatchMode::Insert, true)
+        });
+        let answers: Vec<StoreResult<Receiver>> = match written {
+            Ok(outcomes) => outcomes
+                .into_iter()
+                .zip(items)
+                .map(|(outcome, item)| match outcome {
+                    ItemOutcome::Inserted(Some(r)) => Ok(r),
+                    ItemOutcome::Failed(_) => alone(item),
+                    other => Err(StoreError::Internal(format!(
+                        "a create in a batch answered {other:?}"
+                    ))),
+                })
+                .collect(),
+            Err(_) => items.iter().map(alone).collect(),
+        };
+        for (&i, answer) in at.iter().zip(answers) {
+            out[i] = Some(answer);
         }
     }
     out.into_iter()

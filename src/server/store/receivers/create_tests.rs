@@ -145,7 +145,8 @@ fn a_batch_finds_every_contact_new_known_or_given_twice() {
 /// after the other: the same receivers, and the same refusals with the
 /// same messages, among them an address given twice, an address both
 /// taken and with too long a source (the size is checked first), an
-/// unknown attribute, a bad number, an order without id and no such group.
+/// unknown attribute, a bad number, an order without id and no such group;
+/// and what two groups' receivers share is written in the order it came.
 // Holding the writer's lock across awaits is the point: it stalls the writer.
 #[allow(clippy::await_holding_lock)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -223,6 +224,20 @@ async fn creates_waiting_together_answer_as_each_alone() {
             },
         ),
         (h, at("other-group@example.com")),
+        (
+            h,
+            ReceiverInput {
+                global_attributes: values(&[("score", "2")]),
+                ..at("shared@example.com")
+            },
+        ),
+        (
+            g,
+            ReceiverInput {
+                global_attributes: values(&[("score", "1")]),
+                ..at("shared@example.com")
+            },
+        ),
         (g, at("PLAIN@example.com")),
         (
             g,
@@ -300,5 +315,16 @@ async fn creates_waiting_together_answer_as_each_alone() {
     drop(held);
     let together: Vec<String> = offered.await.unwrap().into_iter().map(shown).collect();
     assert_eq!(together, one_by_one);
-    assert!(one_by_one.iter().filter(|a| a.starts_with("ok")).count() == 6);
+    assert_eq!(one_by_one.iter().filter(|a| a.starts_with("ok")).count(), 8);
+
+    // What receivers in two groups share, their contact's global
+    // attributes, is written in the order it came: the last value wins.
+    let mut shared = Vec::new();
+    for store in [&alone, &merged] {
+        let key = ReceiverKey::parse("shared@example.com");
+        let read = store.read(move |c| get(c, account, Some(h), &key, detail::ALL));
+        shared.push(shown(read.await));
+    }
+    assert_eq!(shared[0], shared[1]);
+    assert!(shared[0].contains(r#""score":"1""#), "{}", shared[0]);
 }
