@@ -70,6 +70,15 @@ pub fn report_in(place: &str, e: &(dyn Error + 'static)) {
     crate::errln!("listpipe: {place}: {}", Chain(e));
 }
 
+/// Names for an error that lists what there is: `"a, b"`, or `"none"`.
+pub fn listed<S: AsRef<str>>(names: &[S]) -> String {
+    if names.is_empty() {
+        return "none".into();
+    }
+    let names: Vec<&str> = names.iter().map(AsRef::as_ref).collect();
+    names.join(", ")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -7,6 +7,7 @@ use super::in_use;
 use super::reader::Query;
 use crate::api::filter::RuntimeFilter;
 use crate::api::{Group, Id, ReceiverType, detail};
+use crate::cause::listed;
 use crate::load::LoadError;
 use crate::load::target::Connected;
 use crate::pipeline::GroupRef;
@@ -33,19 +34,25 @@ impl Plan {
     }
 }
 
-/// Every receiver column of the receivers of `groups` (`None`: all), and
-/// the default ones: the groups' own attributes and the globals in use.
-async fn receiver_columns(
+/// The plan of a receiver export: `query` over the receivers of `groups`
+/// (`None`: all), every column they have, and the default ones: the
+/// groups' own attributes and the globals in use.
+async fn receiver_plan(
     conn: &Connected,
+    query: Query,
     groups: Option<&[Id]>,
     globals: Vec<String>,
     local: Vec<String>,
-) -> (Vec<Column>, Vec<Column>) {
+    total: Option<u64>,
+) -> Plan {
     let used = in_use::globals_in_use(conn, groups, globals.clone(), &local).await;
-    (
-        columns::receiver_columns(&globals, &local),
-        columns::receiver_columns(&used, &local),
-    )
+    Plan {
+        query: Some(query),
+        blocklist_of: None,
+        columns: columns::receiver_columns(&globals, &local),
+        defaults: columns::receiver_columns(&used, &local),
+        total,
+    }
 }
 
 /// `counted`: whether the progress bar wants the total. A count is a pass
@@ -90,23 +97,13 @@ pub(super) async fn plan(
             } else {
                 None
             };
-            let (all, defaults) = receiver_columns(
-                conn,
-                Some(&[g.id]),
-                globals().await?,
-                group_attrs(g.id).await?,
-            )
-            .await;
-            Plan {
-                query: Some(Query::Group {
-                    group: g.id,
-                    kind: *kind,
-                }),
-                blocklist_of: None,
-                columns: all,
-                defaults,
-                total: total.map(|t| t.max(0) as u64),
-            }
+            let query = Query::Group {
+                group: g.id,
+                kind: *kind,
+            };
+            let (globals, local) = (globals().await?, group_attrs(g.id).await?);
+            let total = total.map(|t| t.max(0) as u64);
+            receiver_plan(conn, query, Some(&[g.id]), globals, local, total).await
         }
         ExportWhat::Filter { group, filter } => {
             let g = find_group(conn, group).await?;
@@ -126,11 +123,7 @@ pub(super) async fn plan(
                             FilterRef::Id(id) => format!("with id {id}"),
                             FilterRef::Name(n) => format!("named \"{n}\""),
                         },
-                        if names.is_empty() {
-                            "none".into()
-                        } else {
-                            names.join(", ")
-                        }
+                        listed(&names)
                     ))
                 })?;
             let total = if counted {
@@ -138,23 +131,13 @@ pub(super) async fn plan(
             } else {
                 None
             };
-            let (all, defaults) = receiver_columns(
-                conn,
-                Some(&[g.id]),
-                globals().await?,
-                group_attrs(g.id).await?,
-            )
-            .await;
-            Plan {
-                query: Some(Query::Filter {
-                    group: g.id,
-                    filter: f.id,
-                }),
-                blocklist_of: None,
-                columns: all,
-                defaults,
-                total: total.map(|t| t.max(0) as u64),
-            }
+            let query = Query::Filter {
+                group: g.id,
+                filter: f.id,
+            };
+            let (globals, local) = (globals().await?, group_attrs(g.id).await?);
+            let total = total.map(|t| t.max(0) as u64);
+            receiver_plan(conn, query, Some(&[g.id]), globals, local, total).await
         }
         ExportWhat::Runtime {
             groups,
@@ -180,21 +163,14 @@ pub(super) async fn plan(
                 }
             }
             let scope = (!groups.is_empty()).then_some(ids.as_slice());
-            let (all, defaults) = receiver_columns(conn, scope, globals().await?, local).await;
-            Plan {
-                query: Some(Query::Runtime(RuntimeFilter {
-                    rules: Some(rules.clone()),
-                    groups: (!groups.is_empty())
-                        .then(|| ids.iter().map(|i| i.to_string()).collect()),
-                    operator: Some(operator.clone()),
-                    activeonly: Some(*activeonly),
-                    ..Default::default()
-                })),
-                blocklist_of: None,
-                columns: all,
-                defaults,
-                total: None,
-            }
+            let query = Query::Runtime(RuntimeFilter {
+                rules: Some(rules.clone()),
+                groups: scope.map(|ids| ids.iter().map(|i| i.to_string()).collect()),
+                operator: Some(operator.clone()),
+                activeonly: Some(*activeonly),
+                ..Default::default()
+            });
+            receiver_plan(conn, query, scope, globals().await?, local, None).await
         }
         ExportWhat::Blacklist => Plan {
             query: None,
@@ -233,11 +209,7 @@ async fn find_group(conn: &Connected, group: &GroupRef) -> Result<Group, LoadErr
                     let names: Vec<&str> = groups.iter().map(|g| g.name.as_str()).collect();
                     LoadError::step(format!(
                         "the target has no group named \"{name}\"; its groups: {}",
-                        if names.is_empty() {
-                            "none".into()
-                        } else {
-                            names.join(", ")
-                        }
+                        listed(&names)
                     ))
                 })
         }

@@ -119,11 +119,7 @@ pub async fn group(
                 let names: Vec<&str> = groups.iter().map(|g| g.name.as_str()).collect();
                 return Err(LoadError::step(format!(
                     "the target has no group named \"{name}\" (groups: {}); set `create_group = true` to create it",
-                    if names.is_empty() {
-                        "none".to_string()
-                    } else {
-                        names.join(", ")
-                    }
+                    crate::cause::listed(&names)
                 )));
             }
             if dry_run {

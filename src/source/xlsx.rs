@@ -201,11 +201,7 @@ fn open(
                 Some(SheetRef::Index(n)) => format!("number {n}"),
                 Some(SheetRef::All) | None => "number 1".to_string(),
             },
-            sheets: if sheets.is_empty() {
-                "none".to_string()
-            } else {
-                sheets.join(", ")
-            },
+            sheets: crate::cause::listed(&sheets),
         })?;
     Ok((workbook, sheets, chosen))
 }
