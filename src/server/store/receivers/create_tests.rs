@@ -34,34 +34,30 @@ fn a_create_answers_what_reading_the_new_receiver_answers() {
     with_account(creates);
 }
 
-fn creates(c: &Db, account: AccountId) {
-    let g = groups::create(c, account, &GroupInput::named("G"))
-        .unwrap()
-        .id
-        .0;
-    let h = groups::create(c, account, &GroupInput::named("H"))
-        .unwrap()
-        .id
-        .0;
+/// Groups G and H, global attributes `plan` (with a default) and `score`
+/// (a number), and G's `city`; answers G's id and H's.
+fn two_groups(c: &Db, account: AccountId) -> (i64, i64) {
+    let group = |name| {
+        groups::create(c, account, &GroupInput::named(name))
+            .unwrap()
+            .id
+            .0
+    };
+    let (g, h) = (group("G"), group("H"));
     let with_default = AttributeInput {
         default_value: Some("none yet".into()),
         ..AttributeInput::new("plan", AttributeType::Text)
     };
     attributes::create(c, account, 0, &with_default).unwrap();
-    attributes::create(
-        c,
-        account,
-        0,
-        &AttributeInput::new("score", AttributeType::Number),
-    )
-    .unwrap();
-    attributes::create(
-        c,
-        account,
-        g,
-        &AttributeInput::new("city", AttributeType::Text),
-    )
-    .unwrap();
+    let score = AttributeInput::new("score", AttributeType::Number);
+    attributes::create(c, account, 0, &score).unwrap();
+    let city = AttributeInput::new("city", AttributeType::Text);
+    attributes::create(c, account, g, &city).unwrap();
+    (g, h)
+}
+
+fn creates(c: &Db, account: AccountId) {
+    let (g, h) = two_groups(c, account);
 
     // Someone already in H, with events, tags and orders there.
     let before = ReceiverInput {
@@ -160,23 +156,7 @@ async fn creates_waiting_together_answer_as_each_alone() {
         let c = Db::Lite(&guard);
         let (app, _) = accounts::create_account(&c, "tests").unwrap();
         let account = app.account;
-        let g = groups::create(&c, account, &GroupInput::named("G"))
-            .unwrap()
-            .id
-            .0;
-        let h = groups::create(&c, account, &GroupInput::named("H"))
-            .unwrap()
-            .id
-            .0;
-        let with_default = AttributeInput {
-            default_value: Some("none yet".into()),
-            ..AttributeInput::new("plan", AttributeType::Text)
-        };
-        attributes::create(&c, account, 0, &with_default).unwrap();
-        let score = AttributeInput::new("score", AttributeType::Number);
-        attributes::create(&c, account, 0, &score).unwrap();
-        let city = AttributeInput::new("city", AttributeType::Text);
-        attributes::create(&c, account, g, &city).unwrap();
+        let (g, h) = two_groups(&c, account);
         let known = ReceiverInput {
             tags: Some(vec!["old".into()]),
             ..ReceiverInput::email("known@example.com")
@@ -204,6 +184,10 @@ async fn creates_waiting_together_answer_as_each_alone() {
                 .collect::<BTreeMap<_, _>>(),
         )
     };
+    let scored = |email: &str, score: &str| ReceiverInput {
+        global_attributes: values(&[("score", score)]),
+        ..at(email)
+    };
     let inputs: Vec<(i64, ReceiverInput)> = vec![
         (g, at("plain@example.com")),
         (
@@ -224,20 +208,8 @@ async fn creates_waiting_together_answer_as_each_alone() {
             },
         ),
         (h, at("other-group@example.com")),
-        (
-            h,
-            ReceiverInput {
-                global_attributes: values(&[("score", "2")]),
-                ..at("shared@example.com")
-            },
-        ),
-        (
-            g,
-            ReceiverInput {
-                global_attributes: values(&[("score", "1")]),
-                ..at("shared@example.com")
-            },
-        ),
+        (h, scored("shared@example.com", "2")),
+        (g, scored("shared@example.com", "1")),
         (g, at("PLAIN@example.com")),
         (
             g,
@@ -264,13 +236,7 @@ async fn creates_waiting_together_answer_as_each_alone() {
                 ..at("unknown@example.com")
             },
         ),
-        (
-            g,
-            ReceiverInput {
-                global_attributes: values(&[("score", "many")]),
-                ..at("number@example.com")
-            },
-        ),
+        (g, scored("number@example.com", "many")),
         (
             g,
             ReceiverInput {
