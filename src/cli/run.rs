@@ -106,10 +106,11 @@ pub async fn run(args: RunArgs) -> super::Outcome {
         dry_run: args.dry_run,
         progress: !args.quiet && std::io::stderr().is_terminal(),
         journal: (!args.dry_run).then(|| JournalOptions {
-            pipeline: pipeline.name.clone(),
+            pipeline: pipeline.state.clone(),
             resume: args.resume,
             target: conn.resolved.clone(),
             stop: stop.clone(),
+            spill_after: crate::spill::spill_after(),
         }),
         stop,
         spill_after: crate::spill::target_spill_after(),
@@ -216,13 +217,13 @@ pub async fn run(args: RunArgs) -> super::Outcome {
                     "listpipe: stopped; resume with: listpipe run {} --resume",
                     args.pipeline.display()
                 );
-            } else if !journal::leftover(&pipeline.name).is_empty() {
+            } else if !journal::leftover(&pipeline.state).is_empty() {
                 crate::errln!(
                     "listpipe: the run did not finish; resume with: listpipe run {} --resume",
                     args.pipeline.display()
                 );
             }
-        } else if let Err(e) = journal::discard(&pipeline.name) {
+        } else if let Err(e) = journal::discard(&pipeline.state, &import_steps(&pipeline)) {
             cause::report(
                 anyhow::Error::from(e)
                     .context("cannot remove the journal")
@@ -240,6 +241,18 @@ pub async fn run(args: RunArgs) -> super::Outcome {
         }
     }
     Ok(code)
+}
+
+/// The names of the pipeline's import steps: the journals a run writes.
+fn import_steps(pipeline: &Pipeline) -> Vec<&str> {
+    pipeline
+        .steps
+        .iter()
+        .filter_map(|s| match s {
+            Step::Import(i) => Some(i.name.as_str()),
+            _ => None,
+        })
+        .collect()
 }
 
 /// The groups the pipeline's steps write, as the run lock names them.
@@ -270,9 +283,9 @@ fn leftover_journals(
     pipeline: &Pipeline,
     target: &str,
 ) -> Result<(), (u8, String)> {
-    let found = journal::leftover(&pipeline.name);
+    let found = journal::leftover(&pipeline.state);
     if args.discard_journal {
-        return journal::discard(&pipeline.name).map_err(|e| {
+        return journal::discard_leftover(&pipeline.state).map_err(|e| {
             (
                 exit::IO,
                 format!("listpipe: cannot discard the journal: {e}"),

@@ -6,7 +6,8 @@
 use super::held::TargetIndex;
 use super::journal::Journal;
 use super::outcome::ImportOutcome;
-use super::rows::{Decision, RowResult, Rows};
+use super::flow;
+use super::rows::{Pending, RowResult, Rows};
 use super::target::Connected;
 use super::{Action, LoadError, PlanRow, WriteMode, WriteOptions};
 use crate::hash::FastSet;
@@ -57,6 +58,10 @@ impl Tally<'_> {
         emails: &[String],
         cols: &PreparedRows<'_>,
     ) {
+        if matches!(r, RowResult::NotStarted) {
+            // Counted with the rows a stop left (`seen` is what was taken).
+            return;
+        }
         self.seen += 1;
         let out = &mut *self.out;
         let (action, detail) = match r {
@@ -66,6 +71,7 @@ impl Tally<'_> {
                 self.imported(&emails[i]);
                 return;
             }
+            RowResult::NotStarted => return,
             RowResult::Failed { index, error } => {
                 out.failed_transient += u64::from(error.transient);
                 self.failed_rows.push((index, error.reason.clone()));
@@ -161,7 +167,17 @@ pub(super) async fn write_chunk(
         PreparedRows::new(step, &chunk.chunk.frame).map_err(|e| LoadError::step(e.to_string()))?;
     let emails = &chunk.emails;
     // What the target holds for the chunk's rows, asked once.
-    let existing = shared.existing.chunk(emails)?;
+    let existing = shared.existing.chunk_off_thread(emails).await?;
+    // What an earlier run recorded of them, asked once (only on a resume).
+    let recorded = match shared.journal {
+        Some(j) if j.resumes() => {
+            let keys: Vec<_> = (0..emails.len())
+                .map(|i| (cols.file(i), cols.row_number(i), emails[i].clone()))
+                .collect();
+            j.recorded(&keys).await?
+        }
+        _ => Vec::new(),
+    };
     let rows = Rows {
         conn,
         opts,
@@ -174,14 +190,17 @@ pub(super) async fn write_chunk(
         run_time: shared.run_time,
         gid: shared.gid,
         journal: shared.journal,
+        recorded: &recorded,
         batches: AtomicBool::new(counters.batches),
         retried: AtomicU64::new(0),
         orders_sent: AtomicU64::new(0),
         checked: AtomicU64::new(0),
         write_requests: AtomicU64::new(0),
     };
-    // A stop (Ctrl-C, SIGTERM) takes no new row; rows in flight finish.
-    // So does the breaker opening, and its rows in flight fail at once.
+    // A stop (Ctrl-C, SIGTERM) takes no new row; rows whose request is on
+    // the wire finish, the rest are given up at once (rows.rs). The
+    // breaker opening takes no new row either, and its rows in flight fail
+    // at once.
     let stop = opts.stop.clone();
     let breaker = &conn.breaker;
     let rows = &rows;
@@ -203,61 +222,40 @@ pub(super) async fn write_chunk(
         }
     };
     let note = &note;
-    let decided = futures::stream::iter(0..emails.len())
-        .take_while(|_| futures::future::ready(!stop.is_set() && !breaker.is_open()))
-        .map(|i| async move { (i, rows.decide(i).await) })
-        .buffer_unordered(concurrency);
+    // Every future that can hold the controller's room is polled by the
+    // one loop below (flow.rs): a decision never waits unpolled behind
+    // sends that wait for its permit (the resume that hung, issue 41).
+    let taken = futures::stream::iter(0..emails.len())
+        .take_while(|_| futures::future::ready(!stop.is_set() && !breaker.is_open()));
+    let more = || !stop.is_set() && !breaker.is_open();
+    let decide = |i| rows.decide(i);
     // Each row's result is folded into the step's counters as it arrives,
     // so memory does not grow with the rows: only what must outlive the
     // stream is kept per row (a refused row's reject, a dry run's plan, the
     // ledger's addresses).
     let cols = &cols;
+    let fold = |(i, r)| {
+        tally.add(i, r, emails, cols);
+        bar.inc(1);
+        note();
+        futures::future::ready(())
+    };
     match opts.writes {
         WriteMode::Single => {
-            decided
-                .map(|(i, d)| async move {
-                    let r = match d {
-                        Decision::Finished(r) => r,
-                        Decision::Send(p) => rows.send_one(*p).await,
-                    };
-                    bar.inc(1);
-                    note();
-                    (i, r)
-                })
-                .buffer_unordered(concurrency)
-                .for_each(|(i, r)| {
-                    tally.add(i, r, emails, cols);
-                    futures::future::ready(())
-                })
+            let send = |p: Box<Pending>| rows.send_one(*p);
+            flow::one_by_one(taken, concurrency, decide, send)
+                .for_each(fold)
                 .await
         }
         // Rows that need a write go in batches of up to BATCH_ROWS, a few
         // batches in flight: the target commits each in one transaction.
         WriteMode::Auto => {
-            decided
-                .chunks(BATCH_ROWS)
-                .map(|chunk| async move {
-                    let mut done = Vec::with_capacity(chunk.len());
-                    let mut pending = Vec::new();
-                    for (i, d) in chunk {
-                        match d {
-                            Decision::Finished(r) => done.push((i, r)),
-                            Decision::Send(p) => pending.push(*p),
-                        }
-                    }
-                    if !pending.is_empty() {
-                        done.extend(rows.send_batch(pending).await);
-                    }
-                    bar.inc(done.len() as u64);
-                    note();
-                    futures::stream::iter(done)
-                })
-                .buffer_unordered(concurrency.div_ceil(4).min(BATCHES_QUEUED))
-                .flatten()
-                .for_each(|(i, r)| {
-                    tally.add(i, r, emails, cols);
-                    futures::future::ready(())
-                })
+            let send = |batch: Vec<Box<Pending>>| {
+                rows.send_batch(batch.into_iter().map(|p| *p).collect())
+            };
+            let batches = concurrency.div_ceil(4).min(BATCHES_QUEUED);
+            flow::in_batches(taken, BATCH_ROWS, concurrency, batches, more, decide, send)
+                .for_each(fold)
                 .await
         }
     };

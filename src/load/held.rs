@@ -20,7 +20,9 @@
 //!
 //! A chunk of rows asks for its receivers once ([`TargetIndex::chunk`]): in
 //! memory a hash lookup and a decode per row; spilled, one indexed SELECT per
-//! row, done before the chunk's rows are decided.
+//! row, done before the chunk's rows are decided, on a blocking thread
+//! ([`TargetIndex::chunk_off_thread`]): never on the async threads that
+//! carry the requests in flight.
 //!
 //! A receiver read twice (the group changed between two page reads) is
 //! held as last read, as a map insert would; in the spill both are kept and
@@ -32,7 +34,7 @@ use crate::hash::Key128;
 use crate::spill::{Spill, SpillError};
 use hashbrown::HashTable;
 use std::path::PathBuf;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 /// Bytes of one slot of the in-memory table: an offset, a control byte.
 const TABLE_SLOT: usize = std::mem::size_of::<u32>() + 1;
@@ -49,6 +51,9 @@ pub enum IndexError {
     Spill(#[from] SpillError),
     #[error("temporary spill file in {path}: a receiver written there could not be read back")]
     Damaged { path: PathBuf },
+    /// The thread looking a chunk up ended without an answer (a bug).
+    #[error("temporary spill file in {path}: its lookup ended without an answer: {reason}")]
+    Lost { path: PathBuf, reason: String },
 }
 
 impl From<IndexError> for LoadError {
@@ -57,7 +62,9 @@ impl From<IndexError> for LoadError {
     fn from(e: IndexError) -> LoadError {
         let (path, message) = match &e {
             IndexError::Spill(e) => e.dir_and_reason(),
-            IndexError::Damaged { path } => (path.clone(), e.to_string()),
+            IndexError::Damaged { path } | IndexError::Lost { path, .. } => {
+                (path.clone(), e.to_string())
+            }
         };
         LoadError::Output {
             path,
@@ -84,7 +91,8 @@ pub struct TargetIndex {
     /// Every entry once the budget was passed (`memory` is then empty).
     /// Behind a mutex because a SQLite connection is not `Sync`; only one
     /// chunk asks at a time, so it is never contended.
-    spill: Option<Mutex<Spill>>,
+    /// Shared with the blocking thread that looks a chunk up in it.
+    spill: Option<Arc<Mutex<Spill>>>,
 }
 
 /// The receivers the target holds for the rows of one chunk, by row.
@@ -145,7 +153,7 @@ impl TargetIndex {
             to_spill.push((key, bytes));
         }
         if let Some(spill) = self.spill.as_mut().filter(|_| !to_spill.is_empty()) {
-            let spill = spill.get_mut().unwrap_or_else(|p| p.into_inner());
+            let mut spill = spill.lock().unwrap_or_else(|p| p.into_inner());
             spill.extend(to_spill.iter().map(|(k, v)| (*k, v.as_slice())))?;
         }
         Ok(())
@@ -195,7 +203,7 @@ impl TargetIndex {
             spill.extend(batch)?;
         }
         tracing::debug!(budget = self.budget, dir = %spill.dir().display(), "target index spilled to disk");
-        self.spill = Some(Mutex::new(spill));
+        self.spill = Some(Arc::new(Mutex::new(spill)));
         Ok(())
     }
 
@@ -230,20 +238,33 @@ impl TargetIndex {
                 .map(|e| self.in_memory(self.key(e)))
                 .collect::<Result<_, _>>()?,
             Some(spill) => {
-                // Asked in key order, so that lookups next to each other in
-                // the index are asked one after another.
-                let spill = spill.lock().unwrap_or_else(|p| p.into_inner());
                 let keys: Vec<u128> = emails.iter().map(|e| self.key(e)).collect();
-                let mut order: Vec<usize> = (0..keys.len()).collect();
-                order.sort_unstable_by_key(|&i| keys[i]);
-                let mut held = vec![None; keys.len()];
-                for i in order {
-                    held[i] = spilled(&spill, keys[i])?;
-                }
-                held
+                looked_up(spill, &keys)?
             }
         };
         Ok(ChunkHeld(held))
+    }
+
+    /// [`TargetIndex::chunk`] for the async writer: a spilled index is asked
+    /// on a blocking thread (up to a chunk of SQLite lookups, which on an
+    /// async thread stalled every request in flight, issue 41).
+    pub async fn chunk_off_thread(&self, emails: &[String]) -> Result<ChunkHeld, IndexError> {
+        let Some(spill) = &self.spill else {
+            return self.chunk(emails);
+        };
+        let keys: Vec<u128> = emails.iter().map(|e| self.key(e)).collect();
+        let spill = spill.clone();
+        let dir = {
+            let s = spill.lock().unwrap_or_else(|p| p.into_inner());
+            s.dir().to_path_buf()
+        };
+        tokio::task::spawn_blocking(move || looked_up(&spill, &keys))
+            .await
+            .map_err(|e| IndexError::Lost {
+                path: dir,
+                reason: e.to_string(),
+            })?
+            .map(ChunkHeld)
     }
 
     /// Bytes the entries held in memory take: the arena's and the table's
@@ -295,6 +316,20 @@ fn stored(arena: &[u8], at: u32) -> &[u8] {
         .and_then(|b| b.try_into().ok())
         .map_or(0, |b: [u8; 4]| u32::from_le_bytes(b) as usize);
     arena.get(at + 4..at + 4 + len).unwrap_or_default()
+}
+
+/// The receivers under `keys`, by position, from the spill. Asked in key
+/// order, so that lookups next to each other in the index are asked one
+/// after another.
+fn looked_up(spill: &Mutex<Spill>, keys: &[u128]) -> Result<Vec<Option<Held>>, IndexError> {
+    let spill = spill.lock().unwrap_or_else(|p| p.into_inner());
+    let mut order: Vec<usize> = (0..keys.len()).collect();
+    order.sort_unstable_by_key(|&i| keys[i]);
+    let mut held = vec![None; keys.len()];
+    for i in order {
+        held[i] = spilled(&spill, keys[i])?;
+    }
+    Ok(held)
 }
 
 /// The last receiver written under `key` (see the module's doc).
@@ -395,6 +430,58 @@ mod tests {
             per_receiver <= stored as f64 + 2.3 * TABLE_SLOT as f64,
             "{per_receiver} bytes a receiver, {stored} stored"
         );
+    }
+
+    /// Times at which a task beside the lookup ran (a request in flight
+    /// needs the same: a turn of the runtime), while `lookup` ran for at
+    /// least 100 ms: the longest wait between two turns, and the time.
+    async fn turns_during<F: std::future::Future<Output = ()>>(
+        mut lookup: impl FnMut() -> F,
+    ) -> (std::time::Duration, std::time::Duration) {
+        use std::time::{Duration, Instant};
+        let turns = Arc::new(Mutex::new(Vec::new()));
+        let t = turns.clone();
+        let beside = tokio::spawn(async move {
+            loop {
+                t.lock().unwrap().push(Instant::now());
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
+        });
+        tokio::task::yield_now().await;
+        let start = Instant::now();
+        while start.elapsed() < Duration::from_millis(100) {
+            lookup().await;
+        }
+        let took = start.elapsed();
+        beside.abort();
+        let mut times: Vec<Instant> = turns.lock().unwrap().clone();
+        times.retain(|t| *t >= start);
+        times.insert(0, start);
+        times.push(start + took);
+        let longest = times.windows(2).map(|w| w[1] - w[0]).max().unwrap();
+        (longest, took)
+    }
+
+    #[tokio::test]
+    async fn requests_in_flight_keep_their_turns_while_a_spilled_chunk_is_looked_up() {
+        let n = 5_000;
+        let index = index(n, 1);
+        assert!(index.is_spilled());
+        let asked: Vec<String> = (0..n).map(|i| format!("user{i}@example.com")).collect();
+        let (index, asked) = (&index, &asked);
+        // On the async thread (as before), nothing else runs meanwhile.
+        let (longest, took) = turns_during(|| async move {
+            assert!(index.chunk(asked).unwrap().get(n - 1).is_some());
+        })
+        .await;
+        assert!(longest * 4 > took, "{longest:?} of {took:?}");
+        // Off it, the task beside takes its turns all along.
+        let (longest, took) = turns_during(|| async move {
+            let chunk = index.chunk_off_thread(asked).await.unwrap();
+            assert!(chunk.get(n - 1).is_some());
+        })
+        .await;
+        assert!(longest * 4 < took, "{longest:?} of {took:?}");
     }
 
     #[test]

@@ -1,5 +1,8 @@
 //! The run journal: `.listpipe/journal/<pipeline>/<step>.jsonl`, one JSON
-//! line per event, append-only. A row is `start`ed before its write is sent
+//! line per event, append-only. `<pipeline>` is the pipeline's path from
+//! the working directory ([`crate::pipeline::state_name`]), so two
+//! same-named pipelines of two folders never share one; a run removes
+//! only the journals of its own steps. A row is `start`ed before its write is sent
 //! and `done` once the target confirmed it; each line carries the row key
 //! (source file, row number, email), the action and a hash of the row's
 //! body. A dedicated thread writes them ([`writer`]), one write per batch
@@ -11,29 +14,35 @@
 //! journal belongs to: `--resume` against another target is refused before
 //! anything is sent (see [`belongs_elsewhere`]).
 //!
+//! A row given up by a stop before any of its requests went (it waited for
+//! room, or for the rate) gets an `unsent` line after its `start`.
+//!
 //! `run --resume` reads the journal back: confirmed rows with the same hash
 //! are not re-sent if the target still holds them as sent (the caller checks
 //! against what the target holds, since a target can be restored from a
 //! backup); rows started but not confirmed (in flight) are checked against
 //! the target first. Lines that cannot be read (a torn last line, damage)
-//! are counted and reported. A run that completes removes its journal.
+//! are counted and reported. What was read is kept per row in bounded
+//! memory, spilled past a budget ([`index`]), and asked a chunk at a time. A run that completes removes its journal.
 //!
 //! A journal write that fails (a full disk) is never ignored: the first
 //! failure is kept, the run is asked to stop taking rows, and the step ends
 //! with an error naming the file ([`Journal::failure`]).
 
+mod index;
 mod writer;
 
 use super::{LoadError, Stop};
 use crate::api::ReceiverInput;
 use crate::pipeline::STATE_DIR;
 use sha2::{Digest, Sha256};
-use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use writer::{Failure, Writer};
+pub use index::Last;
+use index::Recorded;
+use writer::{Device, Failure, Writer};
 
 /// Confirmations between two fsyncs.
 pub const SYNC_EVERY: u64 = 256;
@@ -58,6 +67,9 @@ pub struct JournalOptions {
     pub target: String,
     /// Set when a journal write fails: the run takes no new rows.
     pub stop: Stop,
+    /// Rows of an earlier run's journal kept in memory; past this they go
+    /// to a temporary file ([`crate::spill::spill_after`]).
+    pub spill_after: usize,
 }
 
 /// The first line of a journal: what it belongs to.
@@ -108,25 +120,25 @@ pub struct Journal {
     path: PathBuf,
     /// Owns the file; keeps the first write that failed (the step ends with it).
     writer: Writer,
-    confirmed: HashMap<RowKey, String>,
-    in_flight: HashMap<RowKey, String>,
+    /// What an earlier run recorded, by row (bounded: it spills).
+    recorded: Recorded,
     unreadable: u64,
 }
 
-/// A journal read back: its header, its events, and how many lines could
-/// not be read.
+/// A journal read back: its header, and how many lines could not be read
+/// (its events went to the caller one by one).
 #[derive(Default)]
 struct ReadBack {
     header: Option<Header>,
-    lines: Vec<Line>,
     unreadable: u64,
     /// The file ends without a newline (a line torn by a kill).
     torn: bool,
 }
 
-/// Reads a journal line by line, bounded: a torn or garbled line is
-/// counted, not fatal; a line longer than [`MAX_LINE`] ends the reading.
-fn read_back(path: &Path, header_only: bool) -> std::io::Result<ReadBack> {
+/// Reads a journal line by line, bounded: each event goes to `each` as it
+/// is read (never all held); a torn or garbled line is counted, not fatal;
+/// a line longer than [`MAX_LINE`] ends the reading.
+fn read_back(path: &Path, header_only: bool, mut each: impl FnMut(Line)) -> std::io::Result<ReadBack> {
     let mut out = ReadBack::default();
     // Only regular files are read: a device or a pipe in the journal's
     // place is not a journal (and may never end).
@@ -156,7 +168,7 @@ fn read_back(path: &Path, header_only: bool) -> std::io::Result<ReadBack> {
             if header_only {
                 break;
             }
-            out.lines.push(l);
+            each(l);
         } else if let Ok(h) = serde_json::from_str::<Header>(text)
             && h.ev == "header"
             && out.header.is_none()
@@ -174,7 +186,7 @@ fn read_back(path: &Path, header_only: bool) -> std::io::Result<ReadBack> {
 
 /// The header of a leftover journal (`None`: none could be read).
 pub fn header(path: &Path) -> Option<Header> {
-    read_back(path, true).ok().and_then(|r| r.header)
+    read_back(path, true, |_| {}).ok().and_then(|r| r.header)
 }
 
 /// The message refusing `--resume` when a leftover journal belongs to
@@ -224,31 +236,68 @@ pub fn leftover(pipeline: &str) -> Vec<PathBuf> {
     found
 }
 
-/// Removes a pipeline's journals (`--discard-journal`, or a completed run).
-pub fn discard(pipeline: &str) -> std::io::Result<()> {
-    match std::fs::remove_dir_all(dir(pipeline)) {
-        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
-        _ => Ok(()),
+/// Removes the journals of `steps` of a pipeline (a completed run's own),
+/// and their folder once nothing else is in it: never another
+/// pipeline's state (`a/nightly`'s folder is inside `a`'s).
+pub fn discard(pipeline: &str, steps: &[&str]) -> std::io::Result<()> {
+    let dir = dir(pipeline);
+    for step in steps {
+        match std::fs::remove_file(dir.join(format!("{step}.jsonl"))) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+            _ => {}
+        }
     }
+    // Deliberately ignored: a folder still holding anything (another
+    // pipeline's folder, a journal of a step since renamed) stays.
+    let _ = std::fs::remove_dir(&dir);
+    Ok(())
+}
+
+/// Removes every journal an earlier run of a pipeline left
+/// (`--discard-journal`): the files [`leftover`] lists, nothing else.
+pub fn discard_leftover(pipeline: &str) -> std::io::Result<()> {
+    for path in leftover(pipeline) {
+        match std::fs::remove_file(&path) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+            _ => {}
+        }
+    }
+    // Deliberately ignored, as in `discard`.
+    let _ = std::fs::remove_dir(dir(pipeline));
+    Ok(())
+}
+
+/// A row's body that cannot be fingerprinted: it does not serialise as
+/// JSON (nor could it be sent). The row is refused with this reason.
+#[derive(Debug, thiserror::Error)]
+#[error("the row cannot be fingerprinted for the journal: its body does not serialise as JSON")]
+pub struct FingerprintError {
+    #[source]
+    pub cause: serde_json::Error,
 }
 
 /// A stable hash of a row's body: SHA-256 of its JSON, 16 bytes in hex.
-pub fn hash(body: &ReceiverInput) -> String {
+pub fn hash(body: &ReceiverInput) -> Result<String, FingerprintError> {
     // The JSON goes straight into the hasher, and the hex into one string:
     // a re-import hashes every row (the copies were a tenth of its
     // allocations, perf of issue 15).
     let mut hasher = Sha256::new();
-    if serde_json::to_writer(&mut hasher, body).is_err() {
-        hasher = Sha256::new();
-    }
+    serde_json::to_writer(&mut hasher, body).map_err(|cause| FingerprintError { cause })?;
     const HEX: &[u8; 16] = b"0123456789abcdef";
     let mut out = String::with_capacity(32);
     for b in &hasher.finalize()[..16] {
         out.push(HEX[usize::from(b >> 4)] as char);
         out.push(HEX[usize::from(b & 15)] as char);
     }
-    out
+    Ok(out)
 }
+
+/// Proof that a request's rows are journalled as started: their `start`
+/// lines are with the operating system. Only [`Journal::started`] makes
+/// one, and a write is sent only with one ([`super::write`]), so no row
+/// is ever sent beyond the journal's last written line.
+#[must_use = "a row is sent with it"]
+pub struct Started(());
 
 impl Journal {
     /// Opens the journal of `step` (writing `group`) for appending; with
@@ -259,20 +308,17 @@ impl Journal {
             path: path.clone(),
             message: e.to_string(),
         };
-        let (mut confirmed, mut in_flight) = (HashMap::new(), HashMap::new());
+        let mut recorded = Recorded::new(opts.spill_after);
         let mut back = ReadBack::default();
         if opts.resume && path.exists() {
-            back = read_back(&path, false).map_err(err)?;
-            for l in std::mem::take(&mut back.lines) {
-                let key = (l.file, l.row, l.email);
-                if l.ev == "done" {
-                    in_flight.remove(&key);
-                    confirmed.insert(key, l.hash);
-                } else {
-                    confirmed.remove(&key);
-                    in_flight.insert(key, l.hash);
+            let mut spilled = Ok(());
+            back = read_back(&path, false, |l| {
+                if spilled.is_ok() {
+                    spilled = recorded.record(&(l.file, l.row, l.email), &l.ev, &l.hash);
                 }
-            }
+            })
+            .map_err(err)?;
+            spilled.and_then(|()| recorded.flush()).map_err(spill_error)?;
         }
         std::fs::create_dir_all(dir(&opts.pipeline)).map_err(err)?;
         let mut file = OpenOptions::new()
@@ -300,7 +346,7 @@ impl Journal {
                 .and_then(|_| file.sync_data())
                 .map_err(err)?;
         }
-        Journal::with_file(path, file, opts.stop.clone(), confirmed, in_flight).map(|mut j| {
+        Journal::with_file(path, file, opts.stop.clone(), recorded).map(|mut j| {
             j.unreadable = back.unreadable;
             j
         })
@@ -309,10 +355,9 @@ impl Journal {
     /// A journal appending to `file` through its writer thread.
     fn with_file(
         path: PathBuf,
-        file: File,
+        file: impl Device,
         stop: Stop,
-        confirmed: HashMap<RowKey, String>,
-        in_flight: HashMap<RowKey, String>,
+        recorded: Recorded,
     ) -> Result<Journal, LoadError> {
         let writer =
             Writer::start(file, Arc::new(Failure::new(stop))).map_err(|e| LoadError::Output {
@@ -322,8 +367,7 @@ impl Journal {
         Ok(Journal {
             path,
             writer,
-            confirmed,
-            in_flight,
+            recorded,
             unreadable: 0,
         })
     }
@@ -348,39 +392,46 @@ impl Journal {
         &self.path
     }
 
-    /// Whether an earlier run recorded the row: only then does [`prior`]
-    /// need its hash (a run that resumes nothing hashes only what it sends).
-    ///
-    /// [`prior`]: Journal::prior
-    pub fn knows(&self, key: &RowKey) -> bool {
-        self.in_flight.contains_key(key) || self.confirmed.contains_key(key)
+    /// Whether an earlier run recorded any row: only then are a chunk's
+    /// rows asked of it ([`Journal::recorded`]).
+    pub fn resumes(&self) -> bool {
+        !self.recorded.is_empty()
     }
 
-    /// What an earlier run recorded of `key`, sent with body hash `hash`.
-    pub fn prior(&self, key: &RowKey, hash: &str) -> Prior {
-        if self.confirmed.get(key).is_some_and(|h| h == hash) {
-            Prior::Confirmed
-        } else if self.in_flight.contains_key(key) || self.confirmed.contains_key(key) {
-            // Confirmed with another body, or sent and never confirmed:
-            // either way the target decides.
-            Prior::InFlight
-        } else {
-            Prior::New
-        }
+    /// What an earlier run recorded last of each of `rows` (`None`: nothing),
+    /// by position: [`Last::prior`] says what it means for the row's body.
+    pub async fn recorded(&self, rows: &[RowKey]) -> Result<Vec<Option<Last>>, LoadError> {
+        self.recorded.chunk(rows).await.map_err(spill_error)
     }
 
     /// Records that the rows' writes are about to be sent (one request's
-    /// rows), and returns once the lines are with the operating system.
-    pub async fn started(&self, rows: &[Entry<'_>]) {
+    /// rows), and returns once the lines are with the operating system:
+    /// the [`Started`] that sending them needs. A line that could not be
+    /// written is the step's error (the run stops taking rows).
+    pub async fn started(&self, rows: &[Entry<'_>]) -> Result<Started, LoadError> {
         let bytes = self.lines("start", rows);
-        self.writer.append(bytes, 0, true).await;
+        match self.writer.written(bytes, 0).await {
+            Ok(()) => Ok(Started(())),
+            Err(message) => Err(LoadError::Output {
+                path: self.path.clone(),
+                message,
+            }),
+        }
     }
 
     /// Records that the target confirmed the rows' writes (what one answer
     /// acknowledged); waits only for room in the writer's queue.
     pub async fn confirmed(&self, rows: &[Entry<'_>]) {
         let bytes = self.lines("done", rows);
-        self.writer.append(bytes, rows.len() as u64, false).await;
+        self.writer.append(bytes, rows.len() as u64).await;
+    }
+
+    /// Records that the rows' writes, `start`ed, were never sent (a stop
+    /// came first): a resume takes them as rows no run has sent. Waits
+    /// only for room in the writer's queue.
+    pub async fn unsent(&self, rows: &[Entry<'_>]) {
+        let bytes = self.lines("unsent", rows);
+        self.writer.append(bytes, 0).await;
     }
 
     /// The JSON lines of `rows` for event `ev`, one buffer.
@@ -426,9 +477,25 @@ pub fn leftover_message(pipeline_file: &Path, found: &[PathBuf]) -> String {
 
 /// Parses the journal lines of a file (for tests and tools): (event, email).
 pub fn read_events(path: &Path) -> Vec<(String, String)> {
-    read_back(path, false)
-        .map(|r| r.lines.into_iter().map(|l| (l.ev, l.email)).collect())
-        .unwrap_or_default()
+    let mut events = Vec::new();
+    // Deliberately: for a test or a tool, a journal that cannot be read
+    // (none yet) has no events.
+    if read_back(path, false, |l| events.push((l.ev, l.email))).is_err() {
+        events.clear();
+    }
+    events
+}
+
+/// The temporary file of the journal's rows could not be written or read
+/// (most often a full `TMPDIR`): the run stops naming the folder.
+fn spill_error(e: crate::spill::SpillError) -> LoadError {
+    let (path, message) = e.dir_and_reason();
+    LoadError::Output {
+        path,
+        message: format!(
+            "{message} (the temporary file of an earlier run's journal: set TMPDIR to a folder with room)"
+        ),
+    }
 }
 
 #[cfg(test)]

@@ -9,6 +9,7 @@ pub mod breaker;
 mod chunk;
 pub mod controller;
 mod diff;
+mod flow;
 mod held;
 pub mod identity;
 pub mod import;
@@ -145,14 +146,36 @@ pub struct WriteOptions {
 
 /// A stop request shared between the signal handler and the write loops.
 #[derive(Debug, Clone, Default)]
-pub struct Stop(Arc<AtomicBool>);
+pub struct Stop(Arc<StopState>);
+
+#[derive(Debug, Default)]
+struct StopState {
+    set: AtomicBool,
+    /// Wakes what waits for the stop ([`Stop::stopped`]).
+    told: tokio::sync::Notify,
+}
 
 impl Stop {
     pub fn set(&self) {
-        self.0.store(true, Ordering::SeqCst);
+        self.0.set.store(true, Ordering::SeqCst);
+        self.0.told.notify_waiters();
     }
     pub fn is_set(&self) -> bool {
-        self.0.load(Ordering::SeqCst)
+        self.0.set.load(Ordering::SeqCst)
+    }
+    /// Returns once the stop is set.
+    pub async fn stopped(&self) {
+        loop {
+            let told = self.0.told.notified();
+            let mut told = std::pin::pin!(told);
+            // Registered before the flag is read: a `set` between the two
+            // still wakes it.
+            told.as_mut().enable();
+            if self.is_set() {
+                return;
+            }
+            told.await;
+        }
     }
 }
 

@@ -7,7 +7,7 @@ use super::diff::{Held, changed_fields, clear, update_body};
 use super::held::ChunkHeld;
 use super::journal::{self, Journal, Prior};
 use super::target::Connected;
-use super::write::{self, WriteError};
+use super::write::{self, Wire, WriteError};
 use super::{Action, WriteOptions};
 use crate::api::{Id, ReceiverInput, ReceiverRow};
 use crate::hash::FastSet;
@@ -25,6 +25,21 @@ pub(super) enum RowResult {
         index: usize,
         error: WriteError,
     },
+    /// Not sent: its journal line could not be written (the step ends
+    /// with that error; the row counts as not started).
+    NotStarted,
+}
+
+/// A row whose body cannot be fingerprinted for the journal: refused,
+/// with the reason and its cause.
+fn unfingerprinted(index: usize, e: &journal::FingerprintError) -> RowResult {
+    RowResult::Failed {
+        index,
+        error: WriteError {
+            reason: format!("{e}: {}", e.cause),
+            transient: false,
+        },
+    }
 }
 
 /// A row that needs a write: what to send and how to journal it.
@@ -49,10 +64,7 @@ impl Pending {
 }
 
 /// What a row needs, decided against what the target holds.
-pub(super) enum Decision {
-    Finished(RowResult),
-    Send(Box<Pending>),
-}
+pub(super) type Decision = super::flow::Decision<RowResult, Box<Pending>>;
 
 /// What every row of a step shares.
 pub(super) struct Rows<'a> {
@@ -68,6 +80,9 @@ pub(super) struct Rows<'a> {
     pub(super) run_time: i64,
     pub(super) gid: Option<Id>,
     pub(super) journal: Option<&'a Journal>,
+    /// What an earlier run's journal recorded last of each row of the
+    /// chunk (empty when it recorded nothing).
+    pub(super) recorded: &'a [Option<journal::Last>],
     /// Cleared when the target answers the batch upsert with "no such route".
     pub(super) batches: AtomicBool,
     pub(super) retried: AtomicU64,
@@ -77,6 +92,32 @@ pub(super) struct Rows<'a> {
 }
 
 impl Rows<'_> {
+    /// `requests` (a write of rows journalled as started, or a look at the
+    /// target), given up when the run is stopped: at once while none of its
+    /// requests is on the wire (waiting for room, a rate or a retry's
+    /// backoff), else as soon as the answer is in. A stop so ends within a
+    /// request's timeout whatever the rate; the journal keeps the rows as
+    /// started (or, when none of its requests went, as never sent) and
+    /// `--resume` checks them. `None`: given up.
+    async fn unless_stopped<T>(
+        &self,
+        wire: &Wire,
+        requests: impl std::future::Future<Output = T>,
+    ) -> Option<T> {
+        let stopped = async {
+            self.opts.stop.stopped().await;
+            // Polled, not woken: only while a stopped run finishes.
+            while wire.on() {
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            }
+        };
+        tokio::select! {
+            biased;
+            done = requests => Some(done),
+            () = stopped => None,
+        }
+    }
+
     /// The row as every run sends it, as the journal hashes it: without the
     /// times that only a create sends (copied only when there are any).
     fn stable<'r>(&self, input: &'r ReceiverInput) -> std::borrow::Cow<'r, ReceiverInput> {
@@ -107,12 +148,17 @@ impl Rows<'_> {
         // unchanged re-import's client was hashing rows, issue 15).
         let mut hashed = None;
         let mut fetched = None;
-        if let (Some(j), Some(g)) = (self.journal, self.gid)
-            && j.knows(&key)
-        {
+        if let (Some(_), Some(g), Some(last)) = (
+            self.journal,
+            self.gid,
+            self.recorded.get(i).and_then(Option::as_ref),
+        ) {
             let stable = self.stable(&input);
-            let h = journal::hash(&stable);
-            match j.prior(&key, &h) {
+            let h = match journal::hash(&stable) {
+                Ok(h) => h,
+                Err(e) => return finished(unfingerprinted(i, &e)),
+            };
+            match last.prior(&h) {
                 // Confirmed earlier and still held by the target as sent:
                 // not sent again. A target restored from a backup (or
                 // emptied) no longer holds it, so it is sent again: the
@@ -126,12 +172,16 @@ impl Rows<'_> {
                 }
                 Prior::InFlight => {
                     self.checked.fetch_add(1, Ordering::Relaxed);
-                    match write::fetch(self.conn, g, email, self.opts.retries, &self.retried).await
-                    {
-                        Ok(r) => {
+                    let wire = Wire::default();
+                    let look =
+                        write::fetch(self.conn, g, email, self.opts.retries, &self.retried, &wire);
+                    match self.unless_stopped(&wire, look).await {
+                        Some(Ok(r)) => {
                             fetched = Some(r.as_ref().map(|r| Held::from(&ReceiverRow::from(r))))
                         }
-                        Err(error) => return finished(RowResult::Failed { index: i, error }),
+                        Some(Err(error)) => return finished(RowResult::Failed { index: i, error }),
+                        // A look only: nothing of the row was sent.
+                        None => return finished(RowResult::NotStarted),
                     }
                 }
                 Prior::New => {}
@@ -139,11 +189,12 @@ impl Rows<'_> {
             hashed = Some(h);
         }
         // The journal's hash of a row about to be sent.
-        let hash_to_send = |input: &ReceiverInput, hashed: Option<String>| {
-            hashed.or_else(|| {
-                (self.journal.is_some() && self.gid.is_some())
-                    .then(|| journal::hash(&self.stable(input)))
-            })
+        let hash_to_send = |input: &ReceiverInput, hashed: Option<String>| match hashed {
+            Some(h) => Ok(Some(h)),
+            None if self.journal.is_some() && self.gid.is_some() => {
+                journal::hash(&self.stable(input)).map(Some)
+            }
+            None => Ok(None),
         };
         let have = match &fetched {
             Some(r) => r.as_ref(),
@@ -153,7 +204,10 @@ impl Rows<'_> {
             // Consent is the row's: one that states no state is created
             // registered, awaiting activation, whatever the other rows say.
             None => {
-                hashed = hash_to_send(&input, hashed);
+                hashed = match hash_to_send(&input, hashed) {
+                    Ok(h) => h,
+                    Err(e) => return finished(unfingerprinted(i, &e)),
+                };
                 (
                     Action::Create,
                     Some(consent::create_body(input, self.run_time)),
@@ -174,20 +228,26 @@ impl Rows<'_> {
                     (Action::Unchanged, None, String::new())
                 } else {
                     // Hashed as `stable`: every create-only time cleared.
-                    hashed = hash_to_send(&input, hashed);
+                    hashed = match hash_to_send(&input, hashed) {
+                        Ok(h) => h,
+                        Err(e) => return finished(unfingerprinted(i, &e)),
+                    };
                     let body = update_body(input, have);
                     (Action::Update, Some(body), fields.join(" "))
                 }
             }
         };
-        match (body, self.gid, self.opts.dry_run) {
-            (Some(body), Some(_), false) => Decision::Send(Box::new(Pending {
+        // A row is sent only through the journal (whose `start` it needs),
+        // which every run that writes has: a dry run, or a step whose group
+        // does not exist yet in one, sends nothing.
+        match (body, self.gid, self.journal, hashed, self.opts.dry_run) {
+            (Some(body), Some(_), Some(_), Some(hash), false) => Decision::Send(Box::new(Pending {
                 index: i,
                 action,
                 body,
                 detail,
                 key,
-                hash: hashed.unwrap_or_default(),
+                hash,
             })),
             _ => finished(RowResult::Done(action, detail)),
         }
@@ -195,19 +255,24 @@ impl Rows<'_> {
 
     /// Sends one receiver through the spec's single-receiver endpoints.
     pub(super) async fn send_one(&self, p: Pending) -> RowResult {
-        let Some(g) = self.gid else {
+        let (Some(g), Some(j)) = (self.gid, self.journal) else {
             return RowResult::Done(p.action, p.detail);
         };
-        if let Some(j) = self.journal {
-            j.started(&[p.entry(p.action)]).await;
-        }
+        // No `start` written, nothing sent: the journal's failure ends the
+        // step (import.rs), and the row counts as not started.
+        let Ok(started) = j.started(&[p.entry(p.action)]).await else {
+            return RowResult::NotStarted;
+        };
         let sent = p.body.orders.as_ref().map_or(0, Vec::len) as u64;
         let email = &self.emails[p.index];
+        let wire = Wire::default();
         let counted = write::Counted {
             retried: &self.retried,
             requests: &self.write_requests,
+            wire: &wire,
         };
-        match write::write(
+        let write = write::write(
+            &started,
             self.conn,
             g,
             email,
@@ -215,14 +280,17 @@ impl Rows<'_> {
             &p.body,
             self.opts.retries,
             counted,
-        )
-        .await
-        {
+        );
+        let Some(written) = self.unless_stopped(&wire, write).await else {
+            if !wire.went() {
+                j.unsent(&[p.entry(p.action)]).await;
+            }
+            return RowResult::NotStarted;
+        };
+        match written {
             Ok(a) => {
                 self.orders_sent.fetch_add(sent, Ordering::Relaxed);
-                if let Some(j) = self.journal {
-                    j.confirmed(&[p.entry(a)]).await;
-                }
+                j.confirmed(&[p.entry(a)]).await;
                 RowResult::Done(a, p.detail)
             }
             Err(error) => RowResult::Failed {
@@ -235,24 +303,39 @@ impl Rows<'_> {
     /// Sends rows as batch upserts (one request, one transaction on the
     /// target); without the extension on the target, one by one.
     pub(super) async fn send_batch(&self, batch: Vec<Pending>) -> Vec<(usize, RowResult)> {
-        let Some(g) = self.gid else {
+        let (Some(g), Some(j)) = (self.gid, self.journal) else {
             return Vec::new();
         };
         if !self.batches.load(Ordering::Relaxed) {
             return self.send_each(batch).await;
         }
         // One journal write for the request's rows before it is sent, one
-        // for what its answer acknowledged.
-        if let Some(j) = self.journal {
-            let entries: Vec<_> = batch.iter().map(|p| p.entry(p.action)).collect();
-            j.started(&entries).await;
-        }
+        // for what its answer acknowledged. No `start`, nothing sent.
+        let entries: Vec<_> = batch.iter().map(|p| p.entry(p.action)).collect();
+        let Ok(started) = j.started(&entries).await else {
+            return batch
+                .iter()
+                .map(|p| (p.index, RowResult::NotStarted))
+                .collect();
+        };
         let bodies: Vec<&ReceiverInput> = batch.iter().map(|p| &p.body).collect();
+        let wire = Wire::default();
         let counted = write::Counted {
             retried: &self.retried,
             requests: &self.write_requests,
+            wire: &wire,
         };
-        match write::upsert(self.conn, g, &bodies, self.opts.retries, counted).await {
+        let answer = write::upsert(&started, self.conn, g, &bodies, self.opts.retries, counted);
+        let Some(answer) = self.unless_stopped(&wire, answer).await else {
+            if !wire.went() {
+                j.unsent(&entries).await;
+            }
+            return batch
+                .iter()
+                .map(|p| (p.index, RowResult::NotStarted))
+                .collect();
+        };
+        match answer {
             Ok(statuses) => {
                 let items: Vec<(Pending, Result<Action, String>)> = batch
                     .into_iter()
@@ -262,13 +345,11 @@ impl Rows<'_> {
                         (p, done)
                     })
                     .collect();
-                if let Some(j) = self.journal {
-                    let entries: Vec<_> = items
-                        .iter()
-                        .filter_map(|(p, done)| done.as_ref().ok().map(|a| p.entry(*a)))
-                        .collect();
-                    j.confirmed(&entries).await;
-                }
+                let entries: Vec<_> = items
+                    .iter()
+                    .filter_map(|(p, done)| done.as_ref().ok().map(|a| p.entry(*a)))
+                    .collect();
+                j.confirmed(&entries).await;
                 items
                     .into_iter()
                     .map(|(p, done)| {

@@ -1,10 +1,13 @@
 //! One receiver write, safe to repeat, and the look at the target that a
-//! resumed run takes for a row an earlier run left in flight.
+//! resumed run takes for a row an earlier run left in flight. A write is
+//! sent only with the journal's [`Started`] for its rows.
 
+use super::journal::Started;
 use super::target::Connected;
 use super::{Action, retry};
 use crate::api::{Id, Receiver, ReceiverInput, detail};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::future::Future;
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 
 /// Why a write failed, and whether trying again later may succeed (the
 /// target unreachable or overloaded through every retry).
@@ -20,7 +23,9 @@ pub struct WriteError {
 /// carrying the same full body, so nothing of the row is lost. A create
 /// that met a 409 only after one of its own attempts failed in transit is
 /// still reported as a create: that attempt made the receiver.
+#[allow(clippy::too_many_arguments)]
 pub async fn write(
+    _started: &Started,
     conn: &Connected,
     g: Id,
     email: &str,
@@ -30,7 +35,11 @@ pub async fn write(
     counted: Counted<'_>,
 ) -> Result<Action, WriteError> {
     let c = &conn.client;
-    let Counted { retried, requests } = counted;
+    let Counted {
+        retried,
+        requests,
+        wire,
+    } = counted;
     let sent = || requests.fetch_add(1, Ordering::Relaxed);
     let fail = |e: crate::client::ClientError| WriteError {
         transient: e.is_transient(),
@@ -41,7 +50,7 @@ pub async fn write(
         let own = AtomicU64::new(0);
         let created = retry::retrying(conn, retries, &own, || {
             sent();
-            c.create_receiver_unread(g, body)
+            on_wire(wire, c.create_receiver_unread(g, body))
         })
         .await;
         let own_retries = own.load(Ordering::Relaxed);
@@ -58,18 +67,50 @@ pub async fn write(
     }
     retry::retrying(conn, retries, retried, || {
         sent();
-        c.update_receiver_unread(g, email, body)
+        on_wire(wire, c.update_receiver_unread(g, email, body))
     })
     .await
     .map(|_| done)
     .map_err(fail)
 }
 
-/// Where a write counts its retries and the requests it sent.
+/// Where a write counts its retries and the requests it sent, and says
+/// whether one of its requests is on the wire now.
 #[derive(Clone, Copy)]
 pub struct Counted<'a> {
     pub retried: &'a AtomicU64,
     pub requests: &'a AtomicU64,
+    pub wire: &'a Wire,
+}
+
+/// Where a write's requests are: none sent yet, one on the wire, or
+/// answered. A stop gives a write up at once unless a request is on the
+/// wire (rows.rs), and a write none of whose requests went is journalled
+/// as never sent.
+#[derive(Default)]
+pub struct Wire(AtomicU8);
+
+impl Wire {
+    const ON: u8 = 1;
+    const ANSWERED: u8 = 2;
+
+    /// A request of the write is on the wire now.
+    pub fn on(&self) -> bool {
+        self.0.load(Ordering::SeqCst) == Self::ON
+    }
+
+    /// A request of the write was sent (the target may hold it).
+    pub fn went(&self) -> bool {
+        self.0.load(Ordering::SeqCst) != 0
+    }
+}
+
+/// `request`, its time on the wire told to `wire`.
+async fn on_wire<T>(wire: &Wire, request: impl Future<Output = T>) -> T {
+    wire.0.store(Wire::ON, Ordering::SeqCst);
+    let answer = request.await;
+    wire.0.store(Wire::ANSWERED, Ordering::SeqCst);
+    answer
 }
 
 /// What one item of a batch upsert did.
@@ -95,6 +136,7 @@ pub enum BatchError {
 /// the same values leaves the same receiver, orders are keyed by order and
 /// product id, tags are only added.
 pub async fn upsert(
+    _started: &Started,
     conn: &Connected,
     g: Id,
     bodies: &[&ReceiverInput],
@@ -104,7 +146,7 @@ pub async fn upsert(
     let own = AtomicU64::new(0);
     let answer = retry::retrying(conn, retries, &own, || {
         counted.requests.fetch_add(1, Ordering::Relaxed);
-        conn.client.upsert_receivers(g, bodies)
+        on_wire(counted.wire, conn.client.upsert_receivers(g, bodies))
     })
     .await;
     let repeated = own.load(Ordering::Relaxed) > 0;
@@ -147,10 +189,11 @@ pub async fn fetch(
     email: &str,
     retries: u32,
     retried: &AtomicU64,
+    wire: &Wire,
 ) -> Result<Option<Receiver>, WriteError> {
     let c = &conn.client;
     match retry::retrying(conn, retries, retried, || {
-        c.group_receiver(g, email, detail::ALL)
+        on_wire(wire, c.group_receiver(g, email, detail::ALL))
     })
     .await
     {

@@ -48,8 +48,11 @@ pub struct Pipeline {
     pub file: PathBuf,
     /// Relative paths in the file are relative to its folder.
     pub base_dir: PathBuf,
-    /// The file name without extension; names rejects and reports.
+    /// The file name without extension; names reports and the ledger.
     pub name: String,
+    /// Where the run's own state of this pipeline lives under
+    /// `.listpipe/<kind>/` (journals, rejects): see [`state_name`].
+    pub state: String,
     pub target: Target,
     /// In file order.
     pub steps: Vec<Step>,
@@ -449,6 +452,37 @@ impl OrderField {
 pub struct PipelineError(pub Vec<String>);
 
 /// Reads, parses and checks a pipeline file (offline).
+/// What keys the state of the pipeline at `path` (named `stem`): its path
+/// from the working directory without the extension (`nightly`,
+/// `a/nightly`), so that two same-named pipelines of two folders keep their
+/// journals and rejects apart; a pipeline outside the working directory,
+/// its name and the start of a hash of its canonical path
+/// (`nightly-1f3a9c2e`). Never the bare file name: `a/nightly.toml` and
+/// `b/nightly.toml` run from one folder once wrote one journal.
+pub fn state_name(path: &Path, stem: &str) -> String {
+    use sha2::{Digest, Sha256};
+    let canonical = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    let inside = std::env::current_dir()
+        .and_then(std::fs::canonicalize)
+        .ok()
+        .and_then(|cwd| canonical.strip_prefix(cwd).ok().map(Path::to_path_buf))
+        .filter(|rel| rel.components().all(|c| matches!(c, std::path::Component::Normal(_))));
+    match inside {
+        Some(rel) => {
+            let rel = rel.with_extension("");
+            let parts: Vec<String> = rel
+                .components()
+                .map(|c| c.as_os_str().to_string_lossy().into_owned())
+                .collect();
+            parts.join("/")
+        }
+        None => {
+            let digest = Sha256::digest(canonical.to_string_lossy().as_bytes());
+            format!("{stem}-{}", &hex::encode(digest)[..8])
+        }
+    }
+}
+
 pub fn load(path: &Path) -> Result<Pipeline, PipelineError> {
     let text = std::fs::read_to_string(path).map_err(|e| {
         PipelineError(vec![format!(

@@ -43,6 +43,8 @@ pub fn parse(path: &Path, text: &str) -> Result<Pipeline, PipelineError> {
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_else(|| "pipeline".into());
+    // Rejects are kept by what the pipeline is, not its file's bare name.
+    let state = super::state_name(path, &name);
     let mut p = Parser {
         ctx: Ctx::new(text),
         base_dir: base_dir.clone(),
@@ -85,9 +87,9 @@ pub fn parse(path: &Path, text: &str) -> Result<Pipeline, PipelineError> {
             };
             // A preset's import may bring blacklist steps that run before it.
             let made: Vec<Step> = match key {
-                "import" => p.import_steps(&t, &name, n),
+                "import" => p.import_steps(&t, &state, n),
                 "blacklist" => p
-                    .blacklist(&t, &name, n)
+                    .blacklist(&t, &state, n)
                     .map(Step::Blacklist)
                     .into_iter()
                     .collect(),
@@ -113,6 +115,7 @@ pub fn parse(path: &Path, text: &str) -> Result<Pipeline, PipelineError> {
         file: path.to_path_buf(),
         base_dir,
         name,
+        state,
         target,
         steps: steps.into_iter().map(|(_, s)| s).collect(),
     })

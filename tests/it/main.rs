@@ -39,6 +39,7 @@ mod properties;
 mod receivers;
 mod rejects;
 mod reliability;
+mod resume;
 mod remote;
 mod s3;
 mod safety;

@@ -10,16 +10,18 @@
 //! so under load the rows acknowledged together are written together, and
 //! a lone row is written at once.
 //!
-//! `start` lines are awaited: a request is sent only once its `start` is
-//! with the operating system, as when the lines were written in place, so a
-//! `kill -9` of listpipe can never leave a sent row without a trace. `done`
+//! `start` lines are awaited, and their answer is the write's `Result`: a
+//! request is sent only with the [`Started`](super::Started) that a written
+//! `start` gives, so a `kill -9` of listpipe can never leave a sent row
+//! without a trace, and a line the disk refused sends nothing. After a
+//! failed write nothing more is written (the file may end in part of a
+//! line): every later line is answered with the first failure. `done`
 //! lines are not awaited: a `done` lost to a kill leaves a `start`, and a
 //! resumed run checks that row against the target (never writes it twice).
 //! Every [`SYNC_EVERY`](super::SYNC_EVERY) `done` lines, and when asked
 //! ([`Writer::sync`]), the file is fsync'd.
 
 use super::super::Stop;
-use std::fs::File;
 use std::io::Write;
 use std::sync::{Arc, Mutex};
 use tokio::sync::{mpsc, oneshot};
@@ -27,17 +29,36 @@ use tokio::sync::{mpsc, oneshot};
 /// Messages waiting for the thread, at most; a worker waits for room.
 const QUEUED: usize = 64;
 
+/// Where a journal's lines go: a file, or in tests a device that fails.
+pub(super) trait Device: Write + Send + 'static {
+    /// Makes what was written durable (`fsync`).
+    fn sync(&mut self) -> std::io::Result<()>;
+}
+
+impl Device for std::fs::File {
+    fn sync(&mut self) -> std::io::Result<()> {
+        self.sync_data()
+    }
+}
+
+/// The answer to a message: written (and synced when asked), or the
+/// message of the write that failed.
+type Ack = oneshot::Sender<Result<(), String>>;
+
 enum Msg {
     /// Lines to append (`done` of them are confirmations); `ack` is
     /// answered once they reached the operating system (or failed).
     Lines {
         bytes: Vec<u8>,
         done: u64,
-        ack: Option<oneshot::Sender<()>>,
+        ack: Option<Ack>,
     },
     /// Make everything before it durable, then answer.
-    Sync(oneshot::Sender<()>),
+    Sync(Ack),
 }
+
+/// The message of a writer thread that is gone.
+const STOPPED: &str = "the journal's writer has stopped";
 
 /// The first failed write (the step ends with it) and the run's stop.
 pub(super) struct Failure {
@@ -81,7 +102,7 @@ pub(super) struct Writer {
 
 impl Writer {
     /// Starts the thread that appends to `file`.
-    pub(super) fn start(file: File, failure: Arc<Failure>) -> std::io::Result<Writer> {
+    pub(super) fn start(file: impl Device, failure: Arc<Failure>) -> std::io::Result<Writer> {
         let (tx, rx) = mpsc::channel(QUEUED);
         let f = failure.clone();
         let thread = std::thread::Builder::new()
@@ -98,45 +119,69 @@ impl Writer {
         &self.failure
     }
 
-    async fn send(&self, msg: Msg) {
+    /// Hands `msg` to the thread; `Err` when the thread is gone (the run's
+    /// failure is set).
+    async fn send(&self, msg: Msg) -> Result<(), String> {
         let sent = match &self.tx {
             Some(tx) => tx.send(msg).await.is_ok(),
             None => false,
         };
-        if !sent {
-            self.failure
-                .fail(std::io::Error::other("the journal's writer has stopped"));
+        if sent {
+            Ok(())
+        } else {
+            self.failure.fail(std::io::Error::other(STOPPED));
+            Err(STOPPED.to_string())
         }
     }
 
-    /// Appends `bytes` (whole lines, `done` of them confirmations); with
-    /// `wait`, returns once they are with the operating system.
-    pub(super) async fn append(&self, bytes: Vec<u8>, done: u64, wait: bool) {
+    /// The thread's answer to a message, or the failure of a thread gone.
+    async fn answer(&self, rx: oneshot::Receiver<Result<(), String>>) -> Result<(), String> {
+        rx.await.unwrap_or_else(|_| {
+            self.failure.fail(std::io::Error::other(STOPPED));
+            Err(STOPPED.to_string())
+        })
+    }
+
+    /// Appends `bytes` (whole lines, `done` of them confirmations) and
+    /// returns once they are with the operating system: `Err` with the
+    /// failure's message when they are not (and never will be).
+    pub(super) async fn written(&self, bytes: Vec<u8>, done: u64) -> Result<(), String> {
+        if bytes.is_empty() {
+            return self.failure.message().map_or(Ok(()), Err);
+        }
+        let (tx, rx) = oneshot::channel();
+        self.send(Msg::Lines {
+            bytes,
+            done,
+            ack: Some(tx),
+        })
+        .await?;
+        self.answer(rx).await
+    }
+
+    /// Appends `bytes` without waiting for the write (a failure is kept
+    /// and stops the run); waits only for room in the queue.
+    pub(super) async fn append(&self, bytes: Vec<u8>, done: u64) {
         if bytes.is_empty() {
             return;
         }
-        let (ack, answered) = if wait {
-            let (tx, rx) = oneshot::channel();
-            (Some(tx), Some(rx))
-        } else {
-            (None, None)
-        };
-        self.send(Msg::Lines { bytes, done, ack }).await;
-        if let Some(rx) = answered
-            && rx.await.is_err()
-        {
-            self.failure
-                .fail(std::io::Error::other("the journal's writer has stopped"));
-        }
+        // A failure is the run's (kept in `failure`): nothing waits on it here.
+        let _ = self
+            .send(Msg::Lines {
+                bytes,
+                done,
+                ack: None,
+            })
+            .await;
     }
 
-    /// Returns once everything appended before is durable.
+    /// Returns once everything appended before is durable; a failure is
+    /// kept in [`Writer::failure`].
     pub(super) async fn sync(&self) {
         let (tx, rx) = oneshot::channel();
-        self.send(Msg::Sync(tx)).await;
-        if rx.await.is_err() {
-            self.failure
-                .fail(std::io::Error::other("the journal's writer has stopped"));
+        if self.send(Msg::Sync(tx)).await.is_ok() {
+            // The failure, if any, is kept in `failure` by the thread.
+            let _ = self.answer(rx).await;
         }
     }
 }
@@ -145,18 +190,32 @@ impl Drop for Writer {
     fn drop(&mut self) {
         // Closing the channel lets the thread write what is queued and end.
         drop(self.tx.take());
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
+        let Some(t) = self.thread.take() else {
+            return;
+        };
+        // Joined off the async threads (the queue may hold an fsync): a
+        // runtime waits for its blocking tasks when it shuts down, so the
+        // lines still reach the file before the process ends.
+        let join = move || {
+            if t.join().is_err() {
+                tracing::error!("the journal's writer thread panicked");
+            }
+        };
+        match tokio::runtime::Handle::try_current() {
+            Ok(rt) => drop(rt.spawn_blocking(join)),
+            Err(_) => join(),
         }
     }
 }
 
 /// The thread: takes the first waiting message, then everything else
 /// already queued, and appends them with one write.
-fn run(mut file: File, mut rx: mpsc::Receiver<Msg>, failure: &Failure) {
+fn run(mut file: impl Device, mut rx: mpsc::Receiver<Msg>, failure: &Failure) {
     let mut confirmations = 0u64;
     let mut bytes = Vec::new();
     let mut acks = Vec::new();
+    // The first failure: nothing is written after it.
+    let mut broken: Option<String> = None;
     while let Some(first) = rx.blocking_recv() {
         let mut sync = false;
         let before = confirmations;
@@ -179,21 +238,26 @@ fn run(mut file: File, mut rx: mpsc::Receiver<Msg>, failure: &Failure) {
             }
             next = rx.try_recv().ok();
         }
-        let mut written = if bytes.is_empty() {
-            Ok(())
-        } else {
-            file.write_all(&bytes)
-        };
-        let due = before / super::SYNC_EVERY != confirmations / super::SYNC_EVERY;
-        if written.is_ok() && (sync || due) {
-            written = file.sync_data();
-        }
-        if let Err(e) = written {
-            failure.fail(e);
+        if broken.is_none() {
+            let mut written = if bytes.is_empty() {
+                Ok(())
+            } else {
+                file.write_all(&bytes)
+            };
+            let due = before / super::SYNC_EVERY != confirmations / super::SYNC_EVERY;
+            if written.is_ok() && (sync || due) {
+                written = file.sync();
+            }
+            if let Err(e) = written {
+                broken = Some(e.to_string());
+                failure.fail(e);
+            }
         }
         bytes.clear();
+        let answer = broken.clone().map_or(Ok(()), Err);
         for ack in acks.drain(..) {
-            let _ = ack.send(());
+            // A worker that gave up waiting needs no answer.
+            let _ = ack.send(answer.clone());
         }
     }
 }
