@@ -8,8 +8,12 @@
 //! two nested `buffer_unordered`: the outer one polls the inner stream only
 //! while it has room, so once the sends filled it, the decisions waiting
 //! inside held (or were being handed) the controller's permits unpolled,
-//! and every send waited for them: a resumed run with a few hundred rows in
-//! flight sent nothing and never ended (issue 41).
+//! and every send waited for them: a resumed run with more rows in flight
+//! than the adaptive mode's 256 streams sent nothing and never ended (issue
+//! 41). Precisely: the inner set yields one decision, the outer one is full
+//! again and stops polling it, and the other decisions, woken with a permit
+//! handed to them (or an answer in), are never polled; once every permit
+//! sits with them, the outer set's sends wait for ever.
 //!
 //! Decided here: every future that can hold a permit lives in the one set
 //! that the caller's loop polls. A row is decided and sent by one future

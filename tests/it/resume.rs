@@ -1,7 +1,8 @@
 //! `run --resume` finishes whatever an earlier run left in flight: journals
 //! holding 0, 1, 250 and 5,000 rows started and never confirmed, resumed on
-//! both write paths and in every concurrency mode (a journal of 250 rows in
-//! flight once hung the single-write path for ever, issue 41); and a
+//! both write paths and in every concurrency mode (a journal of more rows in
+//! flight than the adaptive mode's 256 once hung the single-write path for
+//! ever, issue 41); and a
 //! graceful stop of a run held to a slow rate ends within a request's time.
 
 use crate::support::TestServer;
@@ -55,6 +56,11 @@ fn killed_journal(dir: &Path, in_flight: usize) {
 
 /// `listpipe run` as a child, its report in `report.json`.
 fn spawn(t: &TestServer, pipeline: &Path, extra: &[&str]) -> Child {
+    spawn_with(t, pipeline, extra, &[])
+}
+
+/// [`spawn`] with environment variables of the child's own.
+fn spawn_with(t: &TestServer, pipeline: &Path, extra: &[&str], env: &[(&str, &str)]) -> Child {
     let dir = t.dir.path();
     Command::new(env!("CARGO_BIN_EXE_listpipe"))
         .current_dir(dir)
@@ -65,6 +71,7 @@ fn spawn(t: &TestServer, pipeline: &Path, extra: &[&str]) -> Child {
         .args(extra)
         .env_remove("LISTPIPE_URL")
         .env_remove("LISTPIPE_TOKEN")
+        .envs(env.iter().copied())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -127,7 +134,9 @@ async fn journals_with_rows_in_flight_resume_to_the_end_on_every_write_path_and_
         ("fixed 1", &["--concurrency", "1"]),
         ("fixed 16", &["--concurrency", "16"]),
     ];
-    for in_flight in [0, 1, 250, 5_000] {
+    // 300: past the 256 rows the adaptive mode allows in flight, where the
+    // nested writer hung (5,000 hung it too; 250 did not, by a few rows).
+    for in_flight in [0, 1, 250, 300, 5_000] {
         let n = in_flight + 40;
         for writes in ["single", "auto"] {
             for (mode, flags) in concurrencies {
@@ -300,4 +309,39 @@ async fn two_same_named_pipelines_of_two_folders_keep_their_state_apart_through_
         let rejects = std::fs::read_to_string(rejects_of(folder)).unwrap();
         assert_eq!(rejects.lines().count(), bad + 1, "{folder}'s rejects and a header");
     }
+}
+
+#[tokio::test]
+async fn a_killed_run_resumes_with_its_journal_spilled_past_a_small_budget() {
+    let n = 800;
+    let t = TestServer::start_with(|o| o.faults = Some("delay=10ms@1".parse().unwrap())).await;
+    let dir = t.dir.path().to_path_buf();
+    let pipeline = source(&dir, n, "concurrency = 8");
+    let mut run = spawn(&t, &pipeline, &["--writes", "single"]);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while events(&dir, "done") < 200 {
+        assert!(Instant::now() < deadline, "the run made no progress");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    run.kill().unwrap(); // SIGKILL
+    run.wait().unwrap();
+    let confirmed = events(&dir, "done");
+    assert!(confirmed < n, "killed midway");
+
+    // Ten rows of the journal in memory: the rest goes to a temporary file.
+    let env = [("LISTPIPE_SPILL_AFTER", "10"), ("LISTPIPE_LOG", "listpipe=debug")];
+    let resumed = spawn_with(&t, &pipeline, &["--resume", "--writes", "single"], &env);
+    let (code, stderr) = finishes(resumed, Duration::from_secs(120), "the resume").await;
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stderr.contains("journal index spilled to disk"), "{stderr}");
+    let report: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("report.json")).unwrap()).unwrap();
+    let import = &report["steps"][0]["import"];
+    assert!(import["resumed"].as_u64().unwrap() >= confirmed as u64, "{import}");
+    let sum: u64 = ["created", "updated", "unchanged", "resumed"]
+        .iter()
+        .map(|k| import[k].as_u64().unwrap())
+        .sum();
+    assert_eq!(sum, n as u64, "{import}");
+    assert_eq!(held(&t, n).await, n);
 }
