@@ -3,6 +3,7 @@
 
 use clap::Parser;
 use listpipe::cli::{self, Cli, Command, exit};
+use std::io::Write;
 use std::process::ExitCode;
 
 #[cfg(not(target_env = "msvc"))]
@@ -36,8 +37,22 @@ mod allocator {
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
+        // A usage error, or `--help` and `--version`: printed like any
+        // other output, whose failure (`--help > /dev/full`) ends the
+        // process as `cli::output` says.
         Err(e) => {
-            let _ = e.print();
+            let stream = if e.use_stderr() {
+                cli::output::Stream::Err
+            } else {
+                cli::output::Stream::Out
+            };
+            let printed = e.print().and_then(|()| match stream {
+                cli::output::Stream::Out => std::io::stdout().flush(),
+                cli::output::Stream::Err => std::io::stderr().flush(),
+            });
+            if let Err(io) = printed {
+                cli::output::fail(stream, &io);
+            }
             return ExitCode::from(if e.use_stderr() {
                 exit::USAGE
             } else {
@@ -45,13 +60,10 @@ fn main() -> ExitCode {
             });
         }
     };
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("LISTPIPE_LOG")
-                .unwrap_or_else(|_| "listpipe=info".into()),
-        )
-        .with_writer(std::io::stderr)
-        .init();
+    if let Err(e) = cli::logs::init(cli.log_format) {
+        listpipe::cause::report(&e);
+        return ExitCode::from(exit::USAGE);
+    }
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(rt) => rt,
         Err(e) => {

@@ -55,6 +55,10 @@ pub struct StepReport {
     pub plan_file: Option<PathBuf>,
     /// Milliseconds per stage: prepare, plan (reading the target), write.
     pub timings_ms: Timings,
+    /// Why the step stopped before its end (its cause, in one line); what
+    /// it wrote before is in `import`, when known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
     /// A dry run's step: its counts are what would happen, and its summary
     /// says so (the report's top-level `dry_run` carries it in the JSON).
     #[serde(skip)]
@@ -188,6 +192,30 @@ impl StepReport {
             + self.prepare.orders_rejected
             + self.import.as_ref().map_or(0, |i| i.failed)
             + self.blacklist.as_ref().map_or(0, |b| b.failed)
+    }
+
+    /// The step's end as one log event with its counts (for `--log-format
+    /// json`, where a log collector reads them as fields).
+    pub fn log_finished(&self) {
+        let (created, updated, unchanged, failed) = match (&self.import, &self.blacklist) {
+            (Some(i), _) => (i.created, i.updated, i.unchanged, i.failed),
+            (None, Some(b)) => (b.added, b.updated, b.unchanged, b.failed),
+            (None, None) => (0, 0, 0, 0),
+        };
+        tracing::info!(
+            step = %self.name,
+            kind = self.kind,
+            rows_read = self.prepare.rows_read,
+            rejected = self.prepare.rejected_total(),
+            created,
+            updated,
+            unchanged,
+            failed,
+            exported = self.export.as_ref().map_or(0, |e| e.rows),
+            prepare_ms = self.timings_ms.prepare,
+            load_ms = self.timings_ms.load,
+            "step finished"
+        );
     }
 
     /// The summary lines of this step, for people.

@@ -30,6 +30,7 @@ pub struct Attribute {
 impl Attribute {
     /// The same record with the old spellings added, as it goes on the wire.
     pub fn to_wire(&self) -> serde_json::Value {
+        // Cannot fail: a struct of strings, numbers and a string-keyed map.
         let mut v = serde_json::to_value(self).unwrap_or_default();
         if let Some(o) = v.as_object_mut() {
             o.insert("groups_id".into(), self.group_id.into());

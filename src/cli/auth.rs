@@ -165,8 +165,7 @@ async fn login(a: LoginArgs) -> Result<(), Failure> {
         // Alone on stdout, so a script can pick it up.
         crate::outln!("{url}");
     }
-    use std::io::Write;
-    let _ = std::io::stdout().flush();
+    // `outln!` flushed the address already, or ended the process.
 
     let answer = listener
         .wait(&state, Duration::from_secs(a.timeout_secs))

@@ -86,7 +86,9 @@ pub fn run(args: CheckArgs) -> super::Outcome {
                                         format!(
                                             "  row {}: {}",
                                             rows.row_number(i),
-                                            serde_json::to_string(&body).unwrap_or_default()
+                                            serde_json::to_string(&body).unwrap_or_else(|e| {
+                                                format!("(cannot be written as JSON: {e})")
+                                            })
                                         )
                                     }));
                                 }

@@ -324,12 +324,14 @@ pub async fn run(args: ExportArgs) -> super::Outcome {
             Ok(exit::OK)
         }
         Err(e) => {
+            // (An export writes no rows to the target: nothing to report.)
+            let (e, _) = e.split();
             let code = match &e {
                 e if e.stops_run() => exit::TARGET,
                 LoadError::Step { .. } | LoadError::Api(_) => exit::USAGE,
                 LoadError::Guard(_) => exit::GUARD,
                 LoadError::Output { .. } | LoadError::State { .. } => exit::IO,
-                LoadError::Target { .. } => exit::TARGET,
+                LoadError::Target { .. } | LoadError::Unfinished { .. } => exit::TARGET,
             };
             Err((code, e.into()))
         }

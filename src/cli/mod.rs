@@ -7,6 +7,7 @@ pub mod bench;
 pub mod check;
 pub mod docs;
 pub mod export;
+pub mod logs;
 pub mod outbox;
 pub mod output;
 mod rejects;
@@ -25,6 +26,11 @@ use clap::{Parser, Subcommand};
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
+    /// How log lines are written on standard error: `text` for a person
+    /// (coloured on a terminal, never with NO_COLOR set), `json` one object
+    /// a line for log collectors. Summary lines stay text.
+    #[arg(long, global = true, value_enum, env = "LISTPIPE_LOG_FORMAT", default_value_t = logs::LogFormat::Text)]
+    pub log_format: logs::LogFormat,
 }
 
 #[derive(Subcommand, Debug)]

@@ -3,19 +3,21 @@
 //! this file top to bottom is reading a run.
 
 use super::step::{StepError, run_step};
-use super::{exit, fail};
+use super::{exit, fail, logs};
 use crate::cause;
+use crate::load::controller::StopSignal;
 use crate::load::journal::{self, JournalOptions};
 use crate::load::lock::LockError;
 use crate::load::target::{self, TargetOverrides};
 use crate::load::{self, LoadError, Stop, WriteMode, WriteOptions};
 use crate::pipeline::{self, Pipeline, Step};
 use crate::prepare::PrepareError;
-use crate::report::RunReport;
+use crate::report::{RunReport, StepReport};
 use crate::state_file;
 use clap::Args;
 use std::io::IsTerminal;
 use std::path::PathBuf;
+use tracing::Instrument;
 
 #[derive(Args, Debug)]
 pub struct RunArgs {
@@ -115,7 +117,10 @@ pub async fn run(args: RunArgs) -> super::Outcome {
         stop,
         spill_after: crate::spill::target_spill_after(),
     };
-    let signals = tokio::spawn(stop_on_signal(opts.stop.clone()));
+    let signals = tokio::spawn(stop_on_signal(
+        opts.stop.clone(),
+        conn.controller.stop_signal(),
+    ));
     let mut report = RunReport {
         pipeline: pipeline.file.display().to_string(),
         target: conn.base_url.clone(),
@@ -132,8 +137,15 @@ pub async fn run(args: RunArgs) -> super::Outcome {
             unfinished = true;
             break;
         }
-        match run_step(&pipeline, step, &conn, &opts).await {
+        let span = tracing::info_span!("step", step = step.name());
+        match run_step(&pipeline, step, &conn, &opts)
+            .instrument(span)
+            .await
+        {
             Ok(step_report) => {
+                if logs::json() {
+                    step_report.log_finished();
+                }
                 if step_report.problems() > 0 {
                     code = code.max(exit::PARTIAL);
                 }
@@ -164,46 +176,56 @@ pub async fn run(args: RunArgs) -> super::Outcome {
                 }
                 report.steps.push(step_report);
             }
-            // A URL source that could not be had: a wrong address or credentials
-            // (exit 2); nothing of it was read.
-            // ... or a column the step maps is not in what was downloaded: the
-            // pipeline file's error, found only now.
-            Err(
-                e @ (StepError::Remote(_) | StepError::Prepare(PrepareError::MissingColumn(_))),
-            ) => {
-                cause::report_in(step.name(), &e);
-                code = code.max(exit::USAGE);
-            }
-            Err(StepError::Load(e @ LoadError::Guard(_))) => {
-                cause::report_in(step.name(), &e);
-                code = code.max(exit::GUARD);
-            }
-            // The run's own state could not be written: stop here, keep
-            // the journal (the target holds what it confirmed).
-            Err(StepError::Load(e @ (LoadError::Output { .. } | LoadError::State { .. }))) => {
-                cause::report_in(step.name(), &e);
-                code = exit::IO;
-                unfinished = true;
-                break;
-            }
-            // The target unreachable, refusing the credentials or stopped
-            // answering: no later step can do better.
-            Err(StepError::Load(e)) if e.stops_run() => {
-                cause::report_in(step.name(), &e);
-                code = exit::TARGET;
-                unfinished = true;
-                break;
-            }
-            // Anything else (the target refused this step's set-up with a
-            // 4xx, a rejects file unwritable...) fails this step alone.
+            // The step stopped: the report lists it with what it wrote
+            // and why it stopped, whatever the exit code.
             Err(e) => {
+                let (e, partial) = e.split();
+                report
+                    .steps
+                    .push(failed_step(step, &e, partial, args.dry_run));
+                if logs::json() {
+                    tracing::error!(step = step.name(), cause = %cause::flat(&e), "step stopped");
+                }
                 cause::report_in(step.name(), &e);
-                code = code.max(exit::PARTIAL);
+                match e {
+                    // A URL source that could not be had: a wrong address or
+                    // credentials (exit 2); nothing of it was read.
+                    // ... or a column the step maps is not in what was
+                    // downloaded: the pipeline file's error, found only now.
+                    StepError::Remote(_) | StepError::Prepare(PrepareError::MissingColumn(_)) => {
+                        code = code.max(exit::USAGE);
+                    }
+                    StepError::Load(LoadError::Guard(_)) => code = code.max(exit::GUARD),
+                    // The run's own state could not be written: stop here,
+                    // keep the journal (the target holds what it confirmed).
+                    StepError::Load(LoadError::Output { .. } | LoadError::State { .. }) => {
+                        code = exit::IO;
+                        unfinished = true;
+                        break;
+                    }
+                    // The target unreachable, refusing the credentials or
+                    // stopped answering: no later step can do better.
+                    StepError::Load(e) if e.stops_run() => {
+                        code = exit::TARGET;
+                        unfinished = true;
+                        break;
+                    }
+                    // Anything else (the target refused this step's set-up
+                    // with a 4xx, a rejects file unwritable...) fails this
+                    // step alone.
+                    _ => code = code.max(exit::PARTIAL),
+                }
             }
         }
     }
     signals.abort();
-    report.requests = Some(conn.controller.report());
+    let requests = conn.controller.report();
+    if !args.quiet
+        && let Some(line) = requests.rate_summary()
+    {
+        crate::errln!("{line}");
+    }
+    report.requests = Some(requests);
     conn.close().await;
     // A failed journal write also stops the rows; it keeps its own code.
     if opts.stop.is_set() && code != exit::IO {
@@ -233,12 +255,11 @@ pub async fn run(args: RunArgs) -> super::Outcome {
     }
     report.finished = chrono::Utc::now().to_rfc3339();
     report.exit_code = code;
-    if let Some(path) = &args.report {
-        let json = serde_json::to_vec_pretty(&report).unwrap_or_default();
-        if let Err(e) = state_file::write(path, &json, state_file::Access::Shared) {
-            cause::report_in("the run report", &e);
-            code = exit::IO;
-        }
+    if let Some(path) = &args.report
+        && let Err(e) = write_report(path, &report)
+    {
+        cause::report_in("the run report", e.as_ref());
+        code = exit::IO;
     }
     Ok(code)
 }
@@ -253,6 +274,39 @@ fn import_steps(pipeline: &Pipeline) -> Vec<&str> {
             _ => None,
         })
         .collect()
+}
+
+/// Writes the run report as JSON; a report that cannot be made is an
+/// error like one that cannot be written (before, an empty file).
+fn write_report(
+    path: &std::path::Path,
+    report: &RunReport,
+) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+    let json = serde_json::to_vec_pretty(report)?;
+    state_file::write(path, &json, state_file::Access::Shared)?;
+    Ok(())
+}
+
+/// The report of a step that stopped with `e`: its name, kind and error,
+/// and what it wrote before, when the error says.
+fn failed_step(
+    step: &Step,
+    e: &StepError,
+    partial: Option<crate::load::import::ImportOutcome>,
+    dry_run: bool,
+) -> StepReport {
+    StepReport {
+        name: step.name().to_string(),
+        kind: match step {
+            Step::Import(_) => "import",
+            Step::Blacklist(_) => "blacklist",
+            Step::Export(_) => "export",
+        },
+        import: partial,
+        error: Some(cause::flat(e)),
+        dry_run,
+        ..Default::default()
+    }
 }
 
 /// The groups the pipeline's steps write, as the run lock names them.
@@ -320,9 +374,16 @@ fn leftover_journals(
 /// in flight finish, the journal and the report are written. A second
 /// signal exits at once (code 130); the journal then shows the rows in
 /// flight as started, and `--resume` checks them against the target.
-async fn stop_on_signal(stop: Stop) {
+async fn stop_on_signal(stop: Stop, requests: StopSignal) {
     #[cfg(unix)]
-    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+    let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+        Ok(t) => Some(t),
+        Err(e) => {
+            // Ctrl-C still stops gracefully; SIGTERM then ends at once.
+            tracing::warn!(cause = %e, "SIGTERM cannot be caught: it will end the run at once");
+            None
+        }
+    };
     loop {
         #[cfg(unix)]
         let term_recv = async {
@@ -342,6 +403,9 @@ async fn stop_on_signal(stop: Stop) {
             std::process::exit(i32::from(exit::STOPPED));
         }
         stop.set();
+        // Requests still waiting for their turn (a rate, a pause, a
+        // backoff) are not sent: the stop takes one request timeout at most.
+        requests.stop();
         crate::errln!(
             "listpipe: stopping: no new rows; finishing the requests in flight (again to quit at once)"
         );

@@ -25,6 +25,20 @@ pub(super) enum StepError {
     Remote(#[from] RemoteError),
 }
 
+impl StepError {
+    /// The error itself and what its step wrote, if it says (an import
+    /// the target or the journal stopped, [`LoadError::Unfinished`]).
+    pub(super) fn split(self) -> (StepError, Option<load::import::ImportOutcome>) {
+        match self {
+            StepError::Load(e) => {
+                let (e, outcome) = e.split();
+                (StepError::Load(e), outcome)
+            }
+            e => (e, None),
+        }
+    }
+}
+
 pub(super) async fn run_step(
     pipeline: &Pipeline,
     step: &Step,

@@ -41,6 +41,19 @@ pub enum ClientError {
         path: String,
         detail: String,
     },
+    /// The request's body could not be written as JSON (a bug of the
+    /// caller's types, or a value JSON cannot hold): nothing was sent.
+    #[error("{method} {path}: the request body cannot be written as JSON")]
+    Encode {
+        method: String,
+        path: String,
+        #[source]
+        source: serde_json::Error,
+    },
+    /// Not sent: the run is stopping (Ctrl-C, SIGTERM) and this request
+    /// was still waiting for its turn; its row stays for `--resume`.
+    #[error("not sent: the run is stopping")]
+    Interrupted,
     #[error("invalid target URL \"{0}\"")]
     BadUrl(String),
     #[error("cannot build the HTTP client")]
@@ -100,7 +113,9 @@ impl ClientError {
     /// Worth retrying: the connection failed, or the server was busy or broken.
     pub fn is_transient(&self) -> bool {
         match self {
-            ClientError::Transport { .. } | ClientError::Stopped { .. } => true,
+            ClientError::Transport { .. }
+            | ClientError::Stopped { .. }
+            | ClientError::Interrupted => true,
             ClientError::Api { status, .. } => matches!(status, 408 | 429 | 500 | 502 | 503 | 504),
             _ => false,
         }

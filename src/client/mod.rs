@@ -18,13 +18,13 @@ mod receivers;
 mod tags;
 
 pub use error::ClientError;
-pub use rate::RateHeaders;
+pub use rate::{Answered, RateHeaders, answered};
 pub use receivers::Page;
 
 use crate::api::ErrorBody;
 use reqwest::Method;
 use serde::de::DeserializeOwned;
-use std::sync::{Arc, Mutex, Once, RwLock};
+use std::sync::{Arc, Once, RwLock};
 use std::time::Duration;
 
 /// Installs rustls' ring provider once per process; without it building
@@ -32,6 +32,8 @@ use std::time::Duration;
 pub fn init_tls() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
+        // Deliberately ignored: an error means a provider is installed
+        // already (by the process embedding this library), which serves.
         let _ = rustls::crypto::ring::default_provider().install_default();
     });
 }
@@ -51,9 +53,6 @@ pub struct ApiClient {
     http: reqwest::Client,
     base: String,
     token: Arc<RwLock<String>>,
-    /// The `X-RateLimit-*` headers of the latest answer that had them,
-    /// until the run's controller takes them.
-    rate: Arc<Mutex<Option<RateHeaders>>>,
 }
 
 /// What every call answers.
@@ -74,7 +73,6 @@ impl ApiClient {
             http: http_client(timeout)?,
             base,
             token: Arc::new(RwLock::new(token.to_string())),
-            rate: Arc::default(),
         })
     }
 
@@ -85,11 +83,6 @@ impl ApiClient {
     /// Replaces the bearer token (after a refresh or an exchange).
     pub fn set_token(&self, token: &str) {
         *self.token.write().unwrap_or_else(|p| p.into_inner()) = token.to_string();
-    }
-
-    /// The `X-RateLimit-*` headers seen since the last call, if any.
-    pub fn take_rate_headers(&self) -> Option<RateHeaders> {
-        self.rate.lock().unwrap_or_else(|p| p.into_inner()).take()
     }
 
     pub fn token(&self) -> String {
@@ -126,9 +119,16 @@ impl ApiClient {
             req = req.query(query);
         }
         if let Some(body) = body {
+            // A body that cannot be written as JSON is not sent (before,
+            // `{}` went in its place).
+            let json = body.to_json().map_err(|source| ClientError::Encode {
+                method: method.to_string(),
+                path: path.to_string(),
+                source,
+            })?;
             req = req
                 .header(reqwest::header::CONTENT_TYPE, "application/json")
-                .body(body.to_json());
+                .body(json);
         }
         let transport = |source| ClientError::Transport {
             method: method.to_string(),
@@ -137,19 +137,23 @@ impl ApiClient {
         };
         let res = req.send().await.map_err(transport)?;
         let status = res.status();
+        // A clock before 1970 reads as 0: reset times given as Unix times
+        // then count from 1970, longer than asked, never shorter.
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_secs());
         let rate = RateHeaders::read(res.headers(), now);
         if let Some(r) = rate {
-            *self.rate.lock().unwrap_or_else(|p| p.into_inner()) = Some(r);
+            rate::note(r);
         }
         // Without `Retry-After`, a 429's `X-RateLimit-Reset` says how long.
+        // A `Retry-After` neither seconds nor an HTTP date is not one: the
+        // backoff's own delay applies.
         let retry_after = res
             .headers()
             .get(reqwest::header::RETRY_AFTER)
             .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.trim().parse::<u64>().ok())
+            .and_then(|v| rate::retry_after(v, now))
             .or_else(|| {
                 (status.as_u16() == 429)
                     .then(|| rate.and_then(|r| r.reset_secs))
@@ -245,11 +249,11 @@ fn decode<'a, T: serde::Deserialize<'a>>(
 /// over the body type (one copy of the send path, not one per body type).
 pub mod erased {
     pub trait Body: Sync {
-        fn to_json(&self) -> Vec<u8>;
+        fn to_json(&self) -> Result<Vec<u8>, serde_json::Error>;
     }
     impl<T: serde::Serialize + Sync> Body for T {
-        fn to_json(&self) -> Vec<u8> {
-            serde_json::to_vec(self).unwrap_or_else(|_| b"{}".to_vec())
+        fn to_json(&self) -> Result<Vec<u8>, serde_json::Error> {
+            serde_json::to_vec(self)
         }
     }
 }
@@ -267,6 +271,31 @@ mod tests {
 
     fn named(bytes: &[u8]) -> Result<Named<'_>> {
         decode(&Method::GET, "/v3/x", bytes)
+    }
+
+    /// A body whose `Serialize` fails, as a map with non-string keys does.
+    struct Unwritable;
+    impl serde::Serialize for Unwritable {
+        fn serialize<S: serde::Serializer>(&self, _: S) -> std::result::Result<S::Ok, S::Error> {
+            Err(serde::ser::Error::custom("a key that is not a string"))
+        }
+    }
+
+    #[tokio::test]
+    async fn a_body_that_cannot_be_written_is_not_sent_and_says_why() {
+        // Nothing listens on port 9 of this address: a request sent would
+        // fail as a transport error, not as the encoding error expected.
+        let c = ApiClient::new("http://127.0.0.1:9", "t").unwrap();
+        let err = c
+            .post::<serde_json::Value>("/v3/groups", &Unwritable)
+            .await
+            .unwrap_err();
+        assert!(matches!(err, ClientError::Encode { .. }), "{err:?}");
+        assert_eq!(
+            crate::cause::flat(&err),
+            "POST /v3/groups: the request body cannot be written as JSON: a key that is not a string"
+        );
+        assert!(!err.is_transient());
     }
 
     #[test]

@@ -21,6 +21,8 @@ pub fn delay(attempt: u32, retry_after: Option<u64>) -> Duration {
     }
     let window = window_ms(attempt);
     let mut buf = [0u8; 8];
+    // Without the system's randomness (never seen), the longest delay of
+    // the window: a slower retry, never a burst of them at once.
     let random = getrandom::fill(&mut buf)
         .map(|_| u64::from_le_bytes(buf))
         .unwrap_or(window);

@@ -17,7 +17,14 @@
 //!   no room from requests that can go now. The RTT is timed from the send.
 //! - 429s of requests sent before the pause are the same event: they
 //!   teach no rate and do not shrink the window again.
-//! - How a rate is learned from a 429, and raised again: [`rate`].
+//! - A sporadic 429 (few among the recent answers) neither pauses the run
+//!   nor shrinks the window: the refused request alone waits its
+//!   `Retry-After`. How a 429 is judged, how a rate is learned, lowered
+//!   and raised again: [`rate`].
+//! - A graceful stop ([`StopSignal`]) ends every wait here and every
+//!   retry's backoff: a request not sent yet is not sent (its row stays
+//!   for `--resume`), so the stop takes one request timeout at most,
+//!   whatever the rate or the pause.
 
 mod rate;
 
@@ -30,7 +37,7 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
 use tokio::time::Instant;
 
 /// Where the adaptive limit starts: the old fixed batch concurrency, low
@@ -55,6 +62,29 @@ pub struct Controller {
     pause: Mutex<Pause>,
     bucket: Mutex<Bucket>,
     stats: Mutex<Stats>,
+    stop: StopSignal,
+}
+
+/// Set once by a graceful stop (Ctrl-C, SIGTERM): requests waiting for
+/// room give up unsent. A handle the signal task keeps.
+#[derive(Clone)]
+pub struct StopSignal(Arc<watch::Sender<bool>>);
+
+impl StopSignal {
+    pub fn stop(&self) {
+        self.0.send_replace(true);
+    }
+
+    pub fn is_set(&self) -> bool {
+        *self.0.borrow()
+    }
+
+    /// Resolves once the stop is set.
+    pub async fn set(&self) {
+        let mut rx = self.0.subscribe();
+        // The sender lives in `self`: `wait_for` cannot fail while it does.
+        let _ = rx.wait_for(|stopped| *stopped).await;
+    }
 }
 
 struct State {
@@ -98,14 +128,7 @@ impl Controller {
             Concurrency::Fixed(n) => ("fixed", Window::new(n, n, n)),
         };
         let limit = window.limit();
-        let configured = max_requests_per_second.map(f64::from);
-        let mut bucket = Bucket {
-            configured,
-            ..Default::default()
-        };
-        if let Some(rate) = configured {
-            bucket.set(rate);
-        }
+        let bucket = Bucket::new(max_requests_per_second.map(f64::from), Instant::now());
         Controller {
             mode,
             max: concurrency.max(),
@@ -119,7 +142,13 @@ impl Controller {
             pause: Mutex::new(Pause::default()),
             bucket: Mutex::new(bucket),
             stats: Mutex::new(Stats::default()),
+            stop: StopSignal(Arc::new(watch::channel(false).0)),
         }
+    }
+
+    /// The handle a graceful stop sets (see [`StopSignal`]).
+    pub fn stop_signal(&self) -> StopSignal {
+        self.stop.clone()
     }
 
     /// The most requests ever in flight (the adaptive bound, or the pinned number).
@@ -139,7 +168,11 @@ impl Controller {
         let permit = self.sem.clone().acquire_owned().await.ok();
         self.paused().await;
         let limiter = lock(&self.bucket).limiter();
-        if let Some(l) = limiter {
+        if let Some(l) = limiter
+            && l.check().is_err()
+        {
+            // The rate holds this request back: it may rise (see `rate`).
+            lock(&self.bucket).held = true;
             l.until_ready().await;
             // A 429 may have paused the run while this waited for a token.
             self.paused().await;
@@ -194,9 +227,15 @@ impl Controller {
         let answered = !error.is_some_and(ClientError::is_transport);
         // A 429 of a request sent before the pause is the event already
         // seen: it neither teaches a rate nor shrinks the window again.
-        let new_429 = error
-            .filter(|e| e.status() == Some(429))
-            .is_some_and(|e| self.rate_limited(now, ticket.started, e.retry_after()));
+        let new_429 = match error.filter(|e| e.status() == Some(429)) {
+            Some(e) => self.rate_limited(now, ticket.started, e.retry_after()),
+            None => {
+                if answered && let Some(rate) = lock(&self.bucket).answered(now, false) {
+                    tracing::debug!(rate, "requests per second raised: no limiting 429");
+                }
+                false
+            }
+        };
         let back_pressure = match error {
             None => false,
             Some(e) => e.is_transport() || matches!(e.status(), Some(408 | 503 | 504)) || new_429,
@@ -286,31 +325,55 @@ impl Controller {
         p.until = Some(until);
     }
 
-    /// A 429 answered the request sent at `sent`: pauses the run and, for
-    /// a new event, learns a rate. True for a new event.
+    /// A 429 answered the request sent at `sent`. A limiting one lowers the
+    /// rate (learns one, the first time) and, while no rate was learned or
+    /// the 429s are most answers, pauses the run for the `Retry-After`; a
+    /// sporadic one only counts. True for a new limiting event.
     fn rate_limited(&self, now: Instant, sent: Instant, retry_after: Option<u64>) -> bool {
-        // Still paused: a request sent before the pause, the same event.
-        let before = lock(&self.pause).until;
-        let same_event = before.is_some_and(|t| t > now);
         let wait = Duration::from_secs(retry_after.unwrap_or(1).max(1));
-        self.pause_until(now, now + wait);
-        let mut b = lock(&self.bucket);
-        b.last_429 = Some(now);
-        b.refused.push_back(sent);
-        if same_event {
-            return false;
+        // Still paused: a request sent before the pause, the same event.
+        // (The pause is read before the bucket is locked: `report` takes
+        // them in that order.)
+        let paused = lock(&self.pause).until.is_some_and(|t| t > now);
+        let decision = lock(&self.bucket).refused_answer(now, sent, wait, paused);
+        if decision.pause {
+            self.pause_until(now, now + wait);
         }
-        if let Some(rate) = b.learn(sent, wait) {
-            tracing::info!(rate, "requests per second lowered after a 429");
+        if !decision.limiting && !paused {
+            tracing::debug!("a sporadic 429: the refused request waits its Retry-After alone");
         }
-        true
+        if let Some(rate) = decision.lowered {
+            tracing::info!(
+                rate = (rate * 100.0).round() / 100.0,
+                refused_share = (decision.share * 100.0).round() / 100.0,
+                "requests per second lowered: the target answers 429 Too Many Requests"
+            );
+        }
+        decision.limiting
+    }
+
+    /// Waits for a graceful stop (see [`StopSignal`]).
+    pub async fn stopped(&self) {
+        self.stop.set().await
+    }
+
+    pub fn is_stopping(&self) -> bool {
+        self.stop.is_set()
     }
 
     /// The report's `requests` section.
     pub fn report(&self) -> RequestsReport {
         let s = lock(&self.stats);
         let p = lock(&self.pause);
-        let rate = lock(&self.bucket).rate;
+        let b = lock(&self.bucket);
+        let (rate, sporadic) = (b.rate, b.sporadic);
+        let paced = b.pacing.as_ref().map(|pacing| requests::Paced {
+            after_ms: s.first.map_or(0, |first| {
+                pacing.since.saturating_duration_since(first).as_millis() as u64
+            }),
+            why: why_paced(pacing, b.configured),
+        });
+        drop(b);
         let span = match (s.first, s.last) {
             (Some(a), Some(b)) => b.saturating_duration_since(a).as_secs_f64(),
             _ => 0.0,
@@ -350,6 +413,8 @@ impl Controller {
             pauses: p.count,
             paused_ms: p.total.as_millis() as u64,
             rate_limit_per_second: rate.map(|r| (r * 100.0).round() / 100.0),
+            paced,
+            sporadic_429: sporadic,
         }
     }
 
@@ -360,9 +425,31 @@ impl Controller {
             Some(first) => s.sent as f64 / first.elapsed().as_secs_f64().max(0.001),
             None => 0.0,
         };
-        format!("{} in flight max, {rate:.0} req/s", self.limit())
+        drop(s);
+        let line = format!("{} in flight max, {rate:.0} req/s", self.limit());
+        let b = lock(&self.bucket);
+        match (b.rate, &b.pacing) {
+            (Some(r), Some(p)) => format!(
+                "{line}, paced at {r:.1} req/s: {}",
+                why_paced(p, b.configured)
+            ),
+            _ => line,
+        }
     }
 }
 
+/// Why the run is paced, in words (the progress line, the summary, the report).
+fn why_paced(p: &rate::Pacing, configured: Option<f64>) -> String {
+    match (p.configured, configured) {
+        (true, Some(c)) => format!("max_requests_per_second = {c} in the pipeline file"),
+        _ => format!(
+            "the target answered 429 Too Many Requests to {:.0}% of recent requests",
+            p.share * 100.0
+        ),
+    }
+}
+
+#[cfg(test)]
+mod pacing_tests;
 #[cfg(test)]
 mod tests;

@@ -248,7 +248,7 @@ pub async fn run(
         // the ledger and the rejects: the target holds what it confirmed,
         // and `--resume` checks every row against it.
         if let Some(e) = j.failure() {
-            return Err(e);
+            return Err(e.unfinished(&out));
         }
     }
     // The target stopped answering: the rows that failed did not fail on
@@ -256,7 +256,7 @@ pub async fn run(
     // `--resume`, and the run stops (exit 3).
     if let Some(stopped) = conn.breaker.stopped() {
         bar.finish_and_clear();
-        return Err(stopped.into());
+        return Err(LoadError::from(stopped).unfinished(&out));
     }
     out.not_started = not_started;
     out.stopped |= not_started > 0;

@@ -74,6 +74,14 @@ pub enum LoadError {
     /// Mirror mode's guard: more removals planned than allowed.
     #[error("{0}")]
     Guard(String),
+    /// An import stopped by `cause` (the target lost, the journal
+    /// unwritable) after writing what `outcome` counts: the run stops as
+    /// `cause` says, and its report still shows the step's rows.
+    #[error("{cause}")]
+    Unfinished {
+        outcome: Box<import::ImportOutcome>,
+        cause: Box<LoadError>,
+    },
 }
 
 impl LoadError {
@@ -93,6 +101,25 @@ impl LoadError {
         }
     }
 
+    /// This error, after `outcome`'s rows were written (see
+    /// [`LoadError::Unfinished`]).
+    pub fn unfinished(self, outcome: &import::ImportOutcome) -> Self {
+        let mut outcome = outcome.clone();
+        outcome.stopped = true;
+        LoadError::Unfinished {
+            outcome: Box::new(outcome),
+            cause: Box::new(self),
+        }
+    }
+
+    /// The error itself and what its step wrote, if it says.
+    pub fn split(self) -> (LoadError, Option<import::ImportOutcome>) {
+        match self {
+            LoadError::Unfinished { outcome, cause } => (*cause, Some(*outcome)),
+            e => (e, None),
+        }
+    }
+
     /// Exit code 3 material: the target unreachable, stopped answering,
     /// refusing the credentials (401, 403), or answering only with errors
     /// of its own (5xx, 429 through every retry). A refusal of the request
@@ -100,6 +127,7 @@ impl LoadError {
     pub fn stops_run(&self) -> bool {
         match self {
             LoadError::Target { .. } => true,
+            LoadError::Unfinished { cause, .. } => cause.stops_run(),
             LoadError::Api(e) => !e.is_refusal(),
             _ => false,
         }

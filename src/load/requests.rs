@@ -29,6 +29,42 @@ pub struct RequestsReport {
     /// learned from 429s); absent when none was needed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rate_limit_per_second: Option<f64>,
+    /// When and why the run was paced (a learned or configured rate).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub paced: Option<Paced>,
+    /// 429s too few among the answers to lower the rate: their requests
+    /// waited their `Retry-After` alone and went again.
+    pub sporadic_429: u64,
+}
+
+/// When and why the run was paced.
+#[derive(Debug, Clone, Serialize, Default, PartialEq)]
+pub struct Paced {
+    /// Milliseconds from the run's first request.
+    pub after_ms: u64,
+    /// `the target answered 429 Too Many Requests to 14% of recent
+    /// requests`, or `max_requests_per_second = 5 in the pipeline file`.
+    pub why: String,
+}
+
+impl RequestsReport {
+    /// The summary's line about the target's rate limit, when it had one.
+    pub fn rate_summary(&self) -> Option<String> {
+        let sporadic = match self.sporadic_429 {
+            0 => String::new(),
+            1 => "; 1 sporadic 429 retried without slowing the run".to_string(),
+            n => format!("; {n} sporadic 429s retried without slowing the run"),
+        };
+        match (&self.paced, self.rate_limit_per_second) {
+            (Some(p), Some(rate)) => Some(format!(
+                "requests: paced at {rate} req/s from {:.1} s in: {}{sporadic}",
+                p.after_ms as f64 / 1000.0,
+                p.why
+            )),
+            _ if self.sporadic_429 > 0 => Some(format!("requests: not paced{sporadic}")),
+            _ => None,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Default, PartialEq)]

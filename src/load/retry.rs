@@ -5,12 +5,14 @@
 //! run's [circuit breaker](super::breaker): once it opens, no request is
 //! sent, and a request in flight or a retry wait ends at once. Every
 //! attempt also takes its room from the run's
-//! [controller](super::controller) and tells it how the answer went.
+//! [controller](super::controller) and tells it how the answer went, with
+//! the rate-limit headers of that very answer. A graceful stop ends a wait
+//! for room or a backoff at once: the request is not sent (again).
 
 use super::target::Connected;
 // Re-exported: the set-up creates, which back off by hand, name it here.
 use super::backoff::delay;
-use crate::client::ClientError;
+use crate::client::{self, ClientError};
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -34,27 +36,30 @@ where
         if let Some(stopped) = breaker.stopped() {
             return Err(stopped);
         }
+        if ctl.is_stopping() {
+            return Err(ClientError::Interrupted);
+        }
         // Room from the run's controller: a place among the requests in
         // flight, the end of a rate-limit pause, a token of its bucket.
         let ticket = tokio::select! {
             ticket = ctl.acquire() => ticket,
             _ = breaker.opened() => continue,
+            _ = ctl.stopped() => return Err(ClientError::Interrupted),
         };
         let token = conn.client.token();
         // A request in flight when the breaker opens is dropped: the journal
         // holds its row as started, and `--resume` checks it.
-        let answer = tokio::select! {
-            answer = call() => answer,
+        let client::Answered {
+            result: answer,
+            rate,
+        } = tokio::select! {
+            answered = client::answered(call()) => answered,
             _ = breaker.opened() => {
                 ctl.abandon(ticket);
                 continue;
             }
         };
-        ctl.finish(
-            ticket,
-            answer.as_ref().err(),
-            conn.client.take_rate_headers(),
-        );
+        ctl.finish(ticket, answer.as_ref().err(), rate);
         match answer {
             Ok(v) => {
                 breaker.answered();
@@ -70,6 +75,8 @@ where
                     tokio::select! {
                         _ = tokio::time::sleep(delay(attempt, e.retry_after())) => {}
                         _ = breaker.opened() => continue,
+                        // Stopping: the row keeps this answer's error.
+                        _ = ctl.stopped() => return Err(e),
                     }
                     attempt += 1;
                 }

@@ -56,13 +56,9 @@ impl Connected {
         F: std::future::Future<Output = crate::client::Result<T>>,
     {
         let ticket = self.controller.acquire().await;
-        let answer = call.await;
-        self.controller.finish(
-            ticket,
-            answer.as_ref().err(),
-            self.client.take_rate_headers(),
-        );
-        answer
+        let crate::client::Answered { result, rate } = crate::client::answered(call).await;
+        self.controller.finish(ticket, result.as_ref().err(), rate);
+        result
     }
 
     /// Renews the token after a 401, once per expiry: callers that saw the

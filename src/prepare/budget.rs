@@ -47,6 +47,8 @@ impl Default for Budget {
 /// Rows per chunk: [`source::CHUNK_ROWS`], or `LISTPIPE_CHUNK_ROWS` (a
 /// knob for tests and for trading memory against speed).
 pub fn chunk_rows() -> usize {
+    // A tuning knob: unset, empty or not a positive number means the
+    // default, deliberately (the run's results are the same either way).
     std::env::var("LISTPIPE_CHUNK_ROWS")
         .ok()
         .and_then(|v| v.parse().ok())

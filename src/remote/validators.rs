@@ -62,6 +62,8 @@ pub fn key(url: &str) -> String {
 }
 
 /// The validators saved at `path`; none when the file is missing or unreadable.
+/// Deliberately forgiving: validators only save a download, and without
+/// them every URL is fetched again in full (nothing is skipped wrongly).
 pub fn load(path: &Path) -> Remembered {
     std::fs::read(path)
         .ok()
@@ -80,7 +82,11 @@ pub fn save(path: &Path, remembered: &Remembered) -> Result<(), WriteError> {
             _ => Ok(()),
         };
     }
-    let json = serde_json::to_vec_pretty(remembered).unwrap_or_default();
+    // Written empty before when it could not be made; an error now.
+    let json = serde_json::to_vec_pretty(remembered).map_err(|e| WriteError {
+        path: path.to_path_buf(),
+        source: std::io::Error::other(e),
+    })?;
     state_file::write(path, &json, Access::Shared)
 }
 

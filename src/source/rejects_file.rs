@@ -171,8 +171,14 @@ impl RejectsFile {
     /// an earlier run left there and answers None.
     pub fn finish(self) -> Result<Option<PathBuf>, SourceError> {
         let Some(open) = self.open else {
-            let _ = std::fs::remove_file(&self.path);
-            return Ok(None);
+            // An earlier run's file that stays would be read as this run's.
+            return match std::fs::remove_file(&self.path) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(SourceError::Write {
+                    file: self.path.clone(),
+                    source: e,
+                }),
+                _ => Ok(None),
+            };
         };
         let error = |source| SourceError::Write {
             file: self.path.clone(),

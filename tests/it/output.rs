@@ -81,3 +81,18 @@ fn a_full_device_on_stderr_ends_with_74_and_says_so_on_stdout() {
         "listpipe: cannot write to standard error: No space left on device (os error 28)\n"
     );
 }
+
+#[test]
+fn help_on_a_full_device_ends_with_74_like_any_other_output() {
+    let dir = tempfile::tempdir().unwrap();
+    for args in [&["--help"][..], &["run", "--help"][..], &["--version"][..]] {
+        let full = File::options().write(true).open("/dev/full").unwrap();
+        let out = listpipe(dir.path(), args, full.into(), Stdio::piped());
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(74), "{args:?}: {stderr}");
+        assert_eq!(
+            stderr,
+            "listpipe: cannot write to standard output: No space left on device (os error 28)\n"
+        );
+    }
+}

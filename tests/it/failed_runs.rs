@@ -1,0 +1,121 @@
+//! The report of a run that stopped (issue 41): with exit 3 (the target
+//! lost) or 74 (its own output unwritable) the `--report` lists every step
+//! that ran, what each wrote, and why the last one stopped (before:
+//! `"steps": []`).
+
+use crate::import::run;
+use crate::support::TestServer;
+use serde_json::Value;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn people(dir: &Path, n: usize) {
+    let mut csv = String::from("email\n");
+    for i in 0..n {
+        csv.push_str(&format!("user{i}@example.com\n"));
+    }
+    std::fs::write(dir.join("people.csv"), csv).unwrap();
+}
+
+const IMPORT: &str = "[[import]]\nname = \"people\"\nsource = \"people.csv\"\ngroup = \"Kept\"\n\
+     create_group = true\n[import.receiver]\nemail = \"email\"\n";
+
+#[tokio::test]
+async fn a_run_stopped_by_its_own_output_reports_every_step_and_what_it_wrote() {
+    let t = TestServer::start().await;
+    let dir = t.dir.path();
+    people(dir, 30);
+    // The export's folder is a file: its output cannot be written (74).
+    let p = dir.join("p.toml");
+    std::fs::write(
+        &p,
+        format!(
+            "{IMPORT}\n[[export]]\nname = \"back\"\ngroup = \"Kept\"\nout = \"people.csv/back.csv\"\n"
+        ),
+    )
+    .unwrap();
+    let (code, report, stderr) = run(&t, &p, &["--quiet"]).await;
+    assert_eq!(code, 74, "{stderr}");
+    assert_eq!(report["exit_code"], 74);
+    let steps = report["steps"].as_array().expect("steps");
+    assert_eq!(steps.len(), 2, "{report}");
+    assert_eq!(
+        (&steps[0]["name"], &steps[0]["import"]["created"]),
+        (&Value::from("people"), &Value::from(30))
+    );
+    assert_eq!(
+        (&steps[1]["name"], &steps[1]["kind"]),
+        (&Value::from("back"), &Value::from("export"))
+    );
+    let error = steps[1]["error"].as_str().expect("the step's error");
+    assert!(error.contains("people.csv/back.csv"), "{error}");
+}
+
+#[tokio::test]
+async fn a_run_that_lost_its_target_reports_what_the_step_wrote_before() {
+    let n = 400;
+    let mut t = TestServer::start_with(|o| {
+        o.faults = Some("delay=20ms@1".parse().expect("spec"));
+    })
+    .await;
+    let dir = t.dir.path().to_path_buf();
+    people(&dir, n);
+    let p = dir.join("p.toml");
+    std::fs::write(
+        &p,
+        format!("[target]\nconcurrency = 4\nretries = 1\n\n{IMPORT}"),
+    )
+    .unwrap();
+    let report = dir.join("report.json");
+    let child = Command::new(env!("CARGO_BIN_EXE_listpipe"))
+        .current_dir(&dir)
+        .args(["run", p.to_str().unwrap(), "--quiet", "--writes", "single"])
+        .args(["--target-url", &t.base_url(), "--token", &t.client.token()])
+        .arg("--report")
+        .arg(&report)
+        .env_remove("LISTPIPE_URL")
+        .env_remove("LISTPIPE_TOKEN")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Some rows written, then the target goes away.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let groups = t.client.groups(None).await.unwrap_or_default();
+        if let Some(g) = groups.iter().find(|g| g.name == "Kept")
+            && t.client
+                .group_stats(g.id)
+                .await
+                .is_ok_and(|s| s.total_count >= 20)
+        {
+            break;
+        }
+        assert!(Instant::now() < deadline, "no rows arrived");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    t.server.take().expect("running").stop().await;
+    let out = tokio::task::spawn_blocking(move || child.wait_with_output().unwrap())
+        .await
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    let json: Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+    assert_eq!(json["exit_code"], 3);
+    let step = &json["steps"][0];
+    assert_eq!(
+        (&step["name"], &step["kind"]),
+        (&Value::from("people"), &Value::from("import")),
+        "{json}"
+    );
+    let created = step["import"]["created"].as_u64().expect("what it wrote");
+    assert!((20..n as u64).contains(&created), "{step}");
+    assert_eq!(step["import"]["stopped"], true, "{step}");
+    assert!(
+        step["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("stopped answering")),
+        "{step}"
+    );
+}
