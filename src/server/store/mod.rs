@@ -9,6 +9,7 @@
 //! SQL text. Multi-step writes run in one transaction.
 
 pub mod accounts;
+pub mod tokens;
 pub mod attributes;
 pub mod blacklist;
 pub mod clients;
@@ -43,6 +44,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/004_users.sql"),
     include_str!("migrations/005_list_order.sql"),
     include_str!("migrations/006_order_key.sql"),
+    include_str!("migrations/007_token_families.sql"),
 ];
 
 /// What a contact carries that is deleted with it (`receivers`, `groups`).
