@@ -131,10 +131,8 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         "listpipe: connections: at most {} open{}; header timeout {} s, idle timeout {} s",
         running.max_connections,
         match running.open_files {
-            Some(f) if f.soft > f.was => format!(
-                " (open-file limit raised from {} to {})",
-                f.was, f.soft
-            ),
+            Some(f) if f.soft > f.was =>
+                format!(" (open-file limit raised from {} to {})", f.was, f.soft),
             Some(f) => format!(" (open-file limit {})", f.soft),
             None => String::new(),
         },

@@ -94,7 +94,10 @@ impl AuthFailures {
                 Key::Address(_) => self.address_burst,
             };
             let grace = self.refill * (burst - 1);
-            let wait = tat.get(key)?.checked_duration_since(now)?.checked_sub(grace)?;
+            let wait = tat
+                .get(key)?
+                .checked_duration_since(now)?
+                .checked_sub(grace)?;
             (!wait.is_zero()).then(|| (key, wait.as_secs_f64().ceil().max(1.0) as u64))
         })
     }
@@ -156,6 +159,9 @@ mod tests {
             limit.failed(&[Key::Client(format!("c{n}")), from.clone()], t0);
         }
         assert_eq!(limit.waiting(&[Key::Client("c9".into())], t0), None);
-        assert_eq!(limit.waiting(&[from.clone()], t0), Some((&from, 6)));
+        assert_eq!(
+            limit.waiting(std::slice::from_ref(&from), t0),
+            Some((&from, 6))
+        );
     }
 }

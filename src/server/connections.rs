@@ -84,13 +84,17 @@ impl OpenFiles {
     /// the open-file limit less [`RESERVED_FILES`] is lower (at least 1).
     pub fn cap(&self, wanted: usize) -> usize {
         let room = self.soft.saturating_sub(RESERVED_FILES).max(1);
-        wanted.max(1).min(usize::try_from(room).unwrap_or(usize::MAX))
+        wanted
+            .max(1)
+            .min(usize::try_from(room).unwrap_or(usize::MAX))
     }
 }
 
 /// Raises the soft limit of open files to the hard limit: the soft limit
 /// (often 1,024) is a default for interactive programs, the hard limit what
 /// the administrator allows. `None` where the limits cannot be read.
+// `rlim_t` is not `u64` on every platform.
+#[allow(clippy::unnecessary_cast)]
 pub fn raise_open_file_limit() -> Option<OpenFiles> {
     let mut lim = libc::rlimit {
         rlim_cur: 0,
@@ -427,7 +431,10 @@ struct ConnTask {
 impl ConnTask {
     async fn run<S>(self, stream: TcpStream, service: S, mut stop: watch::Receiver<bool>)
     where
-        S: tower::Service<Request, Response = Response, Error = Infallible> + Clone + Send + 'static,
+        S: tower::Service<Request, Response = Response, Error = Infallible>
+            + Clone
+            + Send
+            + 'static,
         S::Future: Send + 'static,
     {
         let ConnTask {

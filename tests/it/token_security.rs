@@ -44,13 +44,21 @@ async fn replaying_a_spent_refresh_token_revokes_its_whole_family_access_tokens_
     let third = refresh(&t, &second.refresh_token).await.unwrap();
     // Another grant of the same client: another family.
     let other = client_credentials(&t).await;
-    for token in [&first.access_token, &second.access_token, &third.access_token] {
+    for token in [
+        &first.access_token,
+        &second.access_token,
+        &third.access_token,
+    ] {
         assert_eq!(validate(&t, token).await, 200);
     }
 
     // The first refresh token again: it leaked.
     assert_eq!(refresh(&t, &first.refresh_token).await.unwrap_err(), 400);
-    for token in [&first.access_token, &second.access_token, &third.access_token] {
+    for token in [
+        &first.access_token,
+        &second.access_token,
+        &third.access_token,
+    ] {
         assert_eq!(validate(&t, token).await, 401);
     }
     assert_eq!(refresh(&t, &third.refresh_token).await.unwrap_err(), 400);
@@ -88,7 +96,10 @@ async fn replaying_an_authorization_code_revokes_the_tokens_of_its_first_exchang
     assert!(again.to_string().contains("invalid_grant"), "{again}");
     assert_eq!(validate(&t, &tokens.access_token).await, 401);
     assert_eq!(validate(&t, &refreshed.access_token).await, 401);
-    assert_eq!(refresh(&t, &refreshed.refresh_token).await.unwrap_err(), 400);
+    assert_eq!(
+        refresh(&t, &refreshed.refresh_token).await.unwrap_err(),
+        400
+    );
     // The server's first tokens are of another grant.
     assert_eq!(validate(&t, &c.access_token).await, 200);
 }
@@ -183,7 +194,11 @@ async fn wrong_client_secrets_are_answered_429_with_retry_after_after_ten_in_a_r
     assert_eq!(statuses[..10], [401; 10]);
     assert_eq!(statuses[10..], [429; 20]);
     let last = last.unwrap();
-    let wait: u64 = last.headers()["retry-after"].to_str().unwrap().parse().unwrap();
+    let wait: u64 = last.headers()["retry-after"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
     assert!((1..=6).contains(&wait), "Retry-After: {wait}");
     let body: serde_json::Value = last.json().await.unwrap();
     assert_eq!(body["error"], "slow_down");

@@ -72,7 +72,7 @@ fn basic_credentials(headers: &HeaderMap) -> Option<(String, String)> {
 /// Why no tokens were issued, past the client's authentication.
 enum Refused {
     /// An OAuth error answer, as is.
-    Answer(Response),
+    Answer(Box<Response>),
     /// The client id or secret was wrong.
     WrongClient,
     /// A spent refresh token or code came again; its family is revoked.
@@ -86,7 +86,7 @@ enum Refused {
 fn granted(grant: Grant, kind: &'static str) -> Result<crate::api::TokenResponse, Refused> {
     match grant {
         Grant::Issued(tokens) => Ok(tokens),
-        Grant::Invalid => Err(Refused::Answer(invalid_grant())),
+        Grant::Invalid => Err(Refused::Answer(Box::new(invalid_grant()))),
         Grant::Replayed { family, revoked } => Err(Refused::Replayed {
             grant: kind,
             family,
@@ -181,11 +181,11 @@ async fn token(
                 "client_credentials" => Ok(accounts::issue_pair(c, app.account, app.id, ttl)?),
                 "refresh_token" => match req.refresh_token.as_deref() {
                     Some(t) => granted(accounts::refresh(c, &app, t, ttl)?, "refresh_token"),
-                    None => Err(Refused::Answer(oauth_error(
+                    None => Err(Refused::Answer(Box::new(oauth_error(
                         StatusCode::BAD_REQUEST,
                         "invalid_request",
                         "refresh_token is required",
-                    ))),
+                    )))),
                 },
                 _ => match req.code.as_deref() {
                     Some(code) => {
@@ -193,11 +193,11 @@ async fn token(
                         let grant = accounts::redeem_code(c, &app, code, redirect, ttl, code_ttl)?;
                         granted(grant, "authorization_code")
                     }
-                    None => Err(Refused::Answer(oauth_error(
+                    None => Err(Refused::Answer(Box::new(oauth_error(
                         StatusCode::BAD_REQUEST,
                         "invalid_request",
                         "code is required",
-                    ))),
+                    )))),
                 },
             };
             Ok(issued)
@@ -212,7 +212,7 @@ async fn token(
             );
             res
         }
-        Ok(Err(Refused::Answer(res))) => res,
+        Ok(Err(Refused::Answer(res))) => *res,
         Ok(Err(Refused::WrongClient)) => {
             s.auth_failures.failed(&keys, std::time::Instant::now());
             tracing::info!(client_id = %client_id, peer = ?peer, "client authentication failed");

@@ -9,7 +9,6 @@
 //! SQL text. Multi-step writes run in one transaction.
 
 pub mod accounts;
-pub mod tokens;
 pub mod attributes;
 pub mod blacklist;
 pub mod clients;
@@ -25,6 +24,7 @@ pub mod rates;
 pub mod receivers;
 pub mod redirect_uris;
 pub mod tags;
+pub mod tokens;
 pub mod users;
 mod writer;
 
