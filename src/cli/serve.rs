@@ -31,7 +31,7 @@ pub struct ServeArgs {
     /// {"email", "mailing_id", "type": send|open|click|bounce, "stamp"} (for the svcevent_mail_* filter fields).
     #[arg(long, value_name = "FILE")]
     pub events: Option<PathBuf>,
-    /// Requests per second allowed per token on /v3; over it answers 429 with
+    /// Requests per second allowed per account on /v3 (all its tokens together); over it answers 429 with
     /// Retry-After. No limit unless given.
     #[arg(long, value_name = "N")]
     pub rate_limit: Option<NonZeroU32>,
@@ -55,6 +55,18 @@ pub struct ServeArgs {
     /// Seconds a request may take; a slower one is answered 503 with Retry-After.
     #[arg(long, value_name = "SECS", default_value_t = crate::server::overload::DEFAULT_REQUEST_TIMEOUT_SECS)]
     pub request_timeout: u64,
+    /// Seconds from the first byte of a request to its last header; a slower
+    /// client is disconnected (a half-sent request holds no connection for long).
+    #[arg(long, value_name = "SECS", default_value_t = crate::server::connections::DEFAULT_HEADER_TIMEOUT_SECS)]
+    pub header_timeout_secs: u64,
+    /// Seconds a connection may stay open without a request (keep-alive)
+    /// before the server closes it.
+    #[arg(long, value_name = "SECS", default_value_t = crate::server::connections::DEFAULT_IDLE_TIMEOUT_SECS)]
+    pub idle_timeout_secs: u64,
+    /// Connections open at once (fewer if the open-file limit is lower); past
+    /// it the connection idle the longest is closed to make room.
+    #[arg(long, value_name = "N", default_value_t = crate::server::connections::DEFAULT_MAX_CONNECTIONS)]
+    pub max_connections: usize,
 }
 
 #[derive(Subcommand, Debug)]
@@ -104,14 +116,31 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     opts.spec_only = args.spec_only;
     opts.max_in_flight = args.max_in_flight.max(1);
     opts.request_timeout = std::time::Duration::from_secs(args.request_timeout.max(1));
+    opts.connections = crate::server::connections::Limits {
+        header_timeout: std::time::Duration::from_secs(args.header_timeout_secs.max(1)),
+        idle_timeout: std::time::Duration::from_secs(args.idle_timeout_secs.max(1)),
+        max_connections: args.max_connections.max(1),
+    };
     let running = server::start(opts).await?;
     crate::errln!(
         "listpipe: serving the v3 API at {} (database {})",
         running.base_url,
         crate::server::store::shown(&args.db)
     );
+    crate::errln!(
+        "listpipe: connections: at most {} open{}; header timeout {} s, idle timeout {} s",
+        running.max_connections,
+        match running.open_files {
+            Some(f) if f.soft > f.was =>
+                format!(" (open-file limit raised from {} to {})", f.was, f.soft),
+            Some(f) => format!(" (open-file limit {})", f.soft),
+            None => String::new(),
+        },
+        args.header_timeout_secs.max(1),
+        args.idle_timeout_secs.max(1)
+    );
     if let Some(n) = args.rate_limit {
-        crate::errln!("listpipe: rate limit: {n} requests per second per token");
+        crate::errln!("listpipe: rate limit: {n} requests per second per account");
     }
     if let Some(spec) = &args.faults {
         crate::errln!(

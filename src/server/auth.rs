@@ -47,12 +47,25 @@ pub fn presented_token(headers: &HeaderMap, query: Option<&str>) -> Option<Strin
 /// Live tokens seen in the last few seconds, so that a client's stream of
 /// requests costs one database lookup per [`CACHE_SECS`] rather than one
 /// per request. Keyed by the token's SHA-256 (no token is kept in clear);
-/// an entry never outlives its token's expiry, and a revoked token is
-/// [forgotten](TokenCache::forget) at once. SQLite only: on PostgreSQL
+/// an entry never outlives its token's expiry. SQLite only: on PostgreSQL
 /// other server processes revoke tokens this one would not hear of, so
 /// every request asks the database ([`require_token`]).
+///
+/// Revocation is immediate (issue 43): every revocation in this process
+/// calls [`TokenCache::revoked`] after it commits, which empties the cache
+/// and starts a new generation. A lookup remembers the generation it began
+/// in, and its answer is cached only if no revocation came since: a lookup
+/// that read the token live just before a revocation cannot put it back
+/// after the cache was emptied (the check-then-insert race).
 #[derive(Clone, Default)]
-pub struct TokenCache(Arc<Mutex<HashMap<TokenHash, (Caller, Instant)>>>);
+pub struct TokenCache(Arc<Mutex<Cached>>);
+
+#[derive(Default)]
+struct Cached {
+    tokens: HashMap<TokenHash, (Caller, Instant)>,
+    /// Revocations so far.
+    generation: u64,
+}
 
 type TokenHash = [u8; 32];
 
@@ -66,26 +79,44 @@ impl TokenCache {
         Sha256::digest(token.as_bytes()).into()
     }
 
+    fn lock(&self) -> std::sync::MutexGuard<'_, Cached> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
     fn get(&self, token: &str) -> Option<Caller> {
-        let map = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        map.get(&Self::key(token))
+        self.lock()
+            .tokens
+            .get(&Self::key(token))
             .filter(|(c, until)| Instant::now() < *until && c.is_live())
             .map(|(c, _)| c.clone())
     }
 
-    fn put(&self, token: &str, caller: &Caller) {
-        let mut map = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        if map.len() >= CACHE_MAX {
-            map.clear();
-        }
-        let until = Instant::now() + Duration::from_secs(CACHE_SECS);
-        map.insert(Self::key(token), (caller.clone(), until));
+    /// The generation a lookup begins in (see [`TokenCache::put`]).
+    fn generation(&self) -> u64 {
+        self.lock().generation
     }
 
-    /// Drops every cached entry of the token with this selector (revoked).
-    pub fn forget(&self, selector: &str) {
-        let mut map = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        map.retain(|_, (c, _)| c.selector != selector);
+    /// Caches a token looked up in `generation`, unless a revocation came since.
+    fn put(&self, token: &str, caller: &Caller, generation: u64) {
+        let mut cached = self.lock();
+        if cached.generation != generation {
+            return;
+        }
+        if cached.tokens.len() >= CACHE_MAX {
+            cached.tokens.clear();
+        }
+        let until = Instant::now() + Duration::from_secs(CACHE_SECS);
+        cached
+            .tokens
+            .insert(Self::key(token), (caller.clone(), until));
+    }
+
+    /// Tokens were revoked (and the revocation committed): nothing cached
+    /// before is trusted again, nor anything looked up before now.
+    pub fn revoked(&self) {
+        let mut cached = self.lock();
+        cached.generation += 1;
+        cached.tokens.clear();
     }
 }
 
@@ -110,12 +141,14 @@ pub async fn require_token(
         return next.run(req).await;
     }
     let cache = state.tokens.clone();
+    // Read before the database is: see [`TokenCache`].
+    let generation = cache.generation();
     match state
         .store
         .read(move |conn| {
             let caller = accounts::authenticate(conn, &token)?;
             if let Some(c) = caller.as_ref().filter(|_| cached) {
-                cache.put(&token, c);
+                cache.put(&token, c, generation);
             }
             Ok(caller)
         })

@@ -8,6 +8,8 @@
 //! serves until stopped; tests call it with port 0 and a temp database.
 
 pub mod auth;
+pub mod auth_failures;
+pub mod connections;
 pub mod error;
 pub mod faults;
 pub mod html;
@@ -43,12 +45,14 @@ pub struct AppState {
     pub token_ttl: i64,
     /// Authorization-code lifetime in seconds (`serve --code-ttl`).
     pub code_ttl: i64,
-    /// `serve --rate-limit`: requests per second per token; `None` is no limit.
+    /// `serve --rate-limit`: requests per second per account; `None` is no limit.
     pub rate_limit: Option<std::sync::Arc<ratelimit::RateLimit>>,
     /// `serve --faults`: injected failures for tests; `None` (the default) is none.
     pub faults: Option<std::sync::Arc<faults::Faults>>,
     /// Tokens recently checked (see [`auth::TokenCache`]).
     pub tokens: auth::TokenCache,
+    /// Failed client authentications at the token endpoint (see [`auth_failures`]).
+    pub auth_failures: std::sync::Arc<auth_failures::AuthFailures>,
     /// Serve the spec's endpoints only, without the live service's extensions.
     pub spec_only: bool,
 }
@@ -119,7 +123,7 @@ pub struct ServeOptions {
     pub remember_url: bool,
     /// A JSON-lines file of mailing events to record on start (see `store::events`).
     pub events: Option<PathBuf>,
-    /// Requests per second allowed per token on `/v3`; `None` (the default) is no limit.
+    /// Requests per second allowed per account on `/v3`; `None` (the default) is no limit.
     pub rate_limit: Option<std::num::NonZeroU32>,
     /// FOR TESTS ONLY: failures to inject on `/v3` (see [`faults`]); `None`,
     /// the default, injects nothing. Only `serve --faults` sets it.
@@ -134,6 +138,8 @@ pub struct ServeOptions {
     pub max_in_flight: usize,
     /// How long a request may take before it is answered 503.
     pub request_timeout: std::time::Duration,
+    /// Header-read and idle timeouts, and the cap on open connections (see [`connections`]).
+    pub connections: connections::Limits,
 }
 
 impl ServeOptions {
@@ -152,6 +158,7 @@ impl ServeOptions {
             spec_only: false,
             max_in_flight: overload::DEFAULT_MAX_IN_FLIGHT,
             request_timeout: std::time::Duration::from_secs(overload::DEFAULT_REQUEST_TIMEOUT_SECS),
+            connections: connections::Limits::default(),
         }
     }
 }
@@ -162,6 +169,11 @@ pub struct RunningServer {
     pub base_url: String,
     /// Set when this start created the default account (the first start).
     pub credentials: Option<Credentials>,
+    /// Connections open at once at most: `--max-connections`, or fewer
+    /// when the open-file limit is lower.
+    pub max_connections: usize,
+    /// The open-file limit, found and raised at start (`None`: unknown).
+    pub open_files: Option<connections::OpenFiles>,
     pub store: Store,
     shutdown: Option<oneshot::Sender<()>>,
     task: tokio::task::JoinHandle<std::io::Result<()>>,
@@ -188,6 +200,18 @@ impl RunningServer {
 /// Opens the database, binds, creates the default account on first start
 /// (writing its credentials where asked), and serves in the background.
 pub async fn start(opts: ServeOptions) -> Result<RunningServer, ServeError> {
+    let open_files = connections::raise_open_file_limit();
+    let max_connections = match open_files {
+        Some(files) => files.cap(opts.connections.max_connections),
+        None => opts.connections.max_connections.max(1),
+    };
+    if max_connections < opts.connections.max_connections {
+        tracing::warn!(
+            max_connections,
+            asked = opts.connections.max_connections,
+            "fewer connections than asked: the open-file limit is lower"
+        );
+    }
     let store = Store::open(&opts.db)?;
     let listener = tokio::net::TcpListener::bind(&opts.listen)
         .await
@@ -270,6 +294,7 @@ pub async fn start(opts: ServeOptions) -> Result<RunningServer, ServeError> {
             .clone()
             .map(|spec| std::sync::Arc::new(faults::Faults::new(spec, opts.fault_seed))),
         tokens: auth::TokenCache::default(),
+        auth_failures: Default::default(),
         spec_only: opts.spec_only,
     };
     // Outermost: the bounds, so a refused request costs no decoding at all.
@@ -277,21 +302,23 @@ pub async fn start(opts: ServeOptions) -> Result<RunningServer, ServeError> {
     let service = from_fn_with_state(bounds, overload::bound)
         .layer(from_fn(wire::normalize).layer(app(state)));
     let (tx, rx) = oneshot::channel::<()>();
-    let task = tokio::spawn(async move {
-        axum::serve(
-            listener,
-            axum::ServiceExt::<axum::extract::Request>::into_make_service(service),
-        )
-        .with_graceful_shutdown(async {
+    let limits = opts.connections;
+    let task = tokio::spawn(connections::serve(
+        listener,
+        service,
+        limits,
+        max_connections,
+        async {
             let _ = rx.await;
-        })
-        .await
-    });
+        },
+    ));
     tracing::debug!(%base_url, db = %opts.db.display(), "serving the v3 API");
     Ok(RunningServer {
         addr,
         base_url,
         credentials,
+        max_connections,
+        open_files,
         store,
         shutdown: Some(tx),
         task,

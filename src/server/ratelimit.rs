@@ -1,13 +1,15 @@
-//! `serve --rate-limit N`: at most N requests per second per access token on
+//! `serve --rate-limit N`: at most N requests per second per account on
 //! the `/v3` routes (off by default). Over it the answer is 429 with
 //! `Retry-After` (whole seconds, at least 1) and the error body, as the live
 //! service does and as clients expect (wire.md, "Errors").
 //!
 //! A keyed GCRA limiter (`governor`): the quota is N per second with a burst
-//! of N, so a fresh token may send N requests at once, then one every 1/N s.
-//! The key is the token's selector (its public half, see
-//! `store::accounts`), never the secret token. It runs after authentication,
-//! so requests without a valid token are refused by the token check first.
+//! of N, so an account may send N requests at once, then one every 1/N s.
+//! The key is the account the token belongs to, so every token of it shares
+//! the one quota. Decision (issue 43): keyed per token before, the quota
+//! was multiplied by minting more tokens, which any client may do. It runs
+//! after authentication, so requests without a valid token are refused by
+//! the token check first.
 //!
 //! On PostgreSQL the quota is kept in the database (`store::rates`), so it
 //! holds across every server process sharing it.
@@ -24,7 +26,7 @@ use governor::clock::Clock;
 use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
 use std::num::NonZeroU32;
 
-/// Above this many tracked tokens, the ones back at their full quota are
+/// Above this many tracked accounts, the ones back at their full quota are
 /// forgotten (they would pass anyway), so the table stays small.
 const RETAIN_ABOVE: usize = 10_000;
 
@@ -63,7 +65,7 @@ pub async fn limit(State(state): State<AppState>, req: Request, next: Next) -> R
     let key = req
         .extensions()
         .get::<Caller>()
-        .map(|c| c.selector.clone())
+        .map(|c| format!("account:{}", c.account.0))
         .unwrap_or_default();
     let checked = match state.store.backend() {
         Backend::Sqlite => rate.check(&key),
@@ -80,7 +82,7 @@ pub async fn limit(State(state): State<AppState>, req: Request, next: Next) -> R
         Err(secs) => too_many(
             secs,
             format!(
-                "Too Many Requests: over {} requests per second for this token; retry after {secs} s",
+                "Too Many Requests: over {} requests per second for this account; retry after {secs} s",
                 rate.per_second
             ),
         ),
@@ -100,7 +102,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_token_gets_its_burst_then_waits_while_another_token_goes_on() {
+    fn a_key_gets_its_burst_then_waits_while_another_key_goes_on() {
         let rate = RateLimit::per_second(NonZeroU32::new(3).unwrap());
         for _ in 0..3 {
             assert_eq!(rate.check("a"), Ok(()));

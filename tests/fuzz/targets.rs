@@ -155,6 +155,7 @@ fn server() -> &'static Server {
             rate_limit: None,
             faults: None,
             tokens: Default::default(),
+            auth_failures: Default::default(),
             spec_only: false,
         };
         let service = server::app(state).layer(axum::middleware::from_fn(server::wire::normalize));

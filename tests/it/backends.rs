@@ -38,6 +38,7 @@ const SUITE: &[&str] = &[
     "safety::",
     "tags::",
     "third_party::",
+    "token_security::",
     "wire::",
     "writes::",
 ];

@@ -63,7 +63,7 @@ async fn over_the_rate_limit_a_token_gets_429_with_retry_after() {
         assert_eq!(e.retry_after(), Some(1));
         assert_eq!(
             e.server_message(),
-            "HTTP 429: Too Many Requests: over 5 requests per second for this token; retry after 1 s"
+            "HTTP 429: Too Many Requests: over 5 requests per second for this account; retry after 1 s"
         );
     }
     // Another token has its own quota; the first one's comes back in time.

@@ -7,7 +7,7 @@ use crate::server::AppState;
 use crate::server::auth::Auth;
 use crate::server::error::{ApiError, ApiResult};
 use crate::server::openapi::Routes;
-use crate::server::store::{accounts, now};
+use crate::server::store::{accounts, now, tokens};
 use axum::Json;
 use axum::extract::State;
 
@@ -31,22 +31,24 @@ pub fn routes() -> Routes {
         )
 }
 
-/// A new token pair; the calling token stops working at once.
+/// A new token pair of the same family; the calling token and the refresh
+/// token issued with it stop working at once.
 async fn exchange(State(s): State<AppState>, Auth(caller): Auth) -> ApiResult<Json<TokenResponse>> {
     let ttl = s.token_ttl;
-    let selector = caller.selector.clone();
     let pair = s
         .store
         .write(move |c| {
             // Two exchanges of one token at once: the second finds it
             // revoked and gets no pair (one token, one successor).
-            if !accounts::revoke(c, &caller.selector)? {
+            if !accounts::revoke_pair(c, &caller)? {
                 return Ok(None);
             }
-            accounts::issue_pair(c, caller.account, caller.app_id, ttl).map(Some)
+            tokens::issue_pair_in(c, caller.account, caller.app_id, ttl, &caller.family).map(Some)
         })
-        .await?;
-    s.tokens.forget(&selector);
+        .await;
+    // After the commit, and whatever came of it: see `auth::TokenCache`.
+    s.tokens.revoked();
+    let pair = pair?;
     match pair {
         Some(pair) => Ok(Json(pair)),
         None => Err(ApiError::unauthorized("invalid or expired access token")),

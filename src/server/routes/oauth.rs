@@ -6,7 +6,8 @@
 use crate::api::oauth::{OAuthError, TokenRequest};
 use crate::api::paths;
 use crate::server::AppState;
-use crate::server::store::accounts::{self, App};
+use crate::server::auth_failures::{Key, Peer};
+use crate::server::store::accounts::{self, App, Grant};
 use crate::server::wire::RawInput;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode, header};
@@ -68,8 +69,43 @@ fn basic_credentials(headers: &HeaderMap) -> Option<(String, String)> {
     Some((unescape(id)?, unescape(secret)?))
 }
 
+/// Why no tokens were issued, past the client's authentication.
+enum Refused {
+    /// An OAuth error answer, as is.
+    Answer(Box<Response>),
+    /// The client id or secret was wrong.
+    WrongClient,
+    /// A spent refresh token or code came again; its family is revoked.
+    Replayed {
+        grant: &'static str,
+        family: String,
+        revoked: usize,
+    },
+}
+
+fn granted(grant: Grant, kind: &'static str) -> Result<crate::api::TokenResponse, Refused> {
+    match grant {
+        Grant::Issued(tokens) => Ok(tokens),
+        Grant::Invalid => Err(Refused::Answer(Box::new(invalid_grant()))),
+        Grant::Replayed { family, revoked } => Err(Refused::Replayed {
+            grant: kind,
+            family,
+            revoked,
+        }),
+    }
+}
+
+fn invalid_grant() -> Response {
+    oauth_error(
+        StatusCode::BAD_REQUEST,
+        "invalid_grant",
+        "the code or refresh token is invalid, expired or used",
+    )
+}
+
 async fn token(
     State(s): State<AppState>,
+    Peer(peer): Peer,
     headers: HeaderMap,
     RawInput(body): RawInput,
 ) -> Response {
@@ -116,50 +152,55 @@ async fn token(
             ),
         );
     }
+    // Failed client authentications, per client id and per address: while
+    // either waits, the secret is not even checked (see `auth_failures`).
+    let mut keys = vec![Key::Client(client_id.clone())];
+    keys.extend(peer.map(Key::Address));
+    if let Some((key, secs)) = s.auth_failures.waiting(&keys, std::time::Instant::now()) {
+        let mut res = oauth_error(
+            StatusCode::TOO_MANY_REQUESTS,
+            "slow_down",
+            format!(
+                "too many failed client authentications {}; retry after {secs} s",
+                key.described()
+            ),
+        );
+        res.headers_mut()
+            .insert(header::RETRY_AFTER, header::HeaderValue::from(secs));
+        return res;
+    }
     let (ttl, code_ttl) = (s.token_ttl, s.code_ttl);
+    let id = client_id.clone();
     let result = s
         .store
         .write(move |c| {
-            let Some(app): Option<App> = accounts::authenticate_app(c, &client_id, &secret)? else {
-                return Ok(Err(oauth_error(
-                    StatusCode::UNAUTHORIZED,
-                    "invalid_client",
-                    "unknown client or wrong secret",
-                )));
+            let Some(app): Option<App> = accounts::authenticate_app(c, &id, &secret)? else {
+                return Ok(Err(Refused::WrongClient));
             };
             let issued = match grant.as_str() {
-                "client_credentials" => Some(accounts::issue_pair(c, app.account, app.id, ttl)?),
+                "client_credentials" => Ok(accounts::issue_pair(c, app.account, app.id, ttl)?),
                 "refresh_token" => match req.refresh_token.as_deref() {
-                    Some(t) => accounts::refresh(c, &app, t, ttl)?,
-                    None => {
-                        return Ok(Err(oauth_error(
-                            StatusCode::BAD_REQUEST,
-                            "invalid_request",
-                            "refresh_token is required",
-                        )));
-                    }
+                    Some(t) => granted(accounts::refresh(c, &app, t, ttl)?, "refresh_token"),
+                    None => Err(Refused::Answer(Box::new(oauth_error(
+                        StatusCode::BAD_REQUEST,
+                        "invalid_request",
+                        "refresh_token is required",
+                    )))),
                 },
                 _ => match req.code.as_deref() {
                     Some(code) => {
                         let redirect = req.redirect_uri.as_deref();
-                        accounts::redeem_code(c, &app, code, redirect, ttl, code_ttl)?
+                        let grant = accounts::redeem_code(c, &app, code, redirect, ttl, code_ttl)?;
+                        granted(grant, "authorization_code")
                     }
-                    None => {
-                        return Ok(Err(oauth_error(
-                            StatusCode::BAD_REQUEST,
-                            "invalid_request",
-                            "code is required",
-                        )));
-                    }
+                    None => Err(Refused::Answer(Box::new(oauth_error(
+                        StatusCode::BAD_REQUEST,
+                        "invalid_request",
+                        "code is required",
+                    )))),
                 },
             };
-            Ok(issued.ok_or_else(|| {
-                oauth_error(
-                    StatusCode::BAD_REQUEST,
-                    "invalid_grant",
-                    "the code or refresh token is invalid, expired or used",
-                )
-            }))
+            Ok(issued)
         })
         .await;
     match result {
@@ -171,7 +212,35 @@ async fn token(
             );
             res
         }
-        Ok(Err(res)) => res,
+        Ok(Err(Refused::Answer(res))) => *res,
+        Ok(Err(Refused::WrongClient)) => {
+            s.auth_failures.failed(&keys, std::time::Instant::now());
+            tracing::info!(client_id = %client_id, peer = ?peer, "client authentication failed");
+            oauth_error(
+                StatusCode::UNAUTHORIZED,
+                "invalid_client",
+                "unknown client or wrong secret",
+            )
+        }
+        Ok(Err(Refused::Replayed {
+            grant,
+            family,
+            revoked,
+        })) => {
+            // Committed: no cached token of the family may answer again.
+            s.tokens.revoked();
+            tracing::warn!(
+                security_event = "token_replay",
+                grant,
+                client_id = %client_id,
+                peer = ?peer,
+                family = %family,
+                revoked,
+                "a spent {} was presented again: it leaked; every token of its family is revoked",
+                if grant == "refresh_token" { "refresh token" } else { "authorization code" }
+            );
+            invalid_grant()
+        }
         Err(e) => {
             tracing::error!(error = %e, "token service failed");
             oauth_error(

@@ -24,6 +24,7 @@ pub mod rates;
 pub mod receivers;
 pub mod redirect_uris;
 pub mod tags;
+pub mod tokens;
 pub mod users;
 mod writer;
 
@@ -43,6 +44,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/004_users.sql"),
     include_str!("migrations/005_list_order.sql"),
     include_str!("migrations/006_order_key.sql"),
+    include_str!("migrations/007_token_families.sql"),
 ];
 
 /// What a contact carries that is deleted with it (`receivers`, `groups`).

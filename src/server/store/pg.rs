@@ -22,6 +22,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/pg/001_core.sql"),
     include_str!("migrations/pg/002_rate_limits.sql"),
     include_str!("migrations/pg/003_receivers_unkeyed.sql"),
+    include_str!("migrations/pg/004_token_families.sql"),
 ];
 
 /// Connections per server process. PostgreSQL serves about a hundred by

@@ -1,7 +1,7 @@
-//! `serve --rate-limit N` on PostgreSQL: the limit holds for a token across
+//! `serve --rate-limit N` on PostgreSQL: the limit holds for an account across
 //! every server process on the database, as one server's would. The same
 //! rule as the in-process limiter (`server::ratelimit`): a generic cell rate
-//! (GCRA) of N per second with a burst of N, kept per token as the time its
+//! (GCRA) of N per second with a burst of N, kept per account as the time its
 //! next request is due, on the database's clock (the processes' clocks may
 //! differ).
 

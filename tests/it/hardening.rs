@@ -1,0 +1,269 @@
+//! Connection limits of the built-in server (issue 43): a slowloris of idle
+//! and half-sent connections neither starves a normal client nor holds its
+//! connections past the timeouts, and a server below its open-file limit
+//! makes room by closing the connection idle the longest.
+
+use crate::support::TestServer;
+use std::io::{BufRead, BufReader};
+use std::os::unix::process::CommandExt;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+/// `listpipe serve` as a child process whose open-file limit is `soft`
+/// (and `hard`), on a port of its choosing; killed when dropped.
+struct LimitedServer {
+    child: Child,
+    base_url: String,
+    token: String,
+    /// What it said on stderr up to its first-start credentials.
+    said: Vec<String>,
+    _dir: tempfile::TempDir,
+}
+
+impl LimitedServer {
+    fn start(soft: u64, hard: u64, args: &[&str]) -> LimitedServer {
+        let dir = tempfile::tempdir().unwrap();
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_listpipe"));
+        cmd.args(["serve", "--listen", "127.0.0.1:0", "--db"])
+            .arg(dir.path().join("server.db"))
+            .arg("--credentials")
+            .arg(dir.path().join("credentials.json"))
+            .args(args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        // SAFETY: setrlimit only, between fork and exec.
+        unsafe {
+            cmd.pre_exec(move || {
+                let lim = libc::rlimit {
+                    rlim_cur: soft as libc::rlim_t,
+                    rlim_max: hard as libc::rlim_t,
+                };
+                if libc::setrlimit(libc::RLIMIT_NOFILE, &lim) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let mut child = cmd.spawn().unwrap();
+        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+        let mut said = Vec::new();
+        for line in lines.by_ref() {
+            let line = line.unwrap();
+            let done = line.contains("credentials of account \"default\" written");
+            said.push(line);
+            if done {
+                break;
+            }
+        }
+        // Keep reading, so that the child never blocks on a full pipe.
+        std::thread::spawn(move || lines.for_each(drop));
+        let base_url = said
+            .iter()
+            .find_map(|l| l.split("serving the v3 API at ").nth(1))
+            .and_then(|rest| rest.split_whitespace().next())
+            .unwrap_or_else(|| panic!("no URL in {said:?}"))
+            .to_string();
+        let creds: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(dir.path().join("credentials.json")).unwrap())
+                .unwrap();
+        LimitedServer {
+            child,
+            base_url,
+            token: creds["access_token"].as_str().unwrap().to_string(),
+            said,
+            _dir: dir,
+        }
+    }
+
+    fn said(&self, start: &str) -> &str {
+        self.said
+            .iter()
+            .find(|l| l.starts_with(start))
+            .unwrap_or_else(|| panic!("no line {start:?} in {:?}", self.said))
+    }
+}
+
+impl Drop for LimitedServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// This test process needs a file per connection it opens.
+fn raise_own_open_file_limit() -> u64 {
+    listpipe::server::connections::raise_open_file_limit()
+        .expect("the open-file limit")
+        .soft
+}
+
+/// Whether the server closed `stream` (without waiting).
+fn is_closed(stream: &TcpStream) -> bool {
+    let mut buf = [0u8; 64];
+    match stream.try_read(&mut buf) {
+        Ok(0) => true,
+        Ok(_) => false,
+        Err(e) => e.kind() != std::io::ErrorKind::WouldBlock,
+    }
+}
+
+/// Reads until the server closes `stream`; false if it is still open at `deadline`.
+async fn closed_by(stream: &mut TcpStream, deadline: Instant) -> bool {
+    let mut buf = [0u8; 1024];
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match tokio::time::timeout(left, stream.read(&mut buf)).await {
+            Ok(Ok(0)) | Ok(Err(_)) => return true,
+            Ok(Ok(_)) => continue,
+            Err(_) => return false,
+        }
+    }
+}
+
+async fn validate(http: &reqwest::Client, base: &str, token: &str) -> reqwest::StatusCode {
+    http.get(format!("{base}/v3/debug/validate"))
+        .bearer_auth(token)
+        .timeout(Duration::from_secs(3))
+        .send()
+        .await
+        .expect("an answer within 3 s")
+        .status()
+}
+
+#[tokio::test]
+async fn at_1024_open_files_1100_idle_and_half_sent_connections_leave_a_client_answered_and_are_closed_after_the_timeouts()
+ {
+    assert!(
+        raise_own_open_file_limit() >= 2400,
+        "this test opens 1,100 connections"
+    );
+    let server = LimitedServer::start(
+        1024,
+        1024,
+        &["--header-timeout-secs", "3", "--idle-timeout-secs", "3"],
+    );
+    assert_eq!(
+        server.said("listpipe: connections:"),
+        "listpipe: connections: at most 896 open (open-file limit 1024); header timeout 3 s, idle timeout 3 s"
+    );
+    let addr = server.base_url.trim_start_matches("http://").to_string();
+
+    // The attack: 1,100 connections, every other one with half a request line.
+    let opened = Instant::now();
+    let mut held = Vec::with_capacity(1100);
+    for n in 0..1100 {
+        let mut s = TcpStream::connect(&addr).await.unwrap();
+        if n % 2 == 1 {
+            s.write_all(b"GET /v3/debug/validate HT").await.unwrap();
+        }
+        held.push(s);
+    }
+
+    // A normal client is answered at once, five times in a row.
+    listpipe::client::init_tls();
+    let http = reqwest::Client::new();
+    for _ in 0..5 {
+        let asked = Instant::now();
+        assert_eq!(validate(&http, &server.base_url, &server.token).await, 200);
+        assert!(
+            asked.elapsed() < Duration::from_secs(2),
+            "{:?}",
+            asked.elapsed()
+        );
+    }
+    // The server held most of them meanwhile: only those past its cap of
+    // 896 were closed to make room (unless the opening itself took longer
+    // than the timeouts).
+    let open = held.iter().filter(|s| !is_closed(s)).count();
+    if opened.elapsed() < Duration::from_secs(2) {
+        assert!((600..=896).contains(&open), "{open} open");
+    }
+
+    // Every one is closed once the timeouts pass, and the server goes on.
+    let deadline = Instant::now() + Duration::from_secs(15);
+    for s in held.iter_mut() {
+        assert!(
+            closed_by(s, deadline).await,
+            "a connection outlived the timeouts"
+        );
+    }
+    assert!(
+        opened.elapsed() >= Duration::from_secs(3),
+        "closed before the timeout"
+    );
+    assert_eq!(validate(&http, &server.base_url, &server.token).await, 200);
+}
+
+#[tokio::test]
+async fn a_server_raises_its_soft_open_file_limit_to_the_hard_limit() {
+    let hard = raise_own_open_file_limit().min(4096);
+    assert!(hard > 1024, "this test needs a hard limit above 1024");
+    let server = LimitedServer::start(1024, hard, &["--max-connections", "100"]);
+    assert_eq!(
+        server.said("listpipe: connections:"),
+        format!(
+            "listpipe: connections: at most 100 open (open-file limit raised from 1024 to {hard}); header timeout 10 s, idle timeout 60 s"
+        )
+    );
+}
+
+#[tokio::test]
+async fn past_max_connections_the_connection_idle_the_longest_is_closed_for_a_new_one() {
+    let t = TestServer::start_with(|o| o.connections.max_connections = 3).await;
+    let addr = t.base_url().trim_start_matches("http://").to_string();
+    let mut idle = Vec::new();
+    for _ in 0..3 {
+        idle.push(TcpStream::connect(&addr).await.unwrap());
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let (http, base, token) = t.raw();
+    assert_eq!(validate(&http, &base, &token).await, 200);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    assert!(
+        closed_by(&mut idle[0], deadline).await,
+        "the oldest stays open"
+    );
+    assert!(!is_closed(&idle[1]) && !is_closed(&idle[2]));
+}
+
+#[tokio::test]
+async fn past_max_connections_with_every_connection_busy_a_new_one_is_answered_503() {
+    let t = TestServer::start_with(|o| {
+        o.connections.max_connections = 2;
+        o.faults = Some("delay=800ms@1".parse().unwrap());
+    })
+    .await;
+    let (_, base, token) = t.raw();
+    // Two requests being handled (each on its own connection) fill the cap.
+    let slow = (0..2).map(|_| {
+        let (base, token) = (base.clone(), token.clone());
+        tokio::spawn(async move {
+            let http = reqwest::Client::new();
+            validate(&http, &base, &token).await
+        })
+    });
+    let slow: Vec<_> = slow.collect();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let addr = base.trim_start_matches("http://");
+    let mut s = TcpStream::connect(addr).await.unwrap();
+    s.write_all(b"GET /v3/debug/validate HTTP/1.1\r\nHost: x\r\n\r\n")
+        .await
+        .unwrap();
+    let mut answer = String::new();
+    let _ = tokio::time::timeout(Duration::from_secs(3), s.read_to_string(&mut answer)).await;
+    assert!(
+        answer.starts_with("HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\n"),
+        "{answer}"
+    );
+    assert!(
+        answer.ends_with(
+            r#"{"error":{"code":503,"message":"Service Unavailable: too many connections; retry after 1 s"}}"#
+        ),
+        "{answer}"
+    );
+    for task in slow {
+        assert_eq!(task.await.unwrap(), 200);
+    }
+}

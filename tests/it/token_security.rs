@@ -1,0 +1,260 @@
+//! Tokens under attack (issue 43): a replayed refresh token or code revokes
+//! its whole family, a debug exchange retires the pair it replaces, a
+//! revocation holds for every request sent after it, wrong client secrets
+//! are limited, and minting tokens does not multiply the rate limit.
+
+use crate::support::TestServer;
+use listpipe::api::TokenResponse;
+use listpipe::client::oauth;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+/// The status of `GET /v3/debug/validate` with `token`.
+async fn validate(t: &TestServer, token: &str) -> u16 {
+    let (http, base, _) = t.raw();
+    http.get(format!("{base}/v3/debug/validate"))
+        .bearer_auth(token)
+        .send()
+        .await
+        .unwrap()
+        .status()
+        .as_u16()
+}
+
+async fn refresh(t: &TestServer, refresh_token: &str) -> Result<TokenResponse, u16> {
+    let c = &t.creds;
+    oauth::refresh(&c.base_url, &c.client_id, &c.client_secret, refresh_token)
+        .await
+        .map_err(|e| e.status().unwrap_or(0))
+}
+
+async fn client_credentials(t: &TestServer) -> TokenResponse {
+    let c = &t.creds;
+    oauth::client_credentials(&c.base_url, &c.client_id, &c.client_secret)
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn replaying_a_spent_refresh_token_revokes_its_whole_family_access_tokens_included() {
+    let t = TestServer::start().await;
+    let first = t.creds.clone();
+    let second = refresh(&t, &first.refresh_token).await.unwrap();
+    let third = refresh(&t, &second.refresh_token).await.unwrap();
+    // Another grant of the same client: another family.
+    let other = client_credentials(&t).await;
+    for token in [
+        &first.access_token,
+        &second.access_token,
+        &third.access_token,
+    ] {
+        assert_eq!(validate(&t, token).await, 200);
+    }
+
+    // The first refresh token again: it leaked.
+    assert_eq!(refresh(&t, &first.refresh_token).await.unwrap_err(), 400);
+    for token in [
+        &first.access_token,
+        &second.access_token,
+        &third.access_token,
+    ] {
+        assert_eq!(validate(&t, token).await, 401);
+    }
+    assert_eq!(refresh(&t, &third.refresh_token).await.unwrap_err(), 400);
+    assert_eq!(validate(&t, &other.access_token).await, 200);
+    assert!(refresh(&t, &other.refresh_token).await.is_ok());
+}
+
+#[tokio::test]
+async fn replaying_an_authorization_code_revokes_the_tokens_of_its_first_exchange() {
+    let t = TestServer::start().await;
+    let c = &t.creds;
+    let store = t.server.as_ref().unwrap().store.clone();
+    let code = store
+        .write(|conn| {
+            let app = listpipe::server::store::accounts::app_of(conn, "default")?;
+            listpipe::server::store::accounts::mint_code(conn, &app, "https://app.example/cb")
+        })
+        .await
+        .unwrap();
+    let exchange = || {
+        oauth::authorization_code(
+            &c.base_url,
+            &c.client_id,
+            &c.client_secret,
+            &code,
+            "https://app.example/cb",
+        )
+    };
+    let tokens = exchange().await.unwrap();
+    let refreshed = refresh(&t, &tokens.refresh_token).await.unwrap();
+    assert_eq!(validate(&t, &refreshed.access_token).await, 200);
+
+    let again = exchange().await.unwrap_err();
+    assert_eq!(again.status(), Some(400));
+    assert!(again.to_string().contains("invalid_grant"), "{again}");
+    assert_eq!(validate(&t, &tokens.access_token).await, 401);
+    assert_eq!(validate(&t, &refreshed.access_token).await, 401);
+    assert_eq!(
+        refresh(&t, &refreshed.refresh_token).await.unwrap_err(),
+        400
+    );
+    // The server's first tokens are of another grant.
+    assert_eq!(validate(&t, &c.access_token).await, 200);
+}
+
+#[tokio::test]
+async fn a_debug_exchange_revokes_the_pair_it_replaces_refresh_token_included() {
+    let t = TestServer::start().await;
+    let old = client_credentials(&t).await;
+    let (http, base, _) = t.raw();
+    let new: TokenResponse = http
+        .get(format!("{base}/v3/debug/exchange"))
+        .bearer_auth(&old.access_token)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(validate(&t, &old.access_token).await, 401);
+    assert_eq!(refresh(&t, &old.refresh_token).await.unwrap_err(), 400);
+    assert_eq!(validate(&t, &new.access_token).await, 200);
+    assert!(refresh(&t, &new.refresh_token).await.is_ok());
+}
+
+#[tokio::test]
+async fn a_token_revoked_while_in_use_is_refused_by_every_request_sent_after_the_revocation() {
+    let t = TestServer::start().await;
+    let (http, base, _) = t.raw();
+    for _ in 0..15 {
+        let pair = client_credentials(&t).await;
+        let revoked = Arc::new(AtomicBool::new(false));
+        let stop = Arc::new(AtomicBool::new(false));
+        // Four clients use the token without pause, each counting the
+        // requests it sent after the revocation was answered and that were
+        // accepted all the same.
+        let users: Vec<_> = (0..4)
+            .map(|_| {
+                let (http, url) = (http.clone(), format!("{base}/v3/debug/validate"));
+                let token = pair.access_token.clone();
+                let (revoked, stop) = (revoked.clone(), stop.clone());
+                tokio::spawn(async move {
+                    let mut accepted_after = 0;
+                    while !stop.load(Ordering::SeqCst) {
+                        let after = revoked.load(Ordering::SeqCst);
+                        let res = http.get(&url).bearer_auth(&token).send().await.unwrap();
+                        if after && res.status() == 200 {
+                            accepted_after += 1;
+                        }
+                    }
+                    accepted_after
+                })
+            })
+            .collect();
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        let res = http
+            .get(format!("{base}/v3/debug/exchange"))
+            .bearer_auth(&pair.access_token)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 200);
+        revoked.store(true, Ordering::SeqCst);
+        tokio::time::sleep(Duration::from_millis(30)).await;
+        stop.store(true, Ordering::SeqCst);
+        for user in users {
+            assert_eq!(user.await.unwrap(), 0, "a revoked token was accepted");
+        }
+    }
+}
+
+#[tokio::test]
+async fn wrong_client_secrets_are_answered_429_with_retry_after_after_ten_in_a_row() {
+    let t = TestServer::start().await;
+    let c = &t.creds;
+    let (http, base, _) = t.raw();
+    let attempt = |secret: String| {
+        http.post(format!("{base}/oauth/token.php"))
+            .form(&[
+                ("grant_type", "client_credentials"),
+                ("client_id", c.client_id.as_str()),
+                ("client_secret", secret.as_str()),
+            ])
+            .send()
+    };
+    let mut statuses = Vec::new();
+    let mut last = None;
+    for n in 0..30 {
+        let res = attempt(format!("{n:064x}")).await.unwrap();
+        statuses.push(res.status().as_u16());
+        last = Some(res);
+    }
+    assert_eq!(statuses[..10], [401; 10]);
+    assert_eq!(statuses[10..], [429; 20]);
+    let last = last.unwrap();
+    let wait: u64 = last.headers()["retry-after"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!((1..=6).contains(&wait), "Retry-After: {wait}");
+    let body: serde_json::Value = last.json().await.unwrap();
+    assert_eq!(body["error"], "slow_down");
+    assert_eq!(
+        body["error_description"],
+        format!("too many failed client authentications for this client; retry after {wait} s")
+    );
+    // While it waits even the right secret is not checked; the client's
+    // tokens keep working.
+    let right = attempt(c.client_secret.clone()).await.unwrap();
+    assert_eq!(right.status(), 429);
+    assert_eq!(validate(&t, &c.access_token).await, 200);
+}
+
+#[tokio::test]
+async fn wrong_secrets_for_many_clients_from_one_address_are_limited_after_thirty() {
+    let t = TestServer::start().await;
+    let (http, base, _) = t.raw();
+    let mut statuses = Vec::new();
+    for n in 0..32 {
+        let res = http
+            .post(format!("{base}/oauth/token.php"))
+            .form(&[
+                ("grant_type", "client_credentials"),
+                ("client_id", format!("client{n}").as_str()),
+                ("client_secret", "wrong"),
+            ])
+            .send()
+            .await
+            .unwrap();
+        statuses.push(res.status().as_u16());
+        if n == 31 {
+            let body: serde_json::Value = res.json().await.unwrap();
+            let text = body["error_description"].as_str().unwrap();
+            assert!(
+                text.starts_with("too many failed client authentications from this address"),
+                "{text}"
+            );
+        }
+    }
+    assert_eq!(statuses[..30], [401; 30]);
+    assert_eq!(statuses[30..], [429; 2]);
+}
+
+#[tokio::test]
+async fn minting_more_tokens_does_not_multiply_the_rate_limit_of_an_account() {
+    let t = TestServer::start_with(|o| o.rate_limit = std::num::NonZeroU32::new(5)).await;
+    let mut tokens = vec![t.creds.access_token.clone()];
+    for _ in 0..3 {
+        tokens.push(client_credentials(&t).await.access_token);
+    }
+    // 20 requests at once over four tokens of one account: its burst of 5
+    // passes (one more may, as the quota refills every 200 ms).
+    let calls = (0..20).map(|n| validate(&t, &tokens[n % 4]));
+    let statuses = futures::future::join_all(calls).await;
+    let passed = statuses.iter().filter(|s| **s == 200).count();
+    assert!((5..=7).contains(&passed), "{passed} passed: {statuses:?}");
+    assert!(statuses.iter().all(|s| *s == 200 || *s == 429));
+}
