@@ -75,6 +75,11 @@ fn joined(fields: &[String]) -> String {
     text
 }
 
+/// Field `i` of a line, empty when it has none.
+fn field<'a>(line: &[&'a str], i: usize) -> &'a str {
+    line.get(i).copied().unwrap_or("")
+}
+
 /// The one line `lines` (of one receiver, order and product, in file order) become.
 fn one_of(lines: &[Vec<&str>], how: DuplicateLines) -> Vec<String> {
     let owned = |l: &Vec<&str>| l.iter().map(|f| f.to_string()).collect::<Vec<_>>();
@@ -84,7 +89,6 @@ fn one_of(lines: &[Vec<&str>], how: DuplicateLines) -> Vec<String> {
         DuplicateLines::Last => owned(last),
         DuplicateLines::Sum => {
             let mut one = owned(first);
-            let field = |l: &Vec<&str>, i: usize| l.get(i).copied().unwrap_or("");
             // A line without a quantity is one item, as it is when sent alone.
             let quantity = |l: &Vec<&str>| field(l, QUANTITY).parse::<i64>().unwrap_or(1);
             let price = |l: &Vec<&str>| field(l, PRICE).parse::<f64>().unwrap_or(0.0);
