@@ -253,8 +253,10 @@ mod tests {
         assert_eq!(given.len(), 100_000);
         assert!(given.contains("phone_2") && given.contains("phone_100001"));
         assert!(given.iter().all(|n| n.len() <= MAX_NAME));
-        // Quadratic naming took minutes here; linear takes milliseconds.
-        assert!(took < std::time::Duration::from_millis(500), "{took:?}");
+        // Searching from `_2` for every copy took minutes here; numbered in one pass it
+        // takes well under a second in a debug build. The bound leaves room
+        // for a machine busy with other tests, and none for a quadratic pass.
+        assert!(took < std::time::Duration::from_secs(3), "{took:?}");
     }
 
     #[test]

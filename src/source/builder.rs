@@ -442,8 +442,10 @@ mod tests {
         let unique: HashSet<&String> = h.names.iter().collect();
         assert_eq!(unique.len(), 100_000);
         assert_eq!(h.repeated[0].columns.len(), 50_000);
-        // Quadratic numbering took minutes here; linear takes milliseconds.
-        assert!(took < std::time::Duration::from_millis(500), "{took:?}");
+        // Searching from `_2` for every copy took minutes here; numbered in one pass it
+        // takes well under a second in a debug build. The bound leaves room
+        // for a machine busy with other tests, and none for a quadratic pass.
+        assert!(took < std::time::Duration::from_secs(3), "{took:?}");
     }
 
     #[test]
