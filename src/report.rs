@@ -95,7 +95,11 @@ pub fn source_notes(stats: &PrepareStats) -> Vec<String> {
         lines.push(format!(
             "{} address{} trimmed of spaces or tabs at the ends",
             stats.addresses_trimmed,
-            if stats.addresses_trimmed == 1 { "" } else { "es" }
+            if stats.addresses_trimmed == 1 {
+                ""
+            } else {
+                "es"
+            }
         ));
     }
     lines.extend(

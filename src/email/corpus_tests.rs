@@ -70,7 +70,10 @@ fn line_breaks_at_the_ends_are_refused_and_only_spaces_and_tabs_are_trimmed() {
         "\nx@example.com",
     ] {
         let why = parse(address, Rules::STRICT).unwrap_err();
-        assert!(matches!(why, Invalid::Invisible(0x0A | 0x0D)), "{address:?}");
+        assert!(
+            matches!(why, Invalid::Invisible(0x0A | 0x0D)),
+            "{address:?}"
+        );
     }
     assert_eq!(
         parse(" \tx@example.com\t ", Rules::STRICT),

@@ -340,7 +340,10 @@ impl Parser<'_> {
             }
         }
         for r in std::mem::take(&mut self.columns) {
-            let Some(Some(source::Headers { columns: cols, repeated })) = headers.get(r.source)
+            let Some(Some(source::Headers {
+                columns: cols,
+                repeated,
+            })) = headers.get(r.source)
             else {
                 continue;
             };

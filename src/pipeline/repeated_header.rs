@@ -17,9 +17,10 @@ pub(super) fn refusal(
         return None;
     }
     let (file, r) = repeated.iter().find(|(_, r)| r.name == column)?;
-    let file = file
-        .file_name()
-        .map_or_else(|| file.display().to_string(), |f| f.to_string_lossy().into_owned());
+    let file = file.file_name().map_or_else(
+        || file.display().to_string(),
+        |f| f.to_string_lossy().into_owned(),
+    );
     let positions: Vec<String> = r.columns.iter().map(|(at, _)| at.to_string()).collect();
     let names: Vec<String> = r
         .columns

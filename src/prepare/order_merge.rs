@@ -32,10 +32,7 @@ pub(super) fn merge(lines: Arc<OrderLines>, how: DuplicateLines) -> (Arc<OrderLi
         let mut same: Vec<Vec<Vec<&str>>> = Vec::new();
         for text in &texts {
             let fields = split(text);
-            match same
-                .iter_mut()
-                .find(|g| id(&g[0]) == id(&fields))
-            {
+            match same.iter_mut().find(|g| id(&g[0]) == id(&fields)) {
                 Some(g) => g.push(fields),
                 None => same.push(vec![fields]),
             }
@@ -174,7 +171,10 @@ mod tests {
         let of = [
             (A, ["0", "", "Sofa", "1700.93", "EUR", "1", "", ""]),
             (A, ["0", "", "Lamp", "42.60", "EUR", "1", "", ""]),
-            ("b@example.com", ["0", "", "Lamp", "42.60", "EUR", "1", "", ""]),
+            (
+                "b@example.com",
+                ["0", "", "Lamp", "42.60", "EUR", "1", "", ""],
+            ),
         ];
         let (first, n) = merge(lines(&of), DuplicateLines::First);
         assert_eq!(n, 1);

@@ -122,9 +122,12 @@ impl OrderLines {
     /// Each address key's lines (their texts, fields ended by [`UNIT`]), in key order and,
     /// within a key, in file order.
     pub(super) fn groups(&self) -> impl Iterator<Item = (u128, Vec<&str>)> {
-        self.index
-            .chunk_by(|a, b| a.0 == b.0)
-            .map(|run| (run[0].0, run.iter().map(|&(_, l)| self.text_of(l as usize)).collect()))
+        self.index.chunk_by(|a, b| a.0 == b.0).map(|run| {
+            (
+                run[0].0,
+                run.iter().map(|&(_, l)| self.text_of(l as usize)).collect(),
+            )
+        })
     }
 
     fn text_of(&self, line: usize) -> &str {

@@ -427,13 +427,22 @@ mod tests {
     fn a_name_present_twice_is_numbered_in_both_copies() {
         let h = names(&["Name", "Phone", "Phone", "Email"]);
         assert_eq!(h.names, ["Name", "Phone_1", "Phone_2", "Email"]);
-        assert_eq!(h.repeated[0].columns, [(2, "Phone_1".into()), (3, "Phone_2".into())]);
+        assert_eq!(
+            h.repeated[0].columns,
+            [(2, "Phone_1".into()), (3, "Phone_2".into())]
+        );
     }
 
     #[test]
     fn a_hundred_thousand_copies_of_one_name_are_numbered_in_linear_time() {
         let raw: Vec<Option<String>> = (0..100_000)
-            .map(|i| Some(if i % 2 == 0 { "Phone".into() } else { format!("Phone_{}", i) }))
+            .map(|i| {
+                Some(if i % 2 == 0 {
+                    "Phone".into()
+                } else {
+                    format!("Phone_{}", i)
+                })
+            })
             .collect();
         let started = std::time::Instant::now();
         let h = header(raw.as_slice());

@@ -279,7 +279,10 @@ mod tests {
         assert!(detect_by_bytes(text, Path::new("x.csv")).unwrap().is_none());
         let binary: Vec<u8> = (0..400u32).map(|i| (i * 37 % 251) as u8).collect();
         let err = detect_by_bytes(&binary, Path::new("x.csv")).unwrap_err();
-        assert!(matches!(err, SourceError::NotText { offset: 0, .. }), "{err}");
+        assert!(
+            matches!(err, SourceError::NotText { offset: 0, .. }),
+            "{err}"
+        );
     }
 
     #[test]

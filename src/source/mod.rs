@@ -309,7 +309,9 @@ fn union_of_headers(inputs: &[Input], spec: &SourceSpec) -> Result<Headers, Sour
             SourceFormat::Csv => {
                 let header = csv::read_header(path, member, spec)?;
                 let at = match member {
-                    Some((archive, name)) => PathBuf::from(format!("{}[{name}]", archive.display())),
+                    Some((archive, name)) => {
+                        PathBuf::from(format!("{}[{name}]", archive.display()))
+                    }
                     None => path.clone(),
                 };
                 headers
@@ -318,9 +320,9 @@ fn union_of_headers(inputs: &[Input], spec: &SourceSpec) -> Result<Headers, Sour
                 header.names
             }
             SourceFormat::Spreadsheet => {
-                let (names, repeated) = xlsx::read_header(path, spec)?;
-                headers.repeated.extend(repeated);
-                names
+                let sheets = xlsx::read_header(path, spec)?;
+                headers.repeated.extend(sheets.repeated);
+                sheets.columns
             }
             SourceFormat::Parquet => parquet::read_header(path)?,
             SourceFormat::JsonLines => jsonl::read_header(path)?,

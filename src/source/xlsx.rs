@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use calamine::{Data, ExcelDateTime, Range, Reader, open_workbook_auto};
 use chrono::{Datelike, NaiveDateTime, TimeDelta, Timelike};
 
-use super::builder::{self, Header, Repeated, TableBuilder};
+use super::builder::{self, Header, TableBuilder};
 use super::{
     Dialect, LineEnding, SheetRef, SourceError, SourceFormat, SourceSpec, TextEncoding, Workbook,
 };
@@ -73,10 +73,7 @@ fn sheet_path(path: &Path, sheet: &str) -> PathBuf {
 /// The column names of the chosen sheets (united by name, in one pass: a set
 /// of the names seen, not a search of the list per column), and each sheet's
 /// repeated names under the sheet's path.
-pub(crate) fn read_header(
-    path: &Path,
-    spec: &SourceSpec,
-) -> Result<(Vec<String>, Vec<(PathBuf, Repeated)>), SourceError> {
+pub(crate) fn read_header(path: &Path, spec: &SourceSpec) -> Result<super::Headers, SourceError> {
     let (mut workbook, _, chosen) = open(path, spec)?;
     let several = chosen.len() > 1;
     let mut names: Vec<String> = Vec::new();
@@ -100,7 +97,10 @@ pub(crate) fn read_header(
             }
         }
     }
-    Ok((names, repeated))
+    Ok(super::Headers {
+        columns: names,
+        repeated,
+    })
 }
 
 /// The text of a cell as the user sees it; `None` for an empty cell.

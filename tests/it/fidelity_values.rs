@@ -67,7 +67,12 @@ async fn lines(t: &TestServer) -> BTreeMap<String, Vec<String>> {
                 .orders
                 .iter()
                 .flatten()
-                .map(|o| format!("{}/{} {} x {}", o.order_id, o.product_id, o.price, o.quantity))
+                .map(|o| {
+                    format!(
+                        "{}/{} {} x {}",
+                        o.order_id, o.product_id, o.price, o.quantity
+                    )
+                })
                 .collect();
             l.sort();
             (r.email, l)
@@ -96,13 +101,19 @@ async fn order_lines_of_one_order_and_product_are_summed_counted_and_a_rerun_wri
     );
     let (code, report, stderr) = run(&t, &dir.join("p.toml"), &[]).await;
     assert_eq!(code, 0, "{stderr}");
-    assert_eq!(report["steps"][0]["prepare"]["order_lines_merged"], 2, "{report}");
+    assert_eq!(
+        report["steps"][0]["prepare"]["order_lines_merged"], 2,
+        "{report}"
+    );
     assert!(
         stderr.contains("bookings: orders: 5 read, 5 accepted, 0 rejected; 2 lines merged"),
         "{stderr}"
     );
     let want: BTreeMap<String, Vec<String>> = [
-        ("anna@example.com", vec!["E1/early 10 x 3", "E1/late 15 x 1"]),
+        (
+            "anna@example.com",
+            vec!["E1/early 10 x 3", "E1/late 15 x 1"],
+        ),
         // The order's total is kept: 1,700.93 + 42.60 over 2 items.
         ("ben@example.com", vec!["0/ 871.765 x 2"]),
     ]
@@ -124,7 +135,9 @@ async fn duplicate_lines_first_or_last_keeps_one_line_and_an_unknown_choice_is_r
     let (code, report, stderr) = run(&t, &dir.join("p.toml"), &[]).await;
     assert_eq!(code, 0, "{stderr}");
     assert!(
-        stderr.contains("2 lines merged into another of the same order and product (duplicate_lines = \"last\")"),
+        stderr.contains(
+            "2 lines merged into another of the same order and product (duplicate_lines = \"last\")"
+        ),
         "{stderr}"
     );
     assert_eq!(report["steps"][0]["prepare"]["order_lines_merged"], 2);
@@ -156,7 +169,11 @@ fn booking_rows() -> impl Strategy<Value = Vec<(u8, u8, u8, u8, u8)>> {
 fn booking_csv(rows: &[(u8, u8, u8, u8, u8)]) -> String {
     let mut csv = String::from("email,order,ticket,price,qty\n");
     for (who, order, product, qty, price) in rows {
-        let qty = if *qty == 3 { String::new() } else { qty.to_string() };
+        let qty = if *qty == 3 {
+            String::new()
+        } else {
+            qty.to_string()
+        };
         csv.push_str(&format!(
             "p{who}@example.com,O{order},T{product},{}.5,{qty}\n",
             10 + u32::from(*price) * 7
@@ -297,8 +314,16 @@ async fn addresses_lose_spaces_and_tabs_only_and_line_breaks_and_symbols_are_ref
     }
     let (code, report, stderr) = run(&t, &dir.join("p.toml"), &[]).await;
     assert_eq!(code, 1, "{stderr}");
-    assert_eq!(report["steps"][0]["prepare"]["addresses_trimmed"], 1, "{report}");
-    let mut stored: Vec<String> = t.receivers_of("News").await.into_iter().map(|r| r.email).collect();
+    assert_eq!(
+        report["steps"][0]["prepare"]["addresses_trimmed"], 1,
+        "{report}"
+    );
+    let mut stored: Vec<String> = t
+        .receivers_of("News")
+        .await
+        .into_iter()
+        .map(|r| r.email)
+        .collect();
     stored.sort();
     assert_eq!(stored, ["ok@example.com", "z@example.com"]);
 }
@@ -328,14 +353,26 @@ async fn a_nul_in_an_unmapped_cell_rejects_that_row_and_the_rest_is_imported() {
     assert_eq!(code, 1, "{stdout}{stderr}");
     let reason = "column \"\"notes\"\" holds a NUL byte (U+0000, character 4 of the field), which is not text; the row is rejected, the rest of the file read: remove the NUL from the file to import this row";
     let rejects = rejects(dir, "contacts");
-    assert!(rejects.contains(&format!("3,notes,\"{reason}\"")), "{rejects}");
+    assert!(
+        rejects.contains(&format!("3,notes,\"{reason}\"")),
+        "{rejects}"
+    );
     let (code, report, stderr) = run(&t, &dir.join("p.toml"), &[]).await;
     assert_eq!(code, 1, "{stderr}");
-    assert_eq!(report["steps"][0]["prepare"]["rejected"]["NUL byte in a field"], 1, "{report}");
+    assert_eq!(
+        report["steps"][0]["prepare"]["rejected"]["NUL byte in a field"], 1,
+        "{report}"
+    );
     assert_eq!(t.receivers_of("News").await.len(), 3);
 
     // A binary file is still refused whole, with a format that exists.
-    write(dir, "contacts.csv", (0..600u32).map(|i| (i * 37 % 251) as u8).collect::<Vec<u8>>());
+    write(
+        dir,
+        "contacts.csv",
+        (0..600u32)
+            .map(|i| (i * 37 % 251) as u8)
+            .collect::<Vec<u8>>(),
+    );
     let (code, _, stderr) = check(dir);
     assert_eq!(code, 2, "{stderr}");
     assert!(
@@ -399,7 +436,12 @@ async fn export(t: &TestServer, out: &str) {
     })
     .await
     .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 type Kept = (String, i64, String, BTreeMap<String, String>);
@@ -426,10 +468,15 @@ async fn a_global_attribute_named_like_a_receiver_field_is_in_every_default_expo
     let mut csv_lines = csv.lines();
     assert_eq!(
         csv_lines.next(),
-        Some("id,email,group_id,registered,activated,deactivated,imported,bounced,source,points,last_ip,last_location,last_client,active,global.points,global.source,firstname,tags")
+        Some(
+            "id,email,group_id,registered,activated,deactivated,imported,bounced,source,points,last_ip,last_location,last_client,active,global.points,global.source,firstname,tags"
+        )
     );
     let ann = csv_lines.find(|l| l.contains("ann@example.com")).unwrap();
-    assert!(ann.contains(",import,5,") && ann.ends_with(",gold,fair 2024,ann,"), "{ann}");
+    assert!(
+        ann.contains(",import,5,") && ann.ends_with(",gold,fair 2024,ann,"),
+        "{ann}"
+    );
     let jsonl = std::fs::read_to_string(a.dir.path().join("shop.jsonl")).unwrap();
     let ann: serde_json::Value = jsonl
         .lines()
@@ -444,9 +491,14 @@ async fn a_global_attribute_named_like_a_receiver_field_is_in_every_default_expo
     let df = ParquetReader::new(std::fs::File::open(a.dir.path().join("shop.parquet")).unwrap())
         .finish()
         .unwrap();
-    let names: Vec<String> = df.get_column_names().iter().map(|n| n.to_string()).collect();
+    let names: Vec<String> = df
+        .get_column_names()
+        .iter()
+        .map(|n| n.to_string())
+        .collect();
     assert!(
-        names.contains(&"global.points".to_string()) && names.contains(&"global.source".to_string()),
+        names.contains(&"global.points".to_string())
+            && names.contains(&"global.source".to_string()),
         "{names:?}"
     );
 
