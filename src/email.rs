@@ -13,13 +13,22 @@
 //!   1 to 63 characters each, neither starting nor ending with a hyphen, and
 //!   an alphabetic (or `xn--`) top-level label;
 //! - an internationalised domain is normalised with UTS 46 and kept in its
-//!   ASCII (`xn--`) form, the form every mail server accepts;
+//!   ASCII (`xn--`) form, the form every mail server accepts; its labels take
+//!   only what IDNA 2008 allows (letters, digits, hyphens and the combining
+//!   marks of real scripts), so a symbol or a control picture (`␊`, U+240A)
+//!   is refused, never turned into punycode;
+//! - a domain must have a dot: `test@io` (a top-level domain alone) is valid
+//!   by RFC 5321 but mail to it reaches no mailbox a list can rely on, so it
+//!   is refused like a host name alone (`user@localhost`);
 //! - quoted local parts, IP-address domains and non-ASCII local parts are
 //!   valid by the RFCs but refused unless [`Rules`] allow them: no mass
 //!   mailing list is better for them;
 //! - control and invisible characters (line breaks, zero-width spaces, other
-//!   format characters) are refused, never stored: a copy-pasted address with
-//!   a zero-width space would otherwise become a second receiver.
+//!   format characters) are refused anywhere, at the ends too, never stored:
+//!   a copy-pasted address with a zero-width space would otherwise become a
+//!   second receiver, and a cell ending in a line break is not a clean export;
+//! - only spaces and tabs at the ends are dropped ([`ENDS`]); the import counts
+//!   the addresses so trimmed.
 //!
 //! The address is lower-cased whole, as listpipe has always compared and
 //! sent addresses.
@@ -100,7 +109,7 @@ pub enum Invalid {
     IpLiteral,
     #[error("a malformed IP address literal")]
     BadIpLiteral,
-    #[error("no top-level domain (a host name alone)")]
+    #[error("a domain without a dot (a host name or a top-level domain alone)")]
     NoTld,
     #[error("an empty domain label (two dots in a row, or a dot at an end)")]
     EmptyLabel,
@@ -110,19 +119,30 @@ pub enum Invalid {
     Hyphen(String),
     #[error("{0:?} is not allowed in a domain")]
     DomainChar(char),
+    #[error("{:?} (U+{:04X}) is not allowed in a domain: a label takes letters, digits and hyphens only (IDNA 2008)", .0, u32::from(*.0))]
+    Symbol(char),
     #[error("the top-level domain {0:?} is not alphabetic")]
     BadTld(String),
     #[error("the international domain cannot be converted (UTS 46)")]
     Idna,
 }
 
-/// Reads `raw` (surrounding white space is dropped) into its normalised
+/// What is dropped from the ends of an address: spaces and tabs, nothing
+/// else (a line break or another control character is refused).
+pub const ENDS: [char; 2] = [' ', '\t'];
+
+/// `raw` without the spaces and tabs at its ends ([`ENDS`]).
+pub fn trim_ends(raw: &str) -> &str {
+    raw.trim_matches(ENDS)
+}
+
+/// Reads `raw` (spaces and tabs at the ends are dropped) into its normalised
 /// form, or says why it is not an address a careful sender mails.
 ///
 /// Every row of an import goes through here, so the common case is read
 /// in one pass ([`plain`]) and only the rest rule by rule.
 pub fn parse(raw: &str, rules: Rules) -> Result<String, Invalid> {
-    let s = raw.trim();
+    let s = trim_ends(raw);
     match plain(s) {
         Some(address) => Ok(address),
         None => checked(s, rules),
@@ -279,6 +299,33 @@ fn is_invisible(c: char) -> bool {
             | 0x1D173..=0x1D17A | 0xE0001 | 0xE0020..=0xE007F)
 }
 
+/// What a label of an international domain may hold once UTS 46 has mapped
+/// it: the dot between labels, ASCII letters, digits and hyphens, and beyond
+/// ASCII the letters and digits of a script and the combining marks its words
+/// need (IDNA 2008's PVALID, near enough: symbols, punctuation, control
+/// pictures and emoji are not letters).
+fn idna_2008_letter(c: char) -> bool {
+    if c.is_ascii() {
+        return c.is_ascii_alphanumeric() || c == '-' || c == '.';
+    }
+    c.is_alphanumeric() || is_combining_mark(c) || matches!(c, '\u{00B7}' | '\u{30FB}')
+}
+
+/// The combining marks (general categories Mn and Mc) of the scripts whose
+/// words need them and that `char::is_alphabetic` does not already cover.
+fn is_combining_mark(c: char) -> bool {
+    matches!(u32::from(c),
+        0x0300..=0x036F | 0x0483..=0x0487 | 0x0591..=0x05BD | 0x05BF | 0x05C1..=0x05C2
+        | 0x05C4..=0x05C5 | 0x05C7 | 0x0610..=0x061A | 0x064B..=0x065F | 0x0670
+        | 0x06D6..=0x06DC | 0x06DF..=0x06E4 | 0x06E7..=0x06E8 | 0x06EA..=0x06ED
+        | 0x0900..=0x0963 | 0x0966..=0x096F | 0x0971..=0x0DFF
+        | 0x0E31 | 0x0E34..=0x0E3A | 0x0E47..=0x0E4E | 0x0EB1 | 0x0EB4..=0x0EBC
+        | 0x0EC8..=0x0ECD | 0x0F18..=0x0F19 | 0x0F35 | 0x0F37 | 0x0F39 | 0x0F71..=0x0F84
+        | 0x0F86..=0x0F87 | 0x0F8D..=0x0FBC | 0x102B..=0x103E | 0x1056..=0x1059
+        | 0x17B4..=0x17D3 | 0x1AB0..=0x1ABD | 0x1DC0..=0x1DFF | 0x302A..=0x302F
+        | 0x3099..=0x309A | 0xFE20..=0xFE2F)
+}
+
 /// `atext` of RFC 5322 §3.2.3.
 fn is_atext(c: char) -> bool {
     c.is_ascii_alphanumeric()
@@ -396,6 +443,13 @@ fn check_domain(domain: &str, rules: Rules, out: &mut String) -> Result<(), Inva
     if domain.is_ascii() {
         out.extend(domain.chars().map(|c| c.to_ascii_lowercase()));
     } else {
+        // UTS 46 maps widths and cases, but also turns symbols IDNA 2008
+        // disallows into punycode: those are refused on the mapped form.
+        let (mapped, result) = idna::domain_to_unicode(domain);
+        result.map_err(|_| Invalid::Idna)?;
+        if let Some(c) = mapped.chars().find(|c| !idna_2008_letter(*c)) {
+            return Err(Invalid::Symbol(c));
+        }
         // Labels are checked on the ASCII form below, for precise reasons.
         out.push_str(&idna::domain_to_ascii(domain).map_err(|_| Invalid::Idna)?);
     }
@@ -435,5 +489,7 @@ fn check_domain(domain: &str, rules: Rules, out: &mut String) -> Result<(), Inva
     Ok(())
 }
 
+#[cfg(test)]
+mod corpus_tests;
 #[cfg(test)]
 mod tests;

@@ -95,6 +95,17 @@ pub fn source_notes(stats: &PrepareStats) -> Vec<String> {
             if stats.padded == 1 { "" } else { "s" }
         ));
     }
+    if stats.addresses_trimmed > 0 {
+        lines.push(format!(
+            "{} address{} trimmed of spaces or tabs at the ends",
+            stats.addresses_trimmed,
+            if stats.addresses_trimmed == 1 {
+                ""
+            } else {
+                "es"
+            }
+        ));
+    }
     lines.extend(
         stats
             .mangled_numbers
@@ -108,6 +119,19 @@ pub fn source_notes(stats: &PrepareStats) -> Vec<String> {
             .map(|t| format!("warning: {}", t.describe())),
     );
     lines
+}
+
+/// `; 1 line merged into another of the same order and product (duplicate_lines = "sum")`
+/// after the orders' counts, when lines were merged; empty otherwise.
+pub fn orders_merged(stats: &PrepareStats) -> String {
+    match stats.order_lines_merged {
+        0 => String::new(),
+        n => format!(
+            "; {n} line{} merged into another of the same order and product (duplicate_lines = \"{}\")",
+            if n == 1 { "" } else { "s" },
+            stats.duplicate_lines.unwrap_or("sum")
+        ),
+    }
 }
 
 /// One line per workbook: its sheets and the ones read.
@@ -270,8 +294,12 @@ impl StepReport {
         );
         if p.orders_read > 0 {
             lines.push(format!(
-                "{}: orders: {} read, {} accepted, {} rejected",
-                self.name, p.orders_read, p.orders_accepted, p.orders_rejected
+                "{}: orders: {} read, {} accepted, {} rejected{}",
+                self.name,
+                p.orders_read,
+                p.orders_accepted,
+                p.orders_rejected,
+                orders_merged(p)
             ));
         }
         if let Some(i) = &self.import {

@@ -179,10 +179,11 @@ pub fn run(args: CheckArgs) -> super::Outcome {
                 }
                 if stats.orders_read > 0 {
                     crate::outln!(
-                        "  orders: {} read, {} accepted, {} rejected",
+                        "  orders: {} read, {} accepted, {} rejected{}",
                         stats.orders_read,
                         stats.orders_accepted,
-                        stats.orders_rejected
+                        stats.orders_rejected,
+                        crate::report::orders_merged(&stats)
                     );
                 }
                 for file in written {

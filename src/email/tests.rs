@@ -241,7 +241,7 @@ fn reasons_read_as_a_person_would_say_them() {
     assert_eq!(reason("a..b@x.com"), "two dots in a row in the local part");
     assert_eq!(
         reason("user@host"),
-        "no top-level domain (a host name alone)"
+        "a domain without a dot (a host name or a top-level domain alone)"
     );
     assert_eq!(
         reason("user@example.com\u{200B}"),

@@ -169,8 +169,11 @@ impl Source {
 }
 
 /// The default receiver columns: fields, then each global attribute, then
-/// each group attribute, then tags. A name already taken (a group attribute
-/// named like a global one) gets a `group.` prefix, so no header repeats.
+/// each group attribute, then tags. No header repeats, and every value has a
+/// column: a global attribute named like a receiver field (`points`,
+/// `source`) or like `tags` is written `global.NAME`, a group attribute
+/// named like either `group.NAME`. A re-import maps those columns back by
+/// the same names.
 pub fn receiver_columns(globals: &[String], group: &[String]) -> Vec<Column> {
     let mut cols: Vec<Column> = RECEIVER_FIELDS
         .iter()
@@ -179,34 +182,48 @@ pub fn receiver_columns(globals: &[String], group: &[String]) -> Vec<Column> {
             source: s.clone(),
         })
         .collect();
-    let taken = |cols: &[Column], n: &str| cols.iter().any(|c| c.name == n);
-    for g in globals {
-        let name = if taken(&cols, g) {
-            format!("global.{g}")
-        } else {
-            g.clone()
-        };
-        cols.push(Column {
-            name,
-            source: Source::Global(g.clone()),
-        });
-    }
-    for g in group {
-        let name = if taken(&cols, g) {
-            format!("group.{g}")
-        } else {
-            g.clone()
-        };
-        cols.push(Column {
-            name,
-            source: Source::Group(g.clone()),
-        });
+    // A set, not a search of the columns per attribute: an account with
+    // thousands of attributes is named in linear time.
+    let mut taken: std::collections::HashSet<String> = cols
+        .iter()
+        .map(|c| c.name.clone())
+        .chain([TAGS_COLUMN.to_string()])
+        .collect();
+    for (names, prefix, source) in [
+        (globals, "global", Source::Global as fn(String) -> Source),
+        (group, "group", Source::Group as fn(String) -> Source),
+    ] {
+        for g in names {
+            let name = if taken.contains(g) {
+                format!("{prefix}.{g}")
+            } else {
+                g.clone()
+            };
+            taken.insert(name.clone());
+            cols.push(Column {
+                name,
+                source: source(g.clone()),
+            });
+        }
     }
     cols.push(Column {
-        name: "tags".into(),
+        name: TAGS_COLUMN.into(),
         source: Source::Tags,
     });
     cols
+}
+
+/// The header of a receiver's tags.
+const TAGS_COLUMN: &str = "tags";
+
+/// Whether a global attribute's name is also a receiver field's (or `tags`):
+/// a rule on the name tests the field, so nothing can be asked about the
+/// attribute by name, and its column is `global.NAME`.
+pub fn shadowed_by_a_field(name: &str) -> bool {
+    name.eq_ignore_ascii_case(TAGS_COLUMN)
+        || RECEIVER_FIELDS
+            .iter()
+            .any(|(field, _)| field.eq_ignore_ascii_case(name))
 }
 
 pub fn blacklist_columns() -> Vec<Column> {

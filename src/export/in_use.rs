@@ -21,7 +21,9 @@ const CONCURRENCY: usize = 8;
 /// The names among `globals` that a receiver of `groups` (`None`: every
 /// group) holds a value for, in their order. A global named like one of
 /// the group's own attributes (`shadowed`) is kept: a filter on the name
-/// would test the group's attribute, which the spec favours. A target that
+/// would test the group's attribute, which the spec favours; so is one named
+/// like a receiver field (`points`, `source`), whose name a filter reads as
+/// the field. A target that
 /// cannot answer keeps the attribute: a column too many, never one lost.
 pub async fn globals_in_use(
     conn: &Connected,
@@ -33,7 +35,11 @@ pub async fn globals_in_use(
     let asks = globals.into_iter().map(|name| {
         let groups = groups.clone();
         async move {
-            if shadowed.iter().any(|s| s.eq_ignore_ascii_case(&name)) {
+            // A rule on a receiver field's name tests the field, not the
+            // attribute: such a global is kept, never lost to the field.
+            if shadowed.iter().any(|s| s.eq_ignore_ascii_case(&name))
+                || super::columns::shadowed_by_a_field(&name)
+            {
                 return Some(name);
             }
             let filter = RuntimeFilter {

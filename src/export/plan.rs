@@ -155,9 +155,10 @@ pub(super) async fn plan(
                 ids
             };
             let mut local: Vec<String> = Vec::new();
+            let mut seen = std::collections::HashSet::new();
             for id in &ids {
                 for name in group_attrs(*id).await? {
-                    if !local.contains(&name) {
+                    if seen.insert(name.clone()) {
                         local.push(name);
                     }
                 }

@@ -173,11 +173,13 @@ impl Parser<'_> {
                 .join(pipeline)
                 .join(format!("{step}-orders.rejects.csv")),
         };
+        let duplicate_lines = self.duplicate_lines(&o);
         Some(OrdersSpec {
             source,
             email,
             fields,
             rejects,
+            duplicate_lines,
         })
     }
 
@@ -322,15 +324,15 @@ impl Parser<'_> {
 
     /// Every named column must exist in its source's header row.
     pub(super) fn check_columns(&mut self) {
-        let mut headers: Vec<Option<Vec<String>>> = Vec::new();
+        let mut headers: Vec<Option<source::Headers>> = Vec::new();
         for (spec, span) in self.sources.clone() {
             // A URL source is read at run time only: loading stays offline.
             if crate::remote::is_remote(&spec) {
                 headers.push(None);
                 continue;
             }
-            match source::read_columns(&spec, &self.base_dir) {
-                Ok(cols) => headers.push(Some(cols)),
+            match source::read_headers(&spec, &self.base_dir) {
+                Ok(h) => headers.push(Some(h)),
                 Err(e) => {
                     self.ctx.error(span, e.to_string());
                     headers.push(None);
@@ -338,9 +340,17 @@ impl Parser<'_> {
             }
         }
         for r in std::mem::take(&mut self.columns) {
-            let Some(Some(cols)) = headers.get(r.source) else {
+            let Some(Some(source::Headers {
+                columns: cols,
+                repeated,
+            })) = headers.get(r.source)
+            else {
                 continue;
             };
+            if let Some(reason) = super::repeated_header::refusal(&r.column, cols, repeated) {
+                self.ctx.error(r.span, reason);
+                continue;
+            }
             if !cols.iter().any(|c| c == &r.column) {
                 let near = cols
                     .iter()

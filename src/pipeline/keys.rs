@@ -152,6 +152,7 @@ pub const ORDERS_KEYS: &[&str] = &[
     "source",
     "email",
     "rejects",
+    "duplicate_lines",
 ];
 
 /// Every accepted key, by position.

@@ -21,9 +21,11 @@ mod export_parse;
 mod fields;
 mod keys;
 mod mode;
+mod order_lines;
 mod parse;
 pub mod presets;
 pub mod reader;
+mod repeated_header;
 mod source_key;
 mod step_columns;
 mod step_name;
@@ -31,6 +33,7 @@ mod timezone;
 
 pub use export::{ExportFormat, ExportStep, ExportWhat};
 pub use mode::{MirrorSpec, Removal};
+pub use order_lines::DuplicateLines;
 
 use crate::api::AttributeType;
 use crate::source::SourceSpec;
@@ -393,6 +396,8 @@ pub struct OrdersSpec {
     pub email: Option<Mapping>,
     pub fields: Vec<(OrderField, Mapping)>,
     pub rejects: PathBuf,
+    /// What lines of one receiver with the same order id and product id become.
+    pub duplicate_lines: DuplicateLines,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]

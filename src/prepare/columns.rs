@@ -22,9 +22,10 @@ pub(super) struct RowError {
     value: Option<String>,
 }
 
-/// The errors found in a table, by row index.
+/// The errors found in a table, by row index; and the addresses trimmed of
+/// spaces or tabs at their ends (counted, as every change to a value is).
 #[derive(Default)]
-pub(super) struct Errors(pub(super) BTreeMap<usize, Vec<RowError>>);
+pub(super) struct Errors(pub(super) BTreeMap<usize, Vec<RowError>>, pub(super) u64);
 
 impl Errors {
     pub(super) fn add(&mut self, row: usize, field: &str, value: &str, reason: String) {
@@ -100,7 +101,23 @@ pub(super) fn map_column(
     let mut out = StringChunkedBuilder::new(field.into(), table.frame.height());
     for (i, raw) in raw_values(table, m)?.enumerate() {
         let applies = condition.as_ref().is_none_or(|c| c.holds(i));
-        let cleaned = if applies { value::clean(m, raw) } else { None };
+        let cleaned = match (applies, kind) {
+            (false, _) => None,
+            // An address loses spaces and tabs at its ends, nothing else: a
+            // line break in the cell is refused by `email::parse`, not trimmed.
+            (true, ValueKind::Email) => {
+                let trimmed = raw.map(|r| (r, crate::email::trim_ends(r)));
+                if let Some((r, t)) = trimmed
+                    && m.trim
+                    && t.len() != r.len()
+                    && !t.is_empty()
+                {
+                    errors.1 += 1;
+                }
+                value::clean_with(m, raw, crate::email::trim_ends)
+            }
+            (true, _) => value::clean(m, raw),
+        };
         match cleaned {
             None => {
                 if required {
@@ -150,6 +167,7 @@ pub(super) fn reject_rows(
         .collect::<Result<_, _>>()?;
     let rows = table.frame.column(ROW_COL)?.u32()?;
     let files = table.frame.column(FILE_COL)?.u32()?;
+    stats.addresses_trimmed += errors.1;
     let mut out = Vec::with_capacity(errors.0.len() + table.ragged.len());
     // Examples name their file; the caller forgets it when the source
     // turns out to be one file (`PrepareStats::files_read`).

@@ -25,6 +25,7 @@ use super::joined::JoinedOrders;
 use super::joined::OrderRejects;
 use super::last_rows::LastRows;
 use super::merged_rows::MergedRows;
+use super::order_merge;
 use super::orders::{self, RowOrders};
 use super::row_checks::{Checked, check_rows};
 use super::{Budget, PrepareError, PrepareStats, dedupe, domains, fill, mangled};
@@ -284,6 +285,17 @@ impl Preparer<'_> {
                 j.take(emails.iter().map(|e| e.unwrap_or("")))?
             }
             (None, None) => Arc::default(),
+        };
+        let orders = match &step.orders {
+            Some(spec) => {
+                let (lines, folded) = order_merge::merge(orders, spec.duplicate_lines);
+                if folded > 0 {
+                    self.stats.order_lines_merged += folded;
+                    self.stats.duplicate_lines = Some(spec.duplicate_lines.as_str());
+                }
+                lines
+            }
+            None => orders,
         };
         Ok(ImportChunk {
             table,

@@ -29,6 +29,7 @@ mod joined;
 mod last_rows;
 pub mod mangled;
 mod merged_rows;
+mod order_merge;
 mod order_store;
 mod orders;
 pub mod reasons;
@@ -144,6 +145,17 @@ pub struct PrepareStats {
     /// Order lines that will be sent with their receivers.
     pub orders_accepted: u64,
     pub orders_rejected: u64,
+    /// Addresses whose cell had spaces or tabs at its ends, dropped (the only
+    /// trimming an address gets: a line break is refused).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub addresses_trimmed: u64,
+    /// Order lines folded into an earlier line of the same order and product
+    /// for the same receiver (`duplicate_lines` of `[import.orders]`).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub order_lines_merged: u64,
+    /// The `duplicate_lines` that merged them.
+    #[serde(skip)]
+    pub duplicate_lines: Option<&'static str>,
     /// Rows with fewer fields than the header, padded with empty ones (`pad_short_rows`).
     #[serde(skip_serializing_if = "is_zero")]
     pub padded: u64,

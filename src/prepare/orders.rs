@@ -65,8 +65,7 @@ impl OrderLines {
     }
 
     fn order(&self, line: usize) -> Order {
-        let start = if line == 0 { 0 } else { self.ends[line - 1] };
-        let mut fields = self.text[start..self.ends[line]].split(UNIT);
+        let mut fields = self.text_of(line).split(UNIT);
         let mut next = || fields.next().unwrap_or("");
         let (order_id, product_id, product, price, currency, quantity, mailing_id, stamp) = (
             next(),
@@ -113,6 +112,27 @@ impl OrderLines {
             added += 1;
         }
         added
+    }
+
+    /// The address keys this index uses.
+    pub(super) fn keys(&self) -> &Key128 {
+        &self.keys
+    }
+
+    /// Each address key's lines (their texts, fields ended by [`UNIT`]), in key order and,
+    /// within a key, in file order.
+    pub(super) fn groups(&self) -> impl Iterator<Item = (u128, Vec<&str>)> {
+        self.index.chunk_by(|a, b| a.0 == b.0).map(|run| {
+            (
+                run[0].0,
+                run.iter().map(|&(_, l)| self.text_of(l as usize)).collect(),
+            )
+        })
+    }
+
+    fn text_of(&self, line: usize) -> &str {
+        let start = if line == 0 { 0 } else { self.ends[line - 1] };
+        &self.text[start..self.ends[line]]
     }
 
     /// Adds a line under an address key: `text` is its fields in

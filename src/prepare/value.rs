@@ -9,10 +9,20 @@ use std::borrow::Cow;
 
 /// Cleans a raw value as the mapping says; `None` when it ends up empty.
 pub fn clean<'a>(m: &'a Mapping, raw: Option<&'a str>) -> Option<Cow<'a, str>> {
+    clean_with(m, raw, str::trim)
+}
+
+/// [`clean`], with `trim` the mapping's trimming (an address is trimmed of
+/// spaces and tabs only: [`email::trim_ends`]).
+pub fn clean_with<'a>(
+    m: &'a Mapping,
+    raw: Option<&'a str>,
+    trim: fn(&str) -> &str,
+) -> Option<Cow<'a, str>> {
     // Borrowed all the way unless the case changes: no allocation per cell.
     let mut v = raw.unwrap_or("");
     if m.trim {
-        v = v.trim();
+        v = trim(v);
     }
     if let Some(chars) = &m.trim_chars {
         v = v.trim_matches(|c| chars.contains(c));
@@ -61,8 +71,32 @@ fn title_case(s: &str) -> String {
 /// A valid address in its normalised form (see [`crate::email`]), or the
 /// reject reason naming the value and why.
 pub fn normalize_email(s: &str, rules: email::Rules) -> Result<String, String> {
-    email::parse(s, rules)
-        .map_err(|why| format!("\"{}\" is not a valid email address: {why}", s.trim()))
+    email::parse(s, rules).map_err(|why| {
+        format!(
+            "\"{}\" is not a valid email address: {why}",
+            shown(email::trim_ends(s))
+        )
+    })
+}
+
+/// A value as a reason quotes it: ASCII control characters (a line break
+/// in the cell) written as escapes, so the reason stays on one line and
+/// shows what was refused.
+fn shown(s: &str) -> Cow<'_, str> {
+    if !s.chars().any(|c| c.is_ascii_control()) {
+        return Cow::Borrowed(s);
+    }
+    Cow::Owned(
+        s.chars()
+            .map(|c| match c {
+                '\r' => "\\r".to_string(),
+                '\n' => "\\n".to_string(),
+                '\t' => "\\t".to_string(),
+                c if c.is_ascii_control() => format!("\\u{{{:x}}}", u32::from(c)),
+                c => c.to_string(),
+            })
+            .collect(),
+    )
 }
 
 /// The spellings a gender attribute takes (compared without case): short

@@ -88,12 +88,12 @@ pub(super) fn broken_quote_reason(
     (column, reason)
 }
 
-/// The column names only, from the first megabyte when the header ends within it.
+/// The header only, from the first megabyte when the header ends within it.
 pub(crate) fn read_header(
     path: &Path,
     member: &Member,
     spec: &SourceSpec,
-) -> Result<Vec<String>, SourceError> {
+) -> Result<Header, SourceError> {
     let prefix = read_bytes(path, member, Some(HEADER_PREFIX))?;
     let truncated = prefix.len() as u64 >= HEADER_PREFIX;
     if truncated {
@@ -102,7 +102,7 @@ pub(crate) fn read_header(
         if let Some(header) = find_header(&mut rows, spec)?
             && rows.position() < text.len()
         {
-            return Ok(header.names);
+            return Ok(header);
         }
     }
     let bytes = if truncated {
@@ -113,7 +113,7 @@ pub(crate) fn read_header(
     let (text, dialect) = prepare(&bytes, path, spec, false)?;
     let mut rows = Rows::new(&text, dialect.delimiter, path, spec);
     match find_header(&mut rows, spec)? {
-        Some(header) => Ok(header.names),
+        Some(header) => Ok(header),
         None => Err(empty_or_beyond(&rows, spec, path)),
     }
 }

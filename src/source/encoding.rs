@@ -178,12 +178,28 @@ pub(crate) fn detect_by_bytes(
         if pairs > 0 && even * 10 >= pairs * 4 && odd * 10 < pairs {
             return Ok(Some(TextEncoding::Utf16Be));
         }
-        return Err(SourceError::NotText {
-            file: file.to_path_buf(),
-            offset,
-        });
+        if is_binary(head) {
+            return Err(SourceError::NotText {
+                file: file.to_path_buf(),
+                offset,
+            });
+        }
+        // A NUL or two in text (a cell an export tool wrote badly): the file is read,
+        // and the rows holding one are rejected, each with its reason (`builder`).
     }
     Ok(None)
+}
+
+/// Whether the head of a file that has a NUL is binary rather than text with a stray NUL
+/// in a cell: more than one byte in 30 a control character other than tab, line feed,
+/// form feed and carriage return. Text exports hold none or a handful; random or packed
+/// bytes hold about one in ten.
+fn is_binary(head: &[u8]) -> bool {
+    let controls = head
+        .iter()
+        .filter(|&&b| b < 0x20 && !matches!(b, b'\t' | b'\n' | b'\x0C' | b'\r'))
+        .count();
+    controls * 30 > head.len()
 }
 
 /// The line ending of the first line, and the text with old-Mac `\r` endings turned into
@@ -258,6 +274,18 @@ mod tests {
     }
 
     #[test]
+    fn a_stray_nul_in_a_cell_leaves_the_file_text_and_a_binary_file_is_refused() {
+        let text = b"email,name,notes\na@example.com,Anna,ok\nb@example.com,Ben,bro\0ken\n";
+        assert!(detect_by_bytes(text, Path::new("x.csv")).unwrap().is_none());
+        let binary: Vec<u8> = (0..400u32).map(|i| (i * 37 % 251) as u8).collect();
+        let err = detect_by_bytes(&binary, Path::new("x.csv")).unwrap_err();
+        assert!(
+            matches!(err, SourceError::NotText { offset: 0, .. }),
+            "{err}"
+        );
+    }
+
+    #[test]
     fn utf16_without_bom_is_recognised_by_its_nul_bytes() {
         let bytes: Vec<u8> = "email,name\n"
             .encode_utf16()
@@ -276,7 +304,7 @@ mod tests {
         );
         assert_eq!(
             err.err().unwrap().to_string(),
-            "x.csv is not text (NUL byte at byte 2); if it is a spreadsheet, name it .xlsx, .xls or .ods or set format = \"spreadsheet\""
+            "x.csv is not text (NUL byte at byte 2); if it is a spreadsheet, name it .xlsx, .xls or .ods or set format = \"xlsx\" (or \"xls\", \"ods\")"
         );
         let err = decode(b"PK\x03\x04rest", None, Path::new("x.csv"), false);
         assert!(matches!(err, Err(SourceError::SpreadsheetAsText { .. })));

@@ -52,13 +52,13 @@ pub enum SourceError {
     },
 
     #[error(
-        "{} is not text (NUL byte at byte {offset}); if it is a spreadsheet, name it .xlsx, .xls or .ods or set format = \"spreadsheet\"",
+        "{} is not text (NUL byte at byte {offset}); if it is a spreadsheet, name it .xlsx, .xls or .ods or set format = \"xlsx\" (or \"xls\", \"ods\")",
         .file.display()
     )]
     NotText { file: PathBuf, offset: usize },
 
     #[error(
-        "{} is a spreadsheet, not CSV text; name it .xlsx (or .xls) or set format = \"spreadsheet\"",
+        "{} is a spreadsheet, not CSV text; name it .xlsx (or .xls) or set format = \"xlsx\" (or \"xls\")",
         .file.display()
     )]
     SpreadsheetAsText { file: PathBuf },

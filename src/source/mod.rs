@@ -39,6 +39,7 @@ pub use reject_spool::RejectSpool;
 pub use rejects::{RENDER_BUFFER, RejectRow, RejectsFormat};
 pub use rejects_file::RejectsFile;
 
+pub use builder::Repeated;
 use builder::TableBuilder;
 use files::Input;
 
@@ -165,7 +166,8 @@ pub struct RawReject {
     /// Every field of the row as read.
     pub values: Vec<String>,
     pub reason: String,
-    /// What the summaries count it under: [`WRONG_FIELD_COUNT`] or [`UNCLOSED_QUOTE`].
+    /// What the summaries count it under: [`WRONG_FIELD_COUNT`], [`UNCLOSED_QUOTE`] or
+    /// [`NUL_IN_FIELD`].
     pub category: &'static str,
     /// The column the problem is in, when it is in one (where a quote opened).
     pub column: Option<String>,
@@ -175,6 +177,8 @@ pub struct RawReject {
 pub const WRONG_FIELD_COUNT: &str = "wrong number of fields";
 /// The reject category of a row whose quoted field never closes.
 pub const UNCLOSED_QUOTE: &str = "unterminated quote";
+/// The reject category of a row with a NUL byte in a field.
+pub const NUL_IN_FIELD: &str = "NUL byte in a field";
 
 /// Everything a source held.
 #[derive(Debug)]
@@ -238,7 +242,7 @@ pub fn read_chunks(
     // with more than one file (or sheet) the headers are read first.
     let several = inputs.len() > 1 || spec.sheets.len() > 1 || spec.sheets.contains(&SheetRef::All);
     let columns = if chunk_rows < usize::MAX && several {
-        union_of_headers(&inputs, spec)?
+        union_of_headers(&inputs, spec)?.columns
     } else {
         Vec::new()
     };
@@ -268,14 +272,32 @@ pub fn read_chunks(
 /// Only the header (for the pipeline checker to validate column mappings before reading
 /// everything): the union of the files' column names, named as [`read`] names them.
 pub fn read_columns(spec: &SourceSpec, base_dir: &Path) -> Result<Vec<String>, SourceError> {
+    read_headers(spec, base_dir).map(|h| h.columns)
+}
+
+/// A source's header: its columns, and the names a file writes more than once.
+#[derive(Debug, Default)]
+pub struct Headers {
+    /// The union of the files' column names, named as [`read`] names them.
+    pub columns: Vec<String>,
+    /// Each name present more than once in one file (or sheet), with that file.
+    pub repeated: Vec<(PathBuf, Repeated)>,
+}
+
+/// [`read_columns`], with the repeated names (for the checker to refuse a mapping that
+/// names one: which copy would it read?).
+pub fn read_headers(spec: &SourceSpec, base_dir: &Path) -> Result<Headers, SourceError> {
     if let Some(query) = &spec.postgres {
-        return postgres::read_header(query);
+        return Ok(Headers {
+            columns: postgres::read_header(query)?,
+            repeated: Vec::new(),
+        });
     }
     union_of_headers(&files::resolve(spec, base_dir)?, spec)
 }
 
-fn union_of_headers(inputs: &[Input], spec: &SourceSpec) -> Result<Vec<String>, SourceError> {
-    let mut columns: Vec<String> = Vec::new();
+fn union_of_headers(inputs: &[Input], spec: &SourceSpec) -> Result<Headers, SourceError> {
+    let mut headers = Headers::default();
     let mut seen = HashSet::new();
     for Input {
         path,
@@ -284,18 +306,34 @@ fn union_of_headers(inputs: &[Input], spec: &SourceSpec) -> Result<Vec<String>, 
     } in inputs
     {
         let names = match format {
-            SourceFormat::Csv => csv::read_header(path, member, spec)?,
-            SourceFormat::Spreadsheet => xlsx::read_header(path, spec)?,
+            SourceFormat::Csv => {
+                let header = csv::read_header(path, member, spec)?;
+                let at = match member {
+                    Some((archive, name)) => {
+                        PathBuf::from(format!("{}[{name}]", archive.display()))
+                    }
+                    None => path.clone(),
+                };
+                headers
+                    .repeated
+                    .extend(header.repeated.into_iter().map(|r| (at.clone(), r)));
+                header.names
+            }
+            SourceFormat::Spreadsheet => {
+                let sheets = xlsx::read_header(path, spec)?;
+                headers.repeated.extend(sheets.repeated);
+                sheets.columns
+            }
             SourceFormat::Parquet => parquet::read_header(path)?,
             SourceFormat::JsonLines => jsonl::read_header(path)?,
         };
         for name in names {
             if seen.insert(name.clone()) {
-                columns.push(name);
+                headers.columns.push(name);
             }
         }
     }
-    Ok(columns)
+    Ok(headers)
 }
 
 #[cfg(test)]

@@ -6,6 +6,7 @@
 //! starts lower). The table is as wide as the header or the rightmost non-empty cell, so a
 //! spreadsheet row is never ragged: a value under no name lands in a `column_N`.
 
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 use calamine::{Data, ExcelDateTime, Range, Reader, open_workbook_auto};
@@ -69,24 +70,37 @@ fn sheet_path(path: &Path, sheet: &str) -> PathBuf {
     PathBuf::from(format!("{}[{sheet}]", path.display()))
 }
 
-/// The column names of the chosen sheets (united by name).
-pub(crate) fn read_header(path: &Path, spec: &SourceSpec) -> Result<Vec<String>, SourceError> {
+/// The column names of the chosen sheets (united by name, in one pass: a set
+/// of the names seen, not a search of the list per column), and each sheet's
+/// repeated names under the sheet's path.
+pub(crate) fn read_header(path: &Path, spec: &SourceSpec) -> Result<super::Headers, SourceError> {
     let (mut workbook, _, chosen) = open(path, spec)?;
     let several = chosen.len() > 1;
     let mut names: Vec<String> = Vec::new();
+    let mut seen: HashSet<String> = HashSet::new();
+    let mut repeated = Vec::new();
     for name in &chosen {
         let range = sheet_range(&mut workbook, path, name)?;
         let header = match SheetRows::new(&range, spec, path) {
             Err(SourceError::Empty { .. }) if several => continue,
             other => other?.header,
         };
+        let at = if several {
+            sheet_path(path, name)
+        } else {
+            path.to_path_buf()
+        };
+        repeated.extend(header.repeated.into_iter().map(|r| (at.clone(), r)));
         for column in header.names {
-            if !names.contains(&column) {
+            if seen.insert(column.clone()) {
                 names.push(column);
             }
         }
     }
-    Ok(names)
+    Ok(super::Headers {
+        columns: names,
+        repeated,
+    })
 }
 
 /// The text of a cell as the user sees it; `None` for an empty cell.
@@ -227,13 +241,14 @@ fn pick_sheets(sheets: &[String], wanted: &[SheetRef]) -> Result<Vec<String>, Op
         return pick_sheet(sheets, None).map(|s| vec![s]).ok_or(None);
     }
     let mut chosen: Vec<String> = Vec::new();
+    let mut seen: HashSet<String> = HashSet::new();
     for w in wanted {
         let names = match w {
             SheetRef::All if !sheets.is_empty() => sheets.to_vec(),
             _ => vec![pick_sheet(sheets, Some(w)).ok_or_else(|| Some(w.clone()))?],
         };
         for name in names {
-            if !chosen.contains(&name) {
+            if seen.insert(name.clone()) {
                 chosen.push(name);
             }
         }

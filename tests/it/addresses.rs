@@ -48,7 +48,7 @@ fn check_rejects_each_kind_of_impossible_address_with_its_row_and_reason() {
     for line in [
         "3,email,\"\"\"a..b@example.com\"\" is not a valid email address: two dots in a row in the local part\"",
         "4,email,\"\"\".lead@example.com\"\" is not a valid email address: the local part starts with a dot\"",
-        "5,email,\"\"\"user@host\"\" is not a valid email address: no top-level domain (a host name alone)\"",
+        "5,email,\"\"\"user@host\"\" is not a valid email address: a domain without a dot (a host name or a top-level domain alone)\"",
         "6,email,\"\"\"ok@example.com\u{200B}\"\" is not a valid email address: an invisible or control character (U+200B)\"",
         "7,email,\"\"\"user@[192.0.2.1]\"\" is not a valid email address: an IP address instead of a domain (allowed with allow = [\"\"ip_literal\"\"])\"",
         "10,email,\"\"\"user@example.123\"\" is not a valid email address: the top-level domain \"\"123\"\" is not alphabetic\"",

@@ -69,7 +69,7 @@ fn unreadable_files_are_usage_errors_that_say_why() {
         ),
         (
             "garbage.csv",
-            "garbage.csv is not text (NUL byte at byte 4); if it is a spreadsheet, name it .xlsx, .xls or .ods or set format = \"spreadsheet\"",
+            "garbage.csv is not text (NUL byte at byte 4); if it is a spreadsheet, name it .xlsx, .xls or .ods or set format = \"xlsx\" (or \"xls\", \"ods\")",
         ),
         ("nul.csv", "nul.csv is not text (NUL byte at byte 8)"),
         (

@@ -212,6 +212,7 @@ fn table() -> Vec<(&'static str, &'static str, String, Effect)> {
         ("orders", "source", orders("source = \"orders.csv\"\nemail = \"mail\"\norder_id = \"no\""), row(2, "\"order_id\":\"X9\"")),
         ("orders", "email", orders("source = \"orders.csv\"\nemail = \"mail\"\norder_id = \"no\""), row(2, "\"order_id\":\"X9\"")),
         ("orders", "rejects", orders("source = \"orders2.csv\"\nemail = \"mail\"\norder_id = \"no\"\nquantity = \"qty\"\nrejects = \"ord.csv\""), Shows("rejects written to ord.csv")),
+        ("orders", "duplicate_lines", orders("order_id = { value = \"O\" }\nquantity = \"score\"\nduplicate_lines = \"last\""), row(2, "\"quantity\":8")),
         ("orders", "rejects", orders("order_id = \"order\"\nrejects = \"ord.csv\""), Refused("p.toml:8:11: `rejects` in the orders table is for orders from a second `source`; a bad order on a receiver row rejects that row, into the step's own rejects file; remove it")),
         // fill_down
         ("fill_down", "within", import("fill_down = { within = \"gender\", columns = [\"score\"] }\n", "[import.global_attributes]\nscore = \"score\"\n"), row(4, "\"score\":\"7\"")),
