@@ -7,7 +7,8 @@
 //! a name a re-import maps back. Each case against the built-in server over
 //! HTTP, with fixtures written here.
 
-use crate::import::{listpipe, run};
+use crate::import::{listpipe, run, run_with};
+use crate::two_pass::CHUNKED;
 use crate::support::TestServer;
 use listpipe::api::{AttributeInput, AttributeType, Receiver, ReceiverInput};
 use proptest::prelude::*;
@@ -160,6 +161,31 @@ async fn duplicate_lines_first_or_last_keeps_one_line_and_an_unknown_choice_is_r
     );
 }
 
+#[tokio::test]
+async fn order_lines_from_a_second_source_are_merged_the_same_way() {
+    let t = TestServer::start().await;
+    let dir = t.dir.path();
+    write(dir, "people.csv", "email\nanna@example.com\nben@example.com\n");
+    write(dir, "orders.csv", BOOKINGS);
+    write(
+        dir,
+        "p.toml",
+        "[[import]]\nname = \"people\"\nsource = \"people.csv\"\ngroup = \"Events\"\ncreate_group = true\n\
+         [import.receiver]\nemail = \"email\"\n\
+         [import.orders]\nsource = \"orders.csv\"\nemail = \"email\"\norder_id = \"order\"\nproduct_id = \"ticket\"\nprice = \"price\"\nquantity = \"qty\"\n",
+    );
+    let (code, report, stderr) = run(&t, &dir.join("p.toml"), &[]).await;
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stderr.contains("people: orders: 5 read, 5 accepted, 0 rejected; 2 lines merged into another of the same order and product (duplicate_lines = \"sum\")"),
+        "{stderr}"
+    );
+    assert_eq!(report["steps"][0]["prepare"]["order_lines_merged"], 2, "{report}");
+    assert_eq!(lines(&t).await["ben@example.com"], ["0/ 871.765 x 2"]);
+    let (_, report, _) = run(&t, &dir.join("p.toml"), &[]).await;
+    assert_eq!(writes(&report), 0, "{report}");
+}
+
 /// A generated file: rows of a few addresses, orders and products, so that
 /// lines sharing a receiver, an order and a product are common.
 fn booking_rows() -> impl Strategy<Value = Vec<(u8, u8, u8, u8, u8)>> {
@@ -190,8 +216,11 @@ proptest! {
     /// receiver, order and product with the quantities of the file added up.
     #[test]
     fn a_rerun_of_an_unchanged_file_with_duplicate_order_lines_writes_nothing(
-        rows in booking_rows()
+        rows in booking_rows(),
+        chunked in any::<bool>(),
     ) {
+        // Read whole, or twice in chunks of 4 rows with the lines spilled to disk.
+        let env: &[(&str, &str)] = if chunked { &CHUNKED } else { &[] };
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .enable_all()
@@ -201,7 +230,7 @@ proptest! {
             let t = TestServer::start().await;
             let dir = t.dir.path();
             orders_pipeline(dir, &booking_csv(&rows), "");
-            let (code, _, stderr) = run(&t, &dir.join("p.toml"), &[]).await;
+            let (code, _, stderr) = run_with(&t, &dir.join("p.toml"), &[], env).await;
             prop_assert_eq!(code, 0, "{}", stderr);
             let mut want: BTreeMap<(u8, u8, u8), i64> = BTreeMap::new();
             for (who, order, product, qty, _) in &rows {
@@ -217,7 +246,7 @@ proptest! {
                     prop_assert_eq!(Some(&o.quantity), want.get(&key));
                 }
             }
-            let (code, report, stderr) = run(&t, &dir.join("p.toml"), &[]).await;
+            let (code, report, stderr) = run_with(&t, &dir.join("p.toml"), &[], env).await;
             prop_assert_eq!(code, 0, "{}", stderr);
             prop_assert_eq!(writes(&report), 0, "{}", report);
             Ok(())
