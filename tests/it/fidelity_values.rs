@@ -8,8 +8,8 @@
 //! HTTP, with fixtures written here.
 
 use crate::import::{listpipe, run, run_with};
-use crate::two_pass::CHUNKED;
 use crate::support::TestServer;
+use crate::two_pass::CHUNKED;
 use listpipe::api::{AttributeInput, AttributeType, Receiver, ReceiverInput};
 use proptest::prelude::*;
 use std::collections::BTreeMap;
@@ -165,7 +165,11 @@ async fn duplicate_lines_first_or_last_keeps_one_line_and_an_unknown_choice_is_r
 async fn order_lines_from_a_second_source_are_merged_the_same_way() {
     let t = TestServer::start().await;
     let dir = t.dir.path();
-    write(dir, "people.csv", "email\nanna@example.com\nben@example.com\n");
+    write(
+        dir,
+        "people.csv",
+        "email\nanna@example.com\nben@example.com\n",
+    );
     write(dir, "orders.csv", BOOKINGS);
     write(
         dir,
@@ -180,7 +184,10 @@ async fn order_lines_from_a_second_source_are_merged_the_same_way() {
         stderr.contains("people: orders: 5 read, 5 accepted, 0 rejected; 2 lines merged into another of the same order and product (duplicate_lines = \"sum\")"),
         "{stderr}"
     );
-    assert_eq!(report["steps"][0]["prepare"]["order_lines_merged"], 2, "{report}");
+    assert_eq!(
+        report["steps"][0]["prepare"]["order_lines_merged"], 2,
+        "{report}"
+    );
     assert_eq!(lines(&t).await["ben@example.com"], ["0/ 871.765 x 2"]);
     let (_, report, _) = run(&t, &dir.join("p.toml"), &[]).await;
     assert_eq!(writes(&report), 0, "{report}");
