@@ -296,8 +296,23 @@ async fn a_mapping_of_a_header_written_twice_is_refused_naming_both_and_a_number
         "{stderr}"
     );
     phone_pipeline(dir, "Phone_2");
+    let said = "\"Phone\" is a header 2 times in contacts.csv: read as \"Phone_1\" (column 2) and \"Phone_2\" (column 4)";
+    let (code, stdout, stderr) = check(dir);
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    assert!(
+        stdout.contains(&format!("\n  header: {said}\n")),
+        "{stdout}"
+    );
     let (code, report, stderr) = run(&t, &dir.join("p.toml"), &[]).await;
     assert_eq!(code, 0, "{stderr}\n{report}");
+    assert!(
+        stderr.contains(&format!("contacts: source: header: {said}")),
+        "{stderr}"
+    );
+    assert_eq!(
+        report["steps"][0]["prepare"]["repeated_headers"][0], said,
+        "{report}"
+    );
     let phones: BTreeMap<String, String> = t
         .receivers_of("News")
         .await
