@@ -323,6 +323,34 @@ async fn a_mapping_of_a_header_written_twice_is_refused_naming_both_and_a_number
     assert_eq!(phones["ben@example.com"], "+49 40 5678");
 }
 
+#[test]
+fn a_workbook_with_a_header_written_twice_is_refused_the_same_way() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut book = rust_xlsxwriter::Workbook::new();
+    let sheet = book.add_worksheet();
+    for (row, cells) in INVOICES.lines().enumerate() {
+        for (col, cell) in cells.split(',').enumerate() {
+            sheet.write_string(row as u32, col as u16, cell).unwrap();
+        }
+    }
+    book.save(dir.path().join("contacts.xlsx")).unwrap();
+    write(
+        dir.path(),
+        "p.toml",
+        "[[import]]\nname = \"contacts\"\nsource = \"contacts.xlsx\"\ngroup = \"News\"\ncreate_group = true\n\
+         [import.receiver]\nemail = \"Email\"\n\
+         [import.global_attributes]\nphone = \"Phone\"\n",
+    );
+    let (code, stdout, stderr) = check(dir.path());
+    assert_eq!(code, 2, "{stdout}{stderr}");
+    assert!(
+        stderr.contains(
+            "p.toml:9:9: \"Phone\" is a header 2 times in contacts.xlsx (columns 2 and 4): which one to read is not guessed; name one by its number: \"Phone_1\" (column 2) or \"Phone_2\" (column 4)"
+        ),
+        "{stderr}"
+    );
+}
+
 // ---- addresses ---------------------------------------------------------
 
 #[tokio::test]
