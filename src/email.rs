@@ -27,8 +27,8 @@
 //!   format characters) are refused anywhere, at the ends too, never stored:
 //!   a copy-pasted address with a zero-width space would otherwise become a
 //!   second receiver, and a cell ending in a line break is not a clean export;
-//! - only spaces and tabs at the ends are dropped ([`ENDS`]); the import counts
-//!   the addresses so trimmed.
+//! - only spaces and tabs at the ends are dropped ([`is_end_space`]); the
+//!   import counts the addresses so trimmed.
 //!
 //! The address is lower-cased whole, as listpipe has always compared and
 //! sent addresses.
@@ -127,13 +127,21 @@ pub enum Invalid {
     Idna,
 }
 
-/// What is dropped from the ends of an address: spaces and tabs, nothing
-/// else (a line break or another control character is refused).
-pub const ENDS: [char; 2] = [' ', '\t'];
+/// What is dropped from the ends of an address: tabs and spaces (the plain
+/// one, and the no-break and other Unicode spaces a copy from a web page or
+/// a word processor leaves), nothing else: a line break or another control
+/// character is refused.
+pub fn is_end_space(c: char) -> bool {
+    matches!(
+        c,
+        ' ' | '\t' | '\u{00A0}' | '\u{1680}' | '\u{2000}'
+            ..='\u{200A}' | '\u{202F}' | '\u{205F}' | '\u{3000}'
+    )
+}
 
-/// `raw` without the spaces and tabs at its ends ([`ENDS`]).
+/// `raw` without the tabs and spaces at its ends ([`is_end_space`]).
 pub fn trim_ends(raw: &str) -> &str {
-    raw.trim_matches(ENDS)
+    raw.trim_matches(is_end_space)
 }
 
 /// Reads `raw` (spaces and tabs at the ends are dropped) into its normalised

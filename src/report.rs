@@ -95,6 +95,12 @@ pub fn source_notes(stats: &PrepareStats) -> Vec<String> {
             if stats.padded == 1 { "" } else { "s" }
         ));
     }
+    lines.extend(
+        stats
+            .repeated_headers
+            .iter()
+            .map(|r| format!("header: {r}")),
+    );
     if stats.addresses_trimmed > 0 {
         lines.push(format!(
             "{} address{} trimmed of spaces or tabs at the ends",

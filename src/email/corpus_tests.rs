@@ -79,6 +79,11 @@ fn line_breaks_at_the_ends_are_refused_and_only_spaces_and_tabs_are_trimmed() {
         parse(" \tx@example.com\t ", Rules::STRICT),
         Ok("x@example.com".to_string())
     );
+    // A no-break space copied from a web page is a space, not a control.
+    assert_eq!(
+        parse("\u{00A0}x@example.com\u{3000}", Rules::STRICT),
+        Ok("x@example.com".to_string())
+    );
     assert_eq!(
         parse("x@example.com\r\n", Rules::STRICT)
             .unwrap_err()

@@ -65,6 +65,12 @@ fn prepare_chunk(
     let height = table.frame.height();
     stats.rows_read += (height + table.ragged.len()) as u64;
     stats.padded += table.padded;
+    stats.repeated_headers.extend(
+        table
+            .repeated_headers
+            .iter()
+            .map(|(file, r)| r.describe(file)),
+    );
     let mut errors = Errors::default();
     let emails = map_column(
         &table,

@@ -211,6 +211,12 @@ impl Preparer<'_> {
         let stats = &mut self.stats;
         stats.rows_read += (height + table.ragged.len()) as u64;
         stats.padded += table.padded;
+        stats.repeated_headers.extend(
+            table
+                .repeated_headers
+                .iter()
+                .map(|(file, r)| r.describe(file)),
+        );
         mangled::merge(&mut stats.mangled_numbers, mangled::find(step, &table)?);
         let checked = check_rows(step, &table, stats)?;
         // Mirror mode's source addresses go with the first chunk: from the

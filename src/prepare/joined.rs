@@ -139,6 +139,7 @@ impl JoinedOrders {
         stats.orders_rejected += self.stats.rejected_total();
         stats.orders_read += self.stats.orders_read;
         stats.orders_accepted += self.accepted;
+        stats.addresses_trimmed += self.stats.addresses_trimmed;
         Ok(OrderRejects {
             format,
             rows: self.rejected,

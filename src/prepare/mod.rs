@@ -156,6 +156,9 @@ pub struct PrepareStats {
     /// The `duplicate_lines` that merged them.
     #[serde(skip)]
     pub duplicate_lines: Option<&'static str>,
+    /// Header names a file holds more than once, each copy numbered (`Phone_1`, `Phone_2`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub repeated_headers: Vec<String>,
     /// Rows with fewer fields than the header, padded with empty ones (`pad_short_rows`).
     #[serde(skip_serializing_if = "is_zero")]
     pub padded: u64,

@@ -74,6 +74,32 @@ pub struct Repeated {
     pub columns: Vec<(usize, String)>,
 }
 
+impl Repeated {
+    /// What `check` and the run's summary say of it, for the file `file`:
+    /// `"Phone" is a header 2 times in contacts.csv: read as "Phone_1" (column 2) and
+    /// "Phone_2" (column 4)`.
+    pub fn describe(&self, file: &std::path::Path) -> String {
+        let file = file.file_name().map_or_else(
+            || file.display().to_string(),
+            |f| f.to_string_lossy().into_owned(),
+        );
+        let copies: Vec<String> = self
+            .columns
+            .iter()
+            .map(|(at, name)| format!("\"{name}\" (column {at})"))
+            .collect();
+        let copies = match copies.split_last() {
+            Some((last, rest)) if !rest.is_empty() => format!("{} and {last}", rest.join(", ")),
+            _ => copies.join(""),
+        };
+        format!(
+            "\"{}\" is a header {} times in {file}: read as {copies}",
+            self.name,
+            self.columns.len()
+        )
+    }
+}
+
 /// Trimmed, BOM stripped; an empty name becomes `column_N` (N its 1-based position). A name
 /// present more than once is numbered in every copy, `Phone_1`, `Phone_2` in file order
 /// (a number the file already uses as a name is skipped), and listed in
@@ -180,6 +206,8 @@ pub(crate) struct TableBuilder<'a> {
     pad_short_rows: bool,
     padded: u64,
     workbooks: Vec<Workbook>,
+    /// Names a file's header holds more than once, since the last chunk.
+    repeated: Vec<(PathBuf, Repeated)>,
 }
 
 impl<'a> TableBuilder<'a> {
@@ -209,6 +237,7 @@ impl<'a> TableBuilder<'a> {
             pad_short_rows,
             padded: 0,
             workbooks: Vec::new(),
+            repeated: Vec::new(),
         };
         for name in columns {
             builder.add_column(name);
@@ -269,6 +298,8 @@ impl<'a> TableBuilder<'a> {
                 slots[column] = Some(field);
             }
         }
+        self.repeated
+            .extend(header.repeated.iter().map(|r| (path.clone(), r.clone())));
         self.files.push(path);
         self.file_columns.push(header.names.clone());
         self.dialect.get_or_insert(dialect);
@@ -384,6 +415,7 @@ impl<'a> TableBuilder<'a> {
             dialect,
             padded: std::mem::take(&mut self.padded),
             workbooks: self.workbooks.clone(),
+            repeated_headers: std::mem::take(&mut self.repeated),
         };
         (self.sink)(table)
     }

@@ -25,7 +25,7 @@ pub enum SourceError {
     Io { file: PathBuf, source: io::Error },
 
     #[error(
-        "{}: cannot tell the format from the file name; set format = \"csv\" or \"spreadsheet\"",
+        "{}: cannot tell the format from the file name; set `format` to `csv`, `xlsx`, `xls`, `ods`, `parquet` or `jsonl`",
         .file.display()
     )]
     UnknownFormat { file: PathBuf },

@@ -204,6 +204,9 @@ pub struct Table {
     pub padded: u64,
     /// The workbooks read, with their sheets.
     pub workbooks: Vec<Workbook>,
+    /// The names a file's header holds more than once (each copy numbered), for the
+    /// files started in this chunk.
+    pub repeated_headers: Vec<(PathBuf, Repeated)>,
 }
 
 /// Rows per chunk when a source is read in chunks: enough for polars to

@@ -7,8 +7,9 @@
 //! a name a re-import maps back. Each case against the built-in server over
 //! HTTP, with fixtures written here.
 
-use crate::import::{listpipe, run};
+use crate::import::{listpipe, run, run_with};
 use crate::support::TestServer;
+use crate::two_pass::CHUNKED;
 use listpipe::api::{AttributeInput, AttributeType, Receiver, ReceiverInput};
 use proptest::prelude::*;
 use std::collections::BTreeMap;
@@ -160,6 +161,38 @@ async fn duplicate_lines_first_or_last_keeps_one_line_and_an_unknown_choice_is_r
     );
 }
 
+#[tokio::test]
+async fn order_lines_from_a_second_source_are_merged_the_same_way() {
+    let t = TestServer::start().await;
+    let dir = t.dir.path();
+    write(
+        dir,
+        "people.csv",
+        "email\nanna@example.com\nben@example.com\n",
+    );
+    write(dir, "orders.csv", BOOKINGS);
+    write(
+        dir,
+        "p.toml",
+        "[[import]]\nname = \"people\"\nsource = \"people.csv\"\ngroup = \"Events\"\ncreate_group = true\n\
+         [import.receiver]\nemail = \"email\"\n\
+         [import.orders]\nsource = \"orders.csv\"\nemail = \"email\"\norder_id = \"order\"\nproduct_id = \"ticket\"\nprice = \"price\"\nquantity = \"qty\"\n",
+    );
+    let (code, report, stderr) = run(&t, &dir.join("p.toml"), &[]).await;
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stderr.contains("people: orders: 5 read, 5 accepted, 0 rejected; 2 lines merged into another of the same order and product (duplicate_lines = \"sum\")"),
+        "{stderr}"
+    );
+    assert_eq!(
+        report["steps"][0]["prepare"]["order_lines_merged"], 2,
+        "{report}"
+    );
+    assert_eq!(lines(&t).await["ben@example.com"], ["0/ 871.765 x 2"]);
+    let (_, report, _) = run(&t, &dir.join("p.toml"), &[]).await;
+    assert_eq!(writes(&report), 0, "{report}");
+}
+
 /// A generated file: rows of a few addresses, orders and products, so that
 /// lines sharing a receiver, an order and a product are common.
 fn booking_rows() -> impl Strategy<Value = Vec<(u8, u8, u8, u8, u8)>> {
@@ -190,8 +223,11 @@ proptest! {
     /// receiver, order and product with the quantities of the file added up.
     #[test]
     fn a_rerun_of_an_unchanged_file_with_duplicate_order_lines_writes_nothing(
-        rows in booking_rows()
+        rows in booking_rows(),
+        chunked in any::<bool>(),
     ) {
+        // Read whole, or twice in chunks of 4 rows with the lines spilled to disk.
+        let env: &[(&str, &str)] = if chunked { &CHUNKED } else { &[] };
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .enable_all()
@@ -201,7 +237,7 @@ proptest! {
             let t = TestServer::start().await;
             let dir = t.dir.path();
             orders_pipeline(dir, &booking_csv(&rows), "");
-            let (code, _, stderr) = run(&t, &dir.join("p.toml"), &[]).await;
+            let (code, _, stderr) = run_with(&t, &dir.join("p.toml"), &[], env).await;
             prop_assert_eq!(code, 0, "{}", stderr);
             let mut want: BTreeMap<(u8, u8, u8), i64> = BTreeMap::new();
             for (who, order, product, qty, _) in &rows {
@@ -217,7 +253,7 @@ proptest! {
                     prop_assert_eq!(Some(&o.quantity), want.get(&key));
                 }
             }
-            let (code, report, stderr) = run(&t, &dir.join("p.toml"), &[]).await;
+            let (code, report, stderr) = run_with(&t, &dir.join("p.toml"), &[], env).await;
             prop_assert_eq!(code, 0, "{}", stderr);
             prop_assert_eq!(writes(&report), 0, "{}", report);
             Ok(())
@@ -260,8 +296,23 @@ async fn a_mapping_of_a_header_written_twice_is_refused_naming_both_and_a_number
         "{stderr}"
     );
     phone_pipeline(dir, "Phone_2");
+    let said = "\"Phone\" is a header 2 times in contacts.csv: read as \"Phone_1\" (column 2) and \"Phone_2\" (column 4)";
+    let (code, stdout, stderr) = check(dir);
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    assert!(
+        stdout.contains(&format!("\n  header: {said}\n")),
+        "{stdout}"
+    );
     let (code, report, stderr) = run(&t, &dir.join("p.toml"), &[]).await;
     assert_eq!(code, 0, "{stderr}\n{report}");
+    assert!(
+        stderr.contains(&format!("contacts: source: header: {said}")),
+        "{stderr}"
+    );
+    assert_eq!(
+        report["steps"][0]["prepare"]["repeated_headers"][0], said,
+        "{report}"
+    );
     let phones: BTreeMap<String, String> = t
         .receivers_of("News")
         .await
@@ -270,6 +321,34 @@ async fn a_mapping_of_a_header_written_twice_is_refused_naming_both_and_a_number
         .collect();
     assert_eq!(phones["anna@example.com"], "+49 30 1234");
     assert_eq!(phones["ben@example.com"], "+49 40 5678");
+}
+
+#[test]
+fn a_workbook_with_a_header_written_twice_is_refused_the_same_way() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut book = rust_xlsxwriter::Workbook::new();
+    let sheet = book.add_worksheet();
+    for (row, cells) in INVOICES.lines().enumerate() {
+        for (col, cell) in cells.split(',').enumerate() {
+            sheet.write_string(row as u32, col as u16, cell).unwrap();
+        }
+    }
+    book.save(dir.path().join("contacts.xlsx")).unwrap();
+    write(
+        dir.path(),
+        "p.toml",
+        "[[import]]\nname = \"contacts\"\nsource = \"contacts.xlsx\"\ngroup = \"News\"\ncreate_group = true\n\
+         [import.receiver]\nemail = \"Email\"\n\
+         [import.global_attributes]\nphone = \"Phone\"\n",
+    );
+    let (code, stdout, stderr) = check(dir.path());
+    assert_eq!(code, 2, "{stdout}{stderr}");
+    assert!(
+        stderr.contains(
+            "p.toml:9:9: \"Phone\" is a header 2 times in contacts.xlsx (columns 2 and 4): which one to read is not guessed; name one by its number: \"Phone_1\" (column 2) or \"Phone_2\" (column 4)"
+        ),
+        "{stderr}"
+    );
 }
 
 // ---- addresses ---------------------------------------------------------
