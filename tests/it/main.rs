@@ -19,6 +19,7 @@ mod export_columns;
 mod extensions;
 mod faults;
 mod fidelity;
+mod fidelity_messages;
 mod filters;
 mod forms;
 mod groups;
