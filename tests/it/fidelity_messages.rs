@@ -99,7 +99,7 @@ async fn title_rows_above_the_header_are_one_error_naming_header_row_and_with_it
     assert_eq!(code, 2, "{stderr}");
     assert!(
         stderr.contains(
-            "p.toml:3:10: the source's header (row 1) lacks the mapped columns \"email\", \"name\", \"city\"; row 4 holds them all: set header_row = 4 in the source, e.g. source = { path = \"titled.csv\", header_row = 4 }"
+            "p.toml:3:10: the source's header (row 1) lacks the mapped columns \"email\", \"city\", \"name\"; row 4 holds them all: set header_row = 4 in the source, e.g. source = { path = \"titled.csv\", header_row = 4 }"
         ),
         "{stderr}"
     );
@@ -218,7 +218,7 @@ async fn a_tag_separator_list_splits_at_each_and_symbols_written_together_are_re
     assert_eq!(code, 2, "{stderr}");
     assert!(
         stderr.contains(
-            "p.toml:10:13: separator \",|\" splits only where \",\" and \"|\" stand together; to split at each of them, write separator = [\",\", \"|\"]; to split at \",|\" as written, separator = [\",|\"]"
+            "p.toml:11:13: separator \",|\" splits only where \",\" and \"|\" stand together; to split at each of them, write separator = [\",\", \"|\"]; to split at \",|\" as written, separator = [\",|\"]"
         ),
         "{stderr}"
     );
