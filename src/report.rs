@@ -102,7 +102,10 @@ pub fn source_notes(stats: &PrepareStats) -> Vec<String> {
             stats.tags_dropped
         ));
     } else if stats.tags_dropped > 0 {
-        lines.push(format!("{} trimmed to nothing and dropped", tags(stats.tags_dropped)));
+        lines.push(format!(
+            "{} trimmed to nothing and dropped",
+            tags(stats.tags_dropped)
+        ));
     }
     if !stats.unread_sheets.is_empty() {
         lines.push(format!(

@@ -126,7 +126,13 @@ mod tests {
 
     #[test]
     fn large_real_providers_near_a_popular_one_are_never_flagged() {
-        for domain in ["email.com", "ymail.com", "hotmail.se", "yahoo.dk", "outlook.be"] {
+        for domain in [
+            "email.com",
+            "ymail.com",
+            "hotmail.se",
+            "yahoo.dk",
+            "outlook.be",
+        ] {
             assert_eq!(suggest_domain(domain), None, "{domain}");
         }
     }

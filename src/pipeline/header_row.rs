@@ -22,9 +22,14 @@ pub(super) fn lower_header(spec: &SourceSpec, base_dir: &Path, missing: &[&str])
         };
         source::read_columns(&spec, base_dir).ok()
     };
-    let holds_all = |cols: &[String]| missing.iter().all(|m| cols.iter().any(|c| c.as_str() == *m));
+    let holds_all = |cols: &[String]| {
+        missing
+            .iter()
+            .all(|m| cols.iter().any(|c| c.as_str() == *m))
+    };
     let first = spec.header_row.max(1) + 1;
-    let mut row = (first..=LOOKED_AT_ROWS).find(|&row| header_at(row).is_some_and(|c| holds_all(&c)))?;
+    let mut row =
+        (first..=LOOKED_AT_ROWS).find(|&row| header_at(row).is_some_and(|c| holds_all(&c)))?;
     // A blank row reads as the first non-blank row below it: name the row the names are on.
     let names = header_at(row);
     while row < LOOKED_AT_ROWS && header_at(row + 1) == names {

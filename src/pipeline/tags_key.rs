@@ -27,10 +27,7 @@ impl Parser<'_> {
             return vec![",".to_string()];
         };
         if items.is_empty() || items.iter().any(|s| s.get_ref().is_empty()) {
-            ctx.error(
-                v.span(),
-                "`separator` in the tags table must not be empty",
-            );
+            ctx.error(v.span(), "`separator` in the tags table must not be empty");
         }
         if let (false, [one]) = (listed, items.as_slice())
             && let Some(chars) = symbols_together(one.get_ref())

@@ -18,7 +18,9 @@ pub(super) fn spread(table: &Table, spec: &JsonAttributes) -> Result<Table, Prep
     let mut why: Vec<Option<String>> = Vec::with_capacity(height);
     let cells = table.frame.column(&spec.column).and_then(|c| c.str()).ok();
     for i in 0..height {
-        let cell = cells.and_then(|c| c.get(i)).filter(|c| !c.trim().is_empty());
+        let cell = cells
+            .and_then(|c| c.get(i))
+            .filter(|c| !c.trim().is_empty());
         let object = match cell.map(serde_json::from_str::<Value>) {
             None => None,
             Some(Ok(Value::Object(o))) => Some(o),
@@ -73,7 +75,12 @@ pub(super) fn add_errors(
     for (i, reason) in why.iter().enumerate() {
         if let Some(reason) = reason {
             let cell = cells.get(i).unwrap_or("");
-            errors.add(i, &spec.column, cell, format!("\"{}\" is {reason}", super::reasons::cut(cell)));
+            errors.add(
+                i,
+                &spec.column,
+                cell,
+                format!("\"{}\" is {reason}", super::reasons::cut(cell)),
+            );
         }
     }
     Ok(())

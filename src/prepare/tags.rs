@@ -25,7 +25,10 @@ pub struct TagChanges {
 fn split<'c>(cell: &'c str, separators: &[String]) -> Vec<&'c str> {
     let mut parts = vec![cell];
     for sep in separators {
-        parts = parts.into_iter().flat_map(|p| p.split(sep.as_str())).collect();
+        parts = parts
+            .into_iter()
+            .flat_map(|p| p.split(sep.as_str()))
+            .collect();
     }
     parts
 }
@@ -123,7 +126,10 @@ mod tests {
     fn leading_symbols_are_trimmed_and_tags_mapped_or_dropped_and_counted() {
         let spec = TagsSpec {
             trim_start: Some("* ".into()),
-            map: vec![("Starred".into(), "".into()), ("kunden".into(), "customer".into())],
+            map: vec![
+                ("Starred".into(), "".into()),
+                ("kunden".into(), "customer".into()),
+            ],
             ..spec(&[" ::: "])
         };
         let (tags, changes) = row_tags(&spec, &[Some("kunden ::: * My Contacts ::: * Starred")]);

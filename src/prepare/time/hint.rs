@@ -47,7 +47,11 @@ impl ColumnHint {
         own: &[String],
     ) -> ColumnHint {
         let mut placeholders: Vec<String> = Vec::new();
-        for f in failed.iter().map(|f| f.trim()).filter(|f| is_placeholder(f)) {
+        for f in failed
+            .iter()
+            .map(|f| f.trim())
+            .filter(|f| is_placeholder(f))
+        {
             if !placeholders.iter().any(|p| p == f) && placeholders.len() < LISTED_PLACEHOLDERS {
                 placeholders.push(f.to_string());
             }
@@ -66,7 +70,11 @@ impl ColumnHint {
         let value = value.trim();
         let base = reason.strip_suffix(GENERIC_TAIL).unwrap_or(&reason);
         if is_placeholder(value) && !self.placeholders.is_empty() {
-            let listed: Vec<String> = self.placeholders.iter().map(|p| format!("\"{p}\"")).collect();
+            let listed: Vec<String> = self
+                .placeholders
+                .iter()
+                .map(|p| format!("\"{p}\""))
+                .collect();
             return format!(
                 "{base}; if it means \"no date\", set null_values = [{}]",
                 listed.join(", ")
@@ -137,7 +145,10 @@ fn time_format(rest: &str) -> Option<String> {
     }
     let (lead, clock) = rest.split_at(1);
     let upper = clock.to_ascii_uppercase();
-    let (clock, meridiem) = match upper.strip_suffix("AM").or_else(|| upper.strip_suffix("PM")) {
+    let (clock, meridiem) = match upper
+        .strip_suffix("AM")
+        .or_else(|| upper.strip_suffix("PM"))
+    {
         Some(c) => (c, Some(if c.ends_with(' ') { " %p" } else { "%p" })),
         None => (upper.as_str(), None),
     };
@@ -151,7 +162,10 @@ fn time_format(rest: &str) -> Option<String> {
     }
     let hour = if meridiem.is_some() { "%I" } else { "%H" };
     let seconds = if fields.len() == 3 { ":%S" } else { "" };
-    Some(format!("{lead}{hour}:%M{seconds}{}", meridiem.unwrap_or("")))
+    Some(format!(
+        "{lead}{hour}:%M{seconds}{}",
+        meridiem.unwrap_or("")
+    ))
 }
 
 /// A format for `first` (a value that did not read), checked against every value of the

@@ -266,12 +266,13 @@ fn auto_date(s: &str) -> Result<String, String> {
         Ok(Some(Read::Unix(t))) => DateTime::<Utc>::from_timestamp(t, 0).map(|d| d.date_naive()),
         Ok(None) | Err(_) => None,
     };
-    date.map(|d| d.format("%Y-%m-%d").to_string()).ok_or_else(|| {
-        format!(
-            "\"{s}\" is not a date listpipe can read by itself (YYYY-MM-DD){}",
-            hint::GENERIC_TAIL
-        )
-    })
+    date.map(|d| d.format("%Y-%m-%d").to_string())
+        .ok_or_else(|| {
+            format!(
+                "\"{s}\" is not a date listpipe can read by itself (YYYY-MM-DD){}",
+                hint::GENERIC_TAIL
+            )
+        })
 }
 
 /// Unix seconds from text, with one format (a chrono format, `unix` or
