@@ -82,8 +82,14 @@ impl Parser<'_> {
             .map(Spanned::into_inner)
             .collect();
         let origin = tags.str(ctx, "origin").map(Spanned::into_inner);
-        let trim_start = tags
-            .str(ctx, "trim_start")
+        let trim_start = tags.str(ctx, "trim_start");
+        if let Some(t) = trim_start.as_ref().filter(|t| t.get_ref().is_empty()) {
+            ctx.error(
+                t.span(),
+                "`trim_start` names the characters taken off the start of each tag, such as \"* \"; it is empty: name them or remove it",
+            );
+        }
+        let trim_start = trim_start
             .map(Spanned::into_inner)
             .filter(|t| !t.is_empty());
         let map = self.tag_map(&tags);

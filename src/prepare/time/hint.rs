@@ -26,6 +26,8 @@ pub struct ColumnHint {
 #[derive(Debug)]
 struct Guess {
     format: String,
+    /// `format` compiled once: every failed value of the column is tried with it.
+    times: Times,
     /// Why this one: read from the values, and what tells day from month.
     why: String,
 }
@@ -81,7 +83,7 @@ impl ColumnHint {
             );
         }
         match &self.format {
-            Some(g) if !self.own.contains(&g.format) && reads(&g.format, value) => {
+            Some(g) if !self.own.contains(&g.format) && g.times.timestamp(value).is_ok() => {
                 format!("{base}; set format = \"{}\" ({})", g.format, g.why)
             }
             _ => reason,
@@ -89,11 +91,9 @@ impl ColumnHint {
     }
 }
 
-/// Whether `format` reads `value`.
-fn reads(format: &str, value: &str) -> bool {
+/// `format` compiled, to read values with.
+fn compiled(format: &str) -> Times {
     Times::new(&[format.to_string()], Ambiguous::First, None)
-        .timestamp(value)
-        .is_ok()
 }
 
 /// The parts of a value in a numeric date spelling: `5/6/2012 15:53`, `2024.03.05`,
@@ -175,10 +175,7 @@ fn guess<'v>(first: &str, values: impl IntoIterator<Item = &'v str>) -> Option<G
     let sep = s.sep;
     if s.widths[0] == 4 {
         let format = format!("%Y{sep}%m{sep}%d{}", s.time);
-        return reads(&format, first).then(|| Guess {
-            format,
-            why: "read from the column's values".into(),
-        });
+        return Guess::checked(format, "read from the column's values".into(), first);
     }
     let year = match s.widths[2] {
         4 => "%Y",
@@ -225,7 +222,18 @@ fn guess<'v>(first: &str, values: impl IntoIterator<Item = &'v str>) -> Option<G
         ),
         (false, false) => return None,
     };
-    reads(&format, first).then_some(Guess { format, why })
+    Guess::checked(format, why, first)
+}
+
+impl Guess {
+    /// The guess, if its format reads the value it was made for.
+    fn checked(format: String, why: String, value: &str) -> Option<Guess> {
+        let times = compiled(&format);
+        times
+            .timestamp(value)
+            .is_ok()
+            .then_some(Guess { format, times, why })
+    }
 }
 
 #[cfg(test)]
