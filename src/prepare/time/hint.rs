@@ -84,7 +84,22 @@ impl ColumnHint {
         }
         match &self.format {
             Some(g) if !self.own.contains(&g.format) && g.times.timestamp(value).is_ok() => {
-                format!("{base}; set format = \"{}\" ({})", g.format, g.why)
+                if self.own.is_empty() {
+                    format!("{base}; set format = \"{}\" ({})", g.format, g.why)
+                } else {
+                    // The mapping reads other values with its own: keep them, add this one.
+                    let listed: Vec<String> = self
+                        .own
+                        .iter()
+                        .chain(std::iter::once(&g.format))
+                        .map(|f| format!("\"{f}\""))
+                        .collect();
+                    format!(
+                        "{base}; list it in format = [{}] ({})",
+                        listed.join(", "),
+                        g.why
+                    )
+                }
             }
             _ => reason,
         }
@@ -276,6 +291,15 @@ mod tests {
         );
         assert_eq!(hint(&["soon"], "soon"), "why");
         assert!(is_placeholder("0000-00-00") && !is_placeholder("0") && !is_placeholder("10.0.00"));
+    }
+
+    #[test]
+    fn a_mapping_with_formats_of_its_own_is_told_to_list_the_one_read() {
+        let h = ColumnHint::new(["2024/03/05"], &["2024/03/05"], &["%d.%m.%Y".to_string()]);
+        assert_eq!(
+            h.decorate("2024/03/05", "bad".into()),
+            "bad; list it in format = [\"%d.%m.%Y\", \"%Y/%m/%d\"] (read from the column's values)"
+        );
     }
 
     #[test]
