@@ -95,6 +95,29 @@ pub fn source_notes(stats: &PrepareStats) -> Vec<String> {
             if stats.padded == 1 { "" } else { "s" }
         ));
     }
+    let tags = |n: u64| format!("{n} tag{}", if n == 1 { "" } else { "s" });
+    if stats.tags_trimmed > 0 {
+        lines.push(format!("{} trimmed (trim_start)", tags(stats.tags_trimmed)));
+    }
+    if stats.tags_mapped > 0 {
+        lines.push(format!(
+            "{} mapped, {} of them to \"\" and dropped (map)",
+            tags(stats.tags_mapped),
+            stats.tags_dropped
+        ));
+    } else if stats.tags_dropped > 0 {
+        lines.push(format!(
+            "{} trimmed to nothing and dropped",
+            tags(stats.tags_dropped)
+        ));
+    }
+    if !stats.unread_sheets.is_empty() {
+        lines.push(format!(
+            "warning: sheet{} not read: {}; to read them too, set sheet = \"*\" (or list them in `sheets`)",
+            if stats.unread_sheets.len() == 1 { "" } else { "s" },
+            stats.unread_sheets.join(", ")
+        ));
+    }
     lines.extend(
         stats
             .repeated_headers

@@ -22,12 +22,15 @@ pub struct CheckArgs {
 
 pub fn run(args: CheckArgs) -> super::Outcome {
     let pipeline = pipeline::load(&args.pipeline).map_err(super::fail(exit::USAGE))?;
+    // The file's verdict first; the rows' comes last, with its counts.
+    let steps = pipeline.steps.len();
     crate::outln!(
-        "{}: {} step(s), file is valid",
+        "{}: the pipeline file is valid ({steps} step{}); its rows are checked below",
         pipeline.file.display(),
-        pipeline.steps.len()
+        if steps == 1 { "" } else { "s" }
     );
     let mut code = exit::OK;
+    let mut verdict = Verdict::default();
     for step in &pipeline.steps {
         if let Step::Export(s) = step {
             // An export reads only the target: nothing to check offline.
@@ -164,6 +167,7 @@ pub fn run(args: CheckArgs) -> super::Outcome {
         };
         match outcome {
             Ok((stats, written)) => {
+                verdict.add(stats.rows_read, stats.rejected_total());
                 crate::outln!(
                     "  {} rows read, {} rejected, {} duplicates, {} tags normalised",
                     stats.rows_read,
@@ -203,8 +207,54 @@ pub fn run(args: CheckArgs) -> super::Outcome {
             Err(e) => {
                 crate::cause::report_in(step.name(), &e);
                 code = exit::PARTIAL;
+                verdict.unread += 1;
             }
         }
     }
+    if let Some(line) = verdict.line() {
+        crate::outln!("\n{line}");
+    }
     Ok(code)
+}
+
+/// The rows' verdict over every step checked: how many were read and rejected.
+#[derive(Default)]
+struct Verdict {
+    steps: usize,
+    read: u64,
+    rejected: u64,
+    /// Steps whose source could not be read.
+    unread: usize,
+}
+
+impl Verdict {
+    fn add(&mut self, read: u64, rejected: u64) {
+        self.steps += 1;
+        self.read += read;
+        self.rejected += rejected;
+    }
+
+    /// `rows: all 4 rejected: ...`; none when no step's rows were checked.
+    fn line(&self) -> Option<String> {
+        let (read, rejected) = (self.read, self.rejected);
+        let unread = match self.unread {
+            0 => String::new(),
+            1 => "; 1 step's source could not be read".to_string(),
+            n => format!("; {n} steps' sources could not be read"),
+        };
+        if self.steps == 0 {
+            return (self.unread > 0).then(|| format!("rows: none checked{unread}"));
+        }
+        let rows = if read == 1 { "row" } else { "rows" };
+        Some(match rejected {
+            0 => format!("rows: all {read} {rows} ready to send{unread}"),
+            r if r >= read => format!(
+                "rows: all {read} {rows} rejected, none would be sent; the reasons above name what to change{unread}"
+            ),
+            r => format!(
+                "rows: {r} of {read} rejected (see the reasons above), {} ready to send{unread}",
+                read - r
+            ),
+        })
+    }
 }

@@ -37,10 +37,27 @@ const POPULAR: &[&str] = &[
     "verizon.net",
 ];
 
+/// Real providers one letter off a [`POPULAR`] one (`email.com` beside
+/// `gmail.com` and `mail.com`, `ymail.com` is Yahoo's): never a typo.
+/// Decision: a list, not a rule; a domain here is as real as the one it is
+/// near, and a warning on every row of it would teach people to ignore them.
+const ALSO_REAL: &[&str] = &[
+    "email.com",
+    "ymail.com",
+    "hotmail.be",
+    "hotmail.dk",
+    "hotmail.se",
+    "outlook.be",
+    "outlook.dk",
+    "yahoo.dk",
+    "yahoo.ie",
+    "yahoo.se",
+];
+
 /// The popular domain `domain` is probably a misspelling of: one letter
 /// added, dropped, changed, or two swapped (Damerau–Levenshtein distance 1).
 pub fn suggest_domain(domain: &str) -> Option<&'static str> {
-    if domain.len() < 7 || POPULAR.contains(&domain) {
+    if domain.len() < 7 || POPULAR.contains(&domain) || ALSO_REAL.contains(&domain) {
         return None;
     }
     POPULAR
@@ -102,6 +119,19 @@ mod tests {
             "mail.com",
             "web.de",
             "me.com",
+        ] {
+            assert_eq!(suggest_domain(domain), None, "{domain}");
+        }
+    }
+
+    #[test]
+    fn large_real_providers_near_a_popular_one_are_never_flagged() {
+        for domain in [
+            "email.com",
+            "ymail.com",
+            "hotmail.se",
+            "yahoo.dk",
+            "outlook.be",
         ] {
             assert_eq!(suggest_domain(domain), None, "{domain}");
         }

@@ -73,22 +73,8 @@ impl Parser<'_> {
         for c in &columns {
             self.check_column(src, c);
         }
+        let separators = self.tag_separators(&tags, columns.is_empty());
         let ctx = &mut self.ctx;
-        let separator = tags
-            .str(ctx, "separator")
-            .map_or_else(|| ",".to_string(), Spanned::into_inner);
-        if separator.is_empty() {
-            ctx.error(
-                tags.span.clone(),
-                "`separator` in the tags table must not be empty",
-            );
-        }
-        if let (Some(v), true) = (tags.get("separator"), columns.is_empty()) {
-            ctx.error(
-                v.span(),
-                "`separator` splits the cells of the tag `columns`, and the tags table names none; add `columns` or remove it",
-            );
-        }
         let fixed = tags
             .strings(ctx, "fixed")
             .unwrap_or_default()
@@ -96,11 +82,24 @@ impl Parser<'_> {
             .map(Spanned::into_inner)
             .collect();
         let origin = tags.str(ctx, "origin").map(Spanned::into_inner);
+        let trim_start = tags.str(ctx, "trim_start");
+        if let Some(t) = trim_start.as_ref().filter(|t| t.get_ref().is_empty()) {
+            ctx.error(
+                t.span(),
+                "`trim_start` names the characters taken off the start of each tag, such as \"* \"; it is empty: name them or remove it",
+            );
+        }
+        let trim_start = trim_start
+            .map(Spanned::into_inner)
+            .filter(|t| !t.is_empty());
+        let map = self.tag_map(&tags);
         Some(TagsSpec {
             columns: columns.into_iter().map(Spanned::into_inner).collect(),
-            separator,
+            separators,
             fixed,
             origin,
+            trim_start,
+            map,
         })
     }
 
@@ -339,7 +338,31 @@ impl Parser<'_> {
                 }
             }
         }
-        for r in std::mem::take(&mut self.columns) {
+        let refs = std::mem::take(&mut self.columns);
+        // Sources whose missing columns all sit on a lower row: one error, naming it.
+        // A name the header writes more than once is not missing: it is refused below.
+        let mut lower = vec![false; headers.len()];
+        for (i, (spec, span)) in self.sources.clone().into_iter().enumerate() {
+            let Some(Some(h)) = headers.get(i) else {
+                continue;
+            };
+            let mut missing: Vec<&str> = Vec::new();
+            for r in refs.iter().filter(|r| r.source == i) {
+                let repeated = h.repeated.iter().any(|(_, rep)| rep.name == r.column);
+                if !repeated
+                    && !h.columns.contains(&r.column)
+                    && !missing.contains(&r.column.as_str())
+                {
+                    missing.push(&r.column);
+                }
+            }
+            if let Some(row) = super::header_row::lower_header(&spec, &self.base_dir, &missing) {
+                let why = super::header_row::message(&spec, &missing, row);
+                self.ctx.error(span, why);
+                lower[i] = true;
+            }
+        }
+        for r in refs {
             let Some(Some(source::Headers {
                 columns: cols,
                 repeated,
@@ -347,6 +370,9 @@ impl Parser<'_> {
             else {
                 continue;
             };
+            if lower.get(r.source) == Some(&true) {
+                continue;
+            }
             if let Some(reason) = super::repeated_header::refusal(&r.column, cols, repeated) {
                 self.ctx.error(r.span, reason);
                 continue;

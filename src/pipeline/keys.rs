@@ -37,6 +37,7 @@ pub(super) const IMPORT_KEYS: &[&str] = &[
     "fill_down",
     "other_columns",
     "ignore_columns",
+    "json_attributes",
     "date_format",
     "ambiguous",
     "null_values",
@@ -102,7 +103,14 @@ pub(super) const ATTRIBUTE_KEYS: &[&str] = &[
     "only_if",
     "null_values",
 ];
-pub(super) const TAGS_KEYS: &[&str] = &["columns", "separator", "fixed", "origin"];
+pub(super) const TAGS_KEYS: &[&str] = &[
+    "columns",
+    "separator",
+    "fixed",
+    "origin",
+    "trim_start",
+    "map",
+];
 /// `fill_down = { ... }` of an import step.
 pub(super) const FILL_DOWN_KEYS: &[&str] = &["within", "columns"];
 /// A `source` table.

@@ -19,6 +19,8 @@ mod dates;
 pub mod export;
 mod export_parse;
 mod fields;
+mod header_row;
+mod json_attributes;
 mod keys;
 mod mode;
 mod order_lines;
@@ -29,6 +31,7 @@ mod repeated_header;
 mod source_key;
 mod step_columns;
 mod step_name;
+mod tags_key;
 mod timezone;
 
 pub use export::{ExportFormat, ExportStep, ExportWhat};
@@ -153,6 +156,31 @@ pub struct ImportStep {
     /// `rejects_bom`: a byte order mark at the start of the rejects file (for Excel);
     /// None: one when the source had one (or is a spreadsheet).
     pub rejects_bom: Option<bool>,
+    /// `json_attributes = "attributes"`: a column of JSON objects whose keys are global
+    /// attributes (their mappings are in `global_attributes`).
+    pub json_attributes: Option<JsonAttributes>,
+}
+
+/// A column holding a JSON object per row (listmonk's `attributes`), spread into one
+/// global attribute per key; the keys were found reading the column when the pipeline
+/// was loaded.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JsonAttributes {
+    pub column: String,
+    /// The keys, in the order first found.
+    pub keys: Vec<String>,
+}
+
+impl JsonAttributes {
+    /// The prepared table's column holding `key`'s values (text; a nested value as JSON).
+    pub fn key_column(&self, key: &str) -> String {
+        format!("{}\u{1f}{key}", self.column)
+    }
+
+    /// The prepared table's column holding why a row's cell is not a JSON object.
+    pub fn error_column(&self) -> String {
+        format!("{}\u{1f}", self.column)
+    }
 }
 
 /// `fill_down = { within = "Name", columns = [...] }`: in each of `columns`, an empty cell
@@ -379,13 +407,19 @@ pub struct AttributeMapping {
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct TagsSpec {
-    /// Columns holding tags, each split by `separator`.
+    /// Columns holding tags, each cell split at every one of `separators`.
     pub columns: Vec<String>,
-    pub separator: String,
+    /// `separator = ","` or a list, `[",", "|"]`: a cell is split at each of them.
+    pub separators: Vec<String>,
     /// Tags every receiver of the step gets.
     pub fixed: Vec<String>,
     /// Put before every tag that has no origin of its own: `Shop` makes `vip` into `Shop.vip`.
     pub origin: Option<String>,
+    /// `trim_start`: characters taken off the start of each tag (`"* "` makes Google's
+    /// `* My Contacts` into `My Contacts`), counted.
+    pub trim_start: Option<String>,
+    /// `map`: a tag (after `trim_start`) spelled anew; to `""` it is dropped. Counted.
+    pub map: Vec<(String, String)>,
 }
 
 #[derive(Debug, Clone)]

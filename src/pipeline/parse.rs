@@ -341,6 +341,7 @@ impl Parser<'_> {
             orders.as_mut(),
         );
         let fill_down = self.fill_down(t, src);
+        let json_attributes = self.json_attributes(t, src, &mut global_attributes);
         self.other_columns(t, src, &mut global_attributes, &mut attributes);
         let nulls = self.null_values(t);
         let rejects_bom = t.bool(&mut self.ctx, "rejects_bom");
@@ -372,6 +373,7 @@ impl Parser<'_> {
             mirror,
             fill_down,
             rejects_bom,
+            json_attributes,
         })
     }
 

@@ -52,6 +52,7 @@ pub fn blacklist_chunks(
         return Err(PrepareError::Stopped);
     }
     stats.files_read(files);
+    stats.unread_sheets = workbooks.iter().flat_map(|w| w.unread()).collect();
     Ok(BlacklistSummary { stats, workbooks })
 }
 

@@ -4,7 +4,7 @@
 
 use super::condition::RowTest;
 use super::reasons::{self, RejectExample};
-use super::time::Times;
+use super::time::{ColumnHint, Times};
 use super::value;
 use super::{PrepareError, PrepareStats};
 use crate::pipeline::{AttributeMapping, Mapping, ValueFrom, ValueKind};
@@ -98,6 +98,10 @@ pub(super) fn map_column(
     let condition = m.only_if.as_ref().map(|c| RowTest::new(table, c));
     // The column's formats, compiled once for all its cells.
     let times = Times::of(m);
+    let dated = matches!(kind, ValueKind::Timestamp | ValueKind::Date);
+    // A date column's failures: their reasons name the setting that reads
+    // them, decided from the whole column (see `time::ColumnHint`).
+    let mut failed: Vec<(usize, String, String, String)> = Vec::new();
     let mut out = StringChunkedBuilder::new(field.into(), table.frame.height());
     for (i, raw) in raw_values(table, m)?.enumerate() {
         let applies = condition.as_ref().is_none_or(|c| c.holds(i));
@@ -125,13 +129,30 @@ pub(super) fn map_column(
                 }
                 out.append_null();
             }
-            Some(v) => match value::convert(kind, m, &times, v) {
-                Ok(v) => out.append_value(v),
-                Err(reason) => {
-                    errors.add(i, field, raw.unwrap_or(""), reason);
-                    out.append_null();
+            Some(v) => {
+                let cleaned = dated.then(|| v.to_string());
+                match value::convert(kind, m, &times, v) {
+                    Ok(v) => out.append_value(v),
+                    Err(reason) => {
+                        match cleaned {
+                            Some(c) => failed.push((i, raw.unwrap_or("").to_string(), c, reason)),
+                            None => errors.add(i, field, raw.unwrap_or(""), reason),
+                        }
+                        out.append_null();
+                    }
                 }
-            },
+            }
+        }
+    }
+    if !failed.is_empty() {
+        let misses: Vec<&str> = failed.iter().map(|(_, _, c, _)| c.as_str()).collect();
+        // The column is read again only when some of its values failed.
+        let values: Vec<String> = raw_values(table, m)?
+            .filter_map(|raw| value::clean(m, raw).map(|v| v.into_owned()))
+            .collect();
+        let hint = ColumnHint::new(values.iter().map(String::as_str), &misses, &m.format);
+        for (i, raw, cleaned, reason) in failed {
+            errors.add(i, field, &raw, hint.decorate(&cleaned, reason));
         }
     }
     Ok(out.finish())

@@ -318,6 +318,7 @@ impl Preparer<'_> {
             return Err(PrepareError::Stopped);
         }
         self.stats.files_read(self.files);
+        self.stats.unread_sheets = self.workbooks.iter().flat_map(|w| w.unread()).collect();
         let order_rejects = match self.joined {
             Some(j) => Some(j.finish(self.base_dir, &mut self.stats)?),
             None => None,

@@ -26,6 +26,7 @@ mod first_pass;
 mod first_values;
 mod import;
 mod joined;
+mod json_cells;
 mod last_rows;
 pub mod mangled;
 mod merged_rows;
@@ -168,6 +169,18 @@ pub struct PrepareStats {
     /// Valid addresses at a domain one letter off a big provider (warnings).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub domain_typos: Vec<domains::DomainTypo>,
+    /// Tags shortened by the tags' `trim_start`.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub tags_trimmed: u64,
+    /// Tags spelled anew by the tags' `map`.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub tags_mapped: u64,
+    /// Tags mapped to `""` (or trimmed to nothing): not sent.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub tags_dropped: u64,
+    /// Sheets of the step's workbooks that were not read (`file: sheet`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub unread_sheets: Vec<String>,
 }
 
 fn is_zero(n: &u64) -> bool {

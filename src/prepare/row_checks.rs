@@ -5,7 +5,7 @@
 
 use super::columns::{Errors, attribute_columns, map_column};
 use super::orders::{MappedOrders, map_orders};
-use super::{PrepareError, PrepareStats, col, tags};
+use super::{PrepareError, PrepareStats, col, json_cells, tags};
 use crate::pipeline::{ImportStep, ReceiverField, ValueFrom};
 use crate::source::{FILE_COL, ROW_COL, Table};
 use polars::prelude::*;
@@ -75,8 +75,20 @@ pub(super) fn check_rows(
     table: &Table,
     stats: &mut PrepareStats,
 ) -> Result<Checked, PrepareError> {
+    // The keys of a JSON-object column, spread into columns of their own.
+    let spread;
+    let table = match &step.json_attributes {
+        Some(spec) => {
+            spread = json_cells::spread(table, spec)?;
+            &spread
+        }
+        None => table,
+    };
     let height = table.frame.height();
     let mut errors = Errors::default();
+    if let Some(spec) = &step.json_attributes {
+        json_cells::add_errors(table, spec, &mut errors)?;
+    }
     let mut columns: Vec<Column> = vec![
         table.frame.column(FILE_COL)?.clone(),
         table.frame.column(ROW_COL)?.clone(),
@@ -118,8 +130,11 @@ pub(super) fn check_rows(
         let mut joined: Vec<Option<String>> = Vec::with_capacity(height);
         for i in 0..height {
             let cells: Vec<Option<&str>> = cols.iter().map(|c| c.get(i)).collect();
-            let (tags, changed) = tags::row_tags(spec, &cells);
-            stats.tags_changed += changed as u64;
+            let (tags, changes) = tags::row_tags(spec, &cells);
+            stats.tags_changed += changes.normalised as u64;
+            stats.tags_trimmed += changes.trimmed as u64;
+            stats.tags_mapped += changes.mapped as u64;
+            stats.tags_dropped += changes.dropped as u64;
             joined.push((!tags.is_empty()).then(|| tags.join(&tags::JOIN.to_string())));
         }
         let mut ca: StringChunked = joined.into_iter().collect();

@@ -1,6 +1,6 @@
-//! Tags from a row: split columns, fixed tags, an origin prefix, then the
-//! spec's normalisation (§2.8). Tags the normalisation changed are counted
-//! so the report can say so.
+//! Tags from a row: split columns, fixed tags, the step's cleaning (`trim_start`, `map`),
+//! an origin prefix, then the spec's normalisation (§2.8). Every change is counted so the
+//! report can say so: tags normalised, trimmed, mapped and dropped.
 
 use crate::api::normalize_tag;
 use crate::pipeline::TagsSpec;
@@ -8,61 +8,140 @@ use crate::pipeline::TagsSpec;
 /// The separator of tags inside the prepared frame's `tags` column.
 pub const JOIN: char = '\u{1f}';
 
-/// The normalised tags of one row and how many the normalisation changed.
-pub fn row_tags(spec: &TagsSpec, cells: &[Option<&str>]) -> (Vec<String>, usize) {
+/// What the cleaning and the normalisation did to one row's tags.
+#[derive(Debug, Default, Clone, Copy, PartialEq)]
+pub struct TagChanges {
+    /// Changed by the spec's normalisation (`Größe 44` → `Größe_44`).
+    pub normalised: usize,
+    /// Shortened by `trim_start`.
+    pub trimmed: usize,
+    /// Spelled anew by `map`.
+    pub mapped: usize,
+    /// Mapped to `""`, or left empty by `trim_start`.
+    pub dropped: usize,
+}
+
+/// Splits `cell` at every one of `separators`.
+fn split<'c>(cell: &'c str, separators: &[String]) -> Vec<&'c str> {
+    let mut parts = vec![cell];
+    for sep in separators {
+        parts = parts
+            .into_iter()
+            .flat_map(|p| p.split(sep.as_str()))
+            .collect();
+    }
+    parts
+}
+
+/// The normalised tags of one row and what was changed to make them.
+pub fn row_tags(spec: &TagsSpec, cells: &[Option<&str>]) -> (Vec<String>, TagChanges) {
     let mut out: Vec<String> = Vec::new();
-    let mut changed = 0;
+    let mut changes = TagChanges::default();
     let raw = cells
         .iter()
         .flatten()
-        .flat_map(|cell| cell.split(spec.separator.as_str()))
+        .flat_map(|cell| split(cell, &spec.separators))
         .chain(spec.fixed.iter().map(String::as_str))
         // Exports such as Mailchimp's quote each tag inside the cell.
         .map(|t| t.trim().trim_matches('"').trim())
         .filter(|t| !t.is_empty());
     for tag in raw {
+        let tag = match &spec.trim_start {
+            Some(chars) => {
+                let trimmed = tag.trim_start_matches(|c: char| chars.contains(c)).trim();
+                if trimmed.len() != tag.len() {
+                    changes.trimmed += 1;
+                }
+                trimmed
+            }
+            None => tag,
+        };
+        let tag = match spec.map.iter().find(|(from, _)| from == tag) {
+            Some((_, to)) => {
+                changes.mapped += 1;
+                to.as_str()
+            }
+            None => tag,
+        };
+        if tag.is_empty() {
+            changes.dropped += 1;
+            continue;
+        }
         let with_origin = match &spec.origin {
             Some(o) if !tag.contains('.') => format!("{o}.{tag}"),
             _ => tag.to_string(),
         };
         if let Some(n) = normalize_tag(&with_origin) {
             if n != with_origin {
-                changed += 1;
+                changes.normalised += 1;
             }
             if !out.contains(&n) {
                 out.push(n);
             }
         }
     }
-    (out, changed)
+    (out, changes)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn spec(separators: &[&str]) -> TagsSpec {
+        TagsSpec {
+            columns: vec!["t".into()],
+            separators: separators.iter().map(|s| s.to_string()).collect(),
+            fixed: vec![],
+            origin: None,
+            trim_start: None,
+            map: vec![],
+        }
+    }
+
     #[test]
     fn columns_are_split_prefixed_and_normalised() {
         let spec = TagsSpec {
-            columns: vec!["i".into()],
-            separator: ",".into(),
             fixed: vec!["import".into()],
             origin: Some("Shop".into()),
+            ..spec(&[","])
         };
-        let (tags, changed) = row_tags(&spec, &[Some("Schuhe, Taschen & Co,,Schuhe")]);
+        let (tags, changes) = row_tags(&spec, &[Some("Schuhe, Taschen & Co,,Schuhe")]);
         assert_eq!(tags, ["Shop.Schuhe", "Shop.Taschen___Co", "Shop.import"]);
-        assert_eq!(changed, 1);
+        assert_eq!(changes.normalised, 1);
     }
 
     #[test]
     fn quotes_around_each_tag_are_dropped() {
-        let spec = TagsSpec {
-            columns: vec!["t".into()],
-            separator: ",".into(),
-            fixed: vec![],
-            origin: None,
-        };
-        let (tags, _) = row_tags(&spec, &[Some("\"Lorem Editors\",\"VIP\"")]);
+        let (tags, _) = row_tags(&spec(&[","]), &[Some("\"Lorem Editors\",\"VIP\"")]);
         assert_eq!(tags, ["Lorem_Editors", "VIP"]);
+    }
+
+    #[test]
+    fn a_cell_is_split_at_every_listed_separator() {
+        let (tags, _) = row_tags(&spec(&[",", "|"]), &[Some("a,b|c")]);
+        assert_eq!(tags, ["a", "b", "c"]);
+    }
+
+    #[test]
+    fn leading_symbols_are_trimmed_and_tags_mapped_or_dropped_and_counted() {
+        let spec = TagsSpec {
+            trim_start: Some("* ".into()),
+            map: vec![
+                ("Starred".into(), "".into()),
+                ("kunden".into(), "customer".into()),
+            ],
+            ..spec(&[" ::: "])
+        };
+        let (tags, changes) = row_tags(&spec, &[Some("kunden ::: * My Contacts ::: * Starred")]);
+        assert_eq!(tags, ["customer", "My_Contacts"]);
+        assert_eq!(
+            changes,
+            TagChanges {
+                normalised: 1,
+                trimmed: 2,
+                mapped: 2,
+                dropped: 1
+            }
+        );
     }
 }

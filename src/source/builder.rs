@@ -48,6 +48,17 @@ impl Fields for [Option<&str>] {
     }
 }
 
+/// Why a row of `count` fields does not fit a header of `width`: a short row names
+/// `pad_short_rows`, the option that reads its missing trailing fields as empty.
+fn field_count_reason(count: usize, width: usize, short: bool) -> String {
+    let hint = if short {
+        "; if the missing fields are empty ones at the end, set pad_short_rows = true in the source"
+    } else {
+        ""
+    };
+    format!("row has {count} fields, the header has {width}{hint}")
+}
+
 /// Whether a row holds nothing but whitespace: skipped, neither a table row nor ragged.
 pub(crate) fn is_blank(fields: &(impl Fields + ?Sized)) -> bool {
     (0..fields.count()).all(|i| fields.field(i).is_none_or(|f| f.trim().is_empty()))
@@ -329,7 +340,7 @@ impl<'a> TableBuilder<'a> {
                 values: (0..count)
                     .map(|i| fields.field(i).unwrap_or("").to_string())
                     .collect(),
-                reason: format!("row has {count} fields, the header has {}", file.width),
+                reason: field_count_reason(count, file.width, short),
                 category: super::WRONG_FIELD_COUNT,
                 column: None,
             });

@@ -370,7 +370,13 @@ impl<'t> Rows<'t> {
             let first_line =
                 (self.base_line + after.line()).saturating_sub(embedded + u64::from(ends_in_lf));
             let row = first_line.saturating_sub(self.embedded);
-            if builder::is_blank(&self.record) {
+            // A blank line is skipped; a record holding a quoted field (`""`) was
+            // written as a value, even an empty one, and is a row like any other.
+            let quoted = self
+                .text
+                .get(start..end)
+                .is_some_and(|raw| raw.contains(&b'"'));
+            if builder::is_blank(&self.record) && !quoted {
                 self.embedded += embedded;
                 continue;
             }

@@ -205,7 +205,7 @@ fn short_and_long_rows_become_ragged_with_their_row_numbers_and_the_rest_is_read
                 file: 0,
                 row_number: 3,
                 values: vec!["b@x.de".into(), "B".into()],
-                reason: "row has 2 fields, the header has 3".into(),
+                reason: "row has 2 fields, the header has 3; if the missing fields are empty ones at the end, set pad_short_rows = true in the source".into(),
                 category: WRONG_FIELD_COUNT,
                 column: None,
             },

@@ -184,7 +184,8 @@ pub const NUL_IN_FIELD: &str = "NUL byte in a field";
 #[derive(Debug)]
 pub struct Table {
     /// The column names in file order (trimmed, BOM stripped; an empty name becomes
-    /// `column_N`; a repeated name gets `_2`, `_3`; the names of the two internal columns
+    /// `column_N`; a name written more than once is numbered in every copy, `Phone_1`,
+    /// `Phone_2`; the names of the two internal columns
     /// are treated as taken).
     pub columns: Vec<String>,
     /// One nullable String column per name in `columns` (exact cell text; an empty cell is

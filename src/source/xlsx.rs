@@ -340,3 +340,15 @@ impl SheetRows {
 #[cfg(test)]
 #[path = "xlsx_tests.rs"]
 mod tests;
+
+impl super::Workbook {
+    /// The sheets not read, each as `file: sheet`, for the run's summary and report:
+    /// rows on a sheet nobody asked for are not imported, and that is said.
+    pub fn unread(&self) -> Vec<String> {
+        self.sheets
+            .iter()
+            .filter(|s| !self.read.contains(s))
+            .map(|s| format!("{}: {s}", self.file.display()))
+            .collect()
+    }
+}

@@ -20,6 +20,7 @@ mod extensions;
 mod failed_runs;
 mod faults;
 mod fidelity;
+mod fidelity_messages;
 mod fidelity_values;
 mod filters;
 mod forms;

@@ -67,7 +67,7 @@ fn errors_name_file_line_column_and_the_valid_choices() {
             "[[import]]\nsorce = \"in.csv\"\ngroup = \"News\"\n[import.receiver]\nemail = \"email\"\n",
             &[
                 "p.toml:1:1: [[import]] step 1 needs `source` (a file path, or a table with `path`)",
-                "p.toml:2:1: unknown key `sorce` in [[import]] step 1; valid keys: `name`, `source`, `group`, `create_group`, `preset`, `dedupe`, `rejects`, `receiver`, `global_attributes`, `attributes`, `tags`, `orders`, `mode`, `removal`, `max_removal`, `fill_down`, `other_columns`, `ignore_columns`, `date_format`, `ambiguous`, `null_values` or `rejects_bom`",
+                "p.toml:2:1: unknown key `sorce` in [[import]] step 1; valid keys: `name`, `source`, `group`, `create_group`, `preset`, `dedupe`, `rejects`, `receiver`, `global_attributes`, `attributes`, `tags`, `orders`, `mode`, `removal`, `max_removal`, `fill_down`, `other_columns`, `ignore_columns`, `json_attributes`, `date_format`, `ambiguous`, `null_values` or `rejects_bom`",
             ],
         ),
         (
@@ -151,4 +151,45 @@ fn errors_name_file_line_column_and_the_valid_choices() {
     for (input, expected) in cases {
         assert_eq!(errors(input), *expected, "for input:\n{input}");
     }
+}
+
+#[test]
+fn tag_separators_and_cleaning_keys_are_refused_with_the_ways_to_say_them() {
+    let toml = "[[import]]\nsource = \"in.csv\"\ngroup = \"News\"\n[import.receiver]\nemail = \"email\"\n[import.tags]\ncolumns = \"name\"\nseparator = \";,\"\ntrim_start = \"\"\nmap = { vip = 1 }\n";
+    assert_eq!(
+        errors(toml),
+        [
+            "p.toml:8:13: separator \";,\" splits only where \";\" and \",\" stand together; to split at each of them, write separator = [\";\", \",\"]; to split at \";,\" as written, separator = [\";,\"]",
+            "p.toml:9:14: `trim_start` names the characters taken off the start of each tag, such as \"* \"; it is empty: name them or remove it",
+            "p.toml:10:15: values in the tags' `map` must be strings (\"vip\" = \"new tag\", or \"\" to drop it)",
+        ]
+    );
+    let listed = toml
+        .replace("\";,\"", "[\";\", \"\"]")
+        .replace("trim_start = \"\"\nmap = { vip = 1 }\n", "");
+    assert_eq!(
+        errors(&listed),
+        ["p.toml:8:13: `separator` in the tags table must not be empty"]
+    );
+}
+
+#[test]
+fn mapped_columns_found_on_a_lower_row_are_one_error_naming_header_row() {
+    let toml = "[[import]]\nsource = \"report.csv\"\ngroup = \"News\"\n[import.receiver]\nemail = \"E-Mail\"\n[import.global_attributes]\nfirstname = \"Vorname\"\n";
+    let report: &[u8] = b"Mitglieder\n\nE-Mail,Vorname\na@example.com,Anna\n";
+    assert_eq!(
+        errors_beside(&[("report.csv", report)], toml),
+        [
+            "p.toml:2:10: the source's header (row 1) lacks the mapped columns \"E-Mail\", \"Vorname\"; row 3 holds them all: set header_row = 3 in the source, e.g. source = { path = \"report.csv\", header_row = 3 }"
+        ]
+    );
+    // Names on no row are each an error listing the header's columns, as before.
+    let elsewhere = toml.replace("\"Vorname\"", "\"Nachname\"");
+    assert_eq!(
+        errors_beside(&[("report.csv", report)], &elsewhere),
+        [
+            "p.toml:5:9: the source has no column \"E-Mail\"; its columns: `Mitglieder`",
+            "p.toml:7:13: the source has no column \"Nachname\"; its columns: `Mitglieder`",
+        ]
+    );
 }

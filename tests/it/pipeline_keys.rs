@@ -130,6 +130,7 @@ fn table() -> Vec<(&'static str, &'static str, String, Effect)> {
         ("import", "other_columns", import("other_columns = \"global_attributes\"\n", ""), row(2, "\"flag\":\"yes\"")),
         ("import", "ignore_columns", import("other_columns = \"global_attributes\"\nignore_columns = [\"flag\"]\n", ""), Lacks("  row 2: ", "\"flag\"")),
         ("import", "ignore_columns", import("ignore_columns = [\"flag\"]\n", ""), Refused("p.toml:4:18: `ignore_columns` has no effect without `other_columns`: it names columns that `other_columns` should leave out; add other_columns = `global_attributes` or `attributes` or remove it")),
+        ("import", "json_attributes", import("json_attributes = \"flag\"\n", ""), Rejects("\"\"yes\"\" is not a JSON object")),
         ("import", "null_values", import("null_values = [\"anna\"]\n", "[import.global_attributes]\nn = \"name\"\n"), Lacks("  row 2: ", "global_attributes")),
         ("import", "rejects_bom", import("rejects_bom = true\n", ""), Rejects("\u{feff}")),
         ("import", "date_format", import("date_format = \"%d.%m.%Y\"\n", "registered = \"joined\"\n"), row(2, &by("registered"))),
@@ -200,6 +201,9 @@ fn table() -> Vec<(&'static str, &'static str, String, Effect)> {
         ("tags", "separator", tags("fixed = [\"vip\"]\nseparator = \";\""), Refused("p.toml:8:13: `separator` splits the cells of the tag `columns`, and the tags table names none; add `columns` or remove it")),
         ("tags", "fixed", tags("fixed = [\"vip\"]"), row(2, "\"tags\":[\"vip\"]")),
         ("tags", "origin", tags("columns = \"tags\"\nseparator = \";\"\norigin = \"shop\""), row(2, "\"shop.x\"")),
+        ("tags", "separator", tags("columns = \"tags\"\nseparator = [\";\", \"y\"]"), row(2, "\"tags\":[\"x\"]")),
+        ("tags", "trim_start", tags("columns = \"tags\"\nseparator = \";\"\ntrim_start = \"x\""), row(2, "\"tags\":[\"y\"]")),
+        ("tags", "map", tags("columns = \"tags\"\nseparator = \";\"\nmap = { x = \"ex\" }"), row(2, "\"tags\":[\"ex\",\"y\"]")),
         // [import.orders]
         ("orders", "order_id", orders("order_id = \"order\""), row(2, "\"order_id\":\"O1\"")),
         ("orders", "product_id", orders("order_id = \"order\"\nproduct_id = \"name\""), row(2, "\"product_id\":\"anna\"")),

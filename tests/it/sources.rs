@@ -73,8 +73,8 @@ fn check_lists_each_reject_reason_with_its_count_and_first_row_and_warns_of_mang
     assert!(
         c.stdout.contains(
             "  4 rows read, 4 rejected, 0 duplicates, 0 tags normalised\n\
-             \x20   invalid birthday: 2, e.g. row 2, birthday \"0.0.00\": \"0.0.00\" is not a date in the format %d.%m.%Y\n\
-             \x20   wrong number of fields: 2, e.g. row 3: row has 6 fields, the header has 8\n\
+             \x20   invalid birthday: 2, e.g. row 2, birthday \"0.0.00\": \"0.0.00\" is not a date in the format %d.%m.%Y; if it means \"no date\", set null_values = [\"0.0.00\"]\n\
+             \x20   wrong number of fields: 2, e.g. row 3: row has 6 fields, the header has 8; if the missing fields are empty ones at the end, set pad_short_rows = true in the source\n\
              \x20 warning: column \"Business Phone\" holds 1 number in scientific notation (row 2, e.g. \"7.02255E+12\"): Excel dropped their digits; export the column as text from the original\n"
         ),
         "{}",

@@ -13,9 +13,11 @@
 //! server's filter conditions and tests.
 
 mod format;
+mod hint;
 mod zone;
 
 pub use format::EXCEL_DAYS;
+pub use hint::{ColumnHint, is_placeholder};
 
 use crate::pipeline::{Ambiguous, Mapping};
 use chrono::{DateTime, NaiveDate, Utc};
@@ -249,7 +251,8 @@ fn auto_timestamp(s: &str, zone: Option<Tz>) -> Result<i64, String> {
             format!("\"{s}\" is a local time that does not exist in {tz} (the clocks skip it when they move forward)")
         }),
         None => Err(format!(
-            "\"{s}\" is not a date or time listpipe can read by itself (ISO 8601 or Unix seconds); set `format`, e.g. \"%d.%m.%Y\""
+            "\"{s}\" is not a date or time listpipe can read by itself (ISO 8601 or Unix seconds){}",
+            hint::GENERIC_TAIL
         )),
     }
 }
@@ -263,11 +266,13 @@ fn auto_date(s: &str) -> Result<String, String> {
         Ok(Some(Read::Unix(t))) => DateTime::<Utc>::from_timestamp(t, 0).map(|d| d.date_naive()),
         Ok(None) | Err(_) => None,
     };
-    date.map(|d| d.format("%Y-%m-%d").to_string()).ok_or_else(|| {
-        format!(
-            "\"{s}\" is not a date listpipe can read by itself (YYYY-MM-DD); set `format`, e.g. \"%d.%m.%Y\""
-        )
-    })
+    date.map(|d| d.format("%Y-%m-%d").to_string())
+        .ok_or_else(|| {
+            format!(
+                "\"{s}\" is not a date listpipe can read by itself (YYYY-MM-DD){}",
+                hint::GENERIC_TAIL
+            )
+        })
 }
 
 /// Unix seconds from text, with one format (a chrono format, `unix` or
