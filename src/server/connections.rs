@@ -46,8 +46,10 @@ use tower::ServiceExt;
 /// `serve --header-timeout-secs` says otherwise.
 pub const DEFAULT_HEADER_TIMEOUT_SECS: u64 = 10;
 /// Seconds a connection may wait without a request unless
-/// `serve --idle-timeout-secs` says otherwise.
-pub const DEFAULT_IDLE_TIMEOUT_SECS: u64 = 60;
+/// `serve --idle-timeout-secs` says otherwise. Longer than listpipe's
+/// client keeps an idle connection (60 s): the client closes first, so it
+/// never sends a request into a connection the server is closing.
+pub const DEFAULT_IDLE_TIMEOUT_SECS: u64 = 75;
 /// Connections open at once unless `serve --max-connections` says otherwise
 /// (and never more than the open-file limit allows).
 pub const DEFAULT_MAX_CONNECTIONS: usize = 4096;

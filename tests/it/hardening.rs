@@ -213,7 +213,7 @@ async fn a_server_raises_its_soft_open_file_limit_to_the_hard_limit() {
     assert_eq!(
         server.said("listpipe: connections:"),
         format!(
-            "listpipe: connections: at most 100 open (open-file limit raised from 1024 to {hard}); header timeout 10 s, idle timeout 60 s"
+            "listpipe: connections: at most 100 open (open-file limit raised from 1024 to {hard}); header timeout 10 s, idle timeout 75 s"
         )
     );
 }
