@@ -363,6 +363,18 @@ impl Registry {
     }
 }
 
+/// A connection's place in the [`Registry`], given back when dropped.
+struct Registered {
+    registry: Arc<Registry>,
+    id: u64,
+}
+
+impl Drop for Registered {
+    fn drop(&mut self) {
+        self.registry.remove(self.id);
+    }
+}
+
 /// The answer to a connection past the cap when none can be closed for it:
 /// the API's error body, written before the request is read.
 fn refused() -> String {
@@ -410,7 +422,8 @@ where
             }
         };
         if registry.open() >= cap && !registry.evict_oldest_idle() {
-            tracing::warn!(%peer, cap, "connection refused: every connection is handling a request");
+            // Not a warning each: under a flood the log would be the next victim.
+            tracing::debug!(%peer, cap, "connection refused: every connection is handling a request");
             tokio::spawn(refuse(stream));
             continue;
         }
@@ -431,8 +444,9 @@ where
             service.clone(),
         );
         tokio::spawn(async move {
+            // Removed however the task ends, a panic included.
+            let _registered = Registered { registry, id };
             task.run(stream, service, stop).await;
-            registry.remove(id);
             drop(done);
         });
     }
