@@ -184,3 +184,40 @@ impl<S: Send + Sync> FromRequestParts<S> for Auth {
             .ok_or_else(|| ApiError::unauthorized("no access token"))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn caller() -> Caller {
+        Caller {
+            account: AccountId(1),
+            app_id: 1,
+            selector: "s".into(),
+            expires: super::super::store::now() + 3600,
+            family: "f".into(),
+            pair: "p".into(),
+        }
+    }
+
+    #[test]
+    fn a_lookup_that_began_before_a_revocation_cannot_put_its_token_back_in_the_cache() {
+        let cache = TokenCache::default();
+        // The lookup reads the generation, then the database (token live)...
+        let began = cache.generation();
+        // ...the revocation commits and empties the cache...
+        cache.revoked();
+        // ...and the lookup's answer comes too late to be cached.
+        cache.put("token", &caller(), began);
+        assert!(cache.get("token").is_none());
+    }
+
+    #[test]
+    fn a_revocation_empties_the_cache() {
+        let cache = TokenCache::default();
+        cache.put("token", &caller(), cache.generation());
+        assert!(cache.get("token").is_some());
+        cache.revoked();
+        assert!(cache.get("token").is_none());
+    }
+}

@@ -33,6 +33,8 @@ pub const ADDRESS_BURST: u32 = 30;
 pub const REFILL_SECS: u64 = 6;
 /// Above this many keys, those back at their full allowance are forgotten.
 const RETAIN_ABOVE: usize = 10_000;
+/// Above this many keys still counting, all are forgotten.
+const FORGET_ALL_ABOVE: usize = 200_000;
 
 /// Who failed: the client id presented, or the address it came from.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -107,6 +109,15 @@ impl AuthFailures {
         let mut tat = self.lock();
         if tat.len() > RETAIN_ABOVE {
             tat.retain(|_, t| *t > now);
+        }
+        // Failures from very many addresses at once: memory comes first,
+        // and every key starts over.
+        if tat.len() > FORGET_ALL_ABOVE {
+            tracing::warn!(
+                keys = tat.len(),
+                "failed client authentications from too many addresses: counts start over"
+            );
+            tat.clear();
         }
         for key in keys {
             let t = tat.entry(key.clone()).or_insert(now);

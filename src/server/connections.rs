@@ -12,8 +12,11 @@
 //!   a request is the new one answered 503 with `Retry-After` and closed.
 //!
 //! A connection handling a request (from its complete headers until its
-//! response is sent) is never closed by these limits: `--request-timeout`
-//! bounds it instead ([`super::overload`]).
+//! response is sent) is not closed by these limits: `--request-timeout`
+//! bounds it instead ([`super::overload`]). Except when its client stops
+//! taking the answer: a socket that takes nothing of it for
+//! `--idle-timeout-secs` is closed (a slow reader holds no connection for
+//! long either).
 //!
 //! Decision: our own timers rather than hyper's `header_read_timeout`,
 //! which in hyper 1.12 also runs while a keep-alive connection waits for
@@ -43,8 +46,10 @@ use tower::ServiceExt;
 /// `serve --header-timeout-secs` says otherwise.
 pub const DEFAULT_HEADER_TIMEOUT_SECS: u64 = 10;
 /// Seconds a connection may wait without a request unless
-/// `serve --idle-timeout-secs` says otherwise.
-pub const DEFAULT_IDLE_TIMEOUT_SECS: u64 = 60;
+/// `serve --idle-timeout-secs` says otherwise. Longer than listpipe's
+/// client keeps an idle connection (60 s): the client closes first, so it
+/// never sends a request into a connection the server is closing.
+pub const DEFAULT_IDLE_TIMEOUT_SECS: u64 = 75;
 /// Connections open at once unless `serve --max-connections` says otherwise
 /// (and never more than the open-file limit allows).
 pub const DEFAULT_MAX_CONNECTIONS: usize = 4096;
@@ -132,6 +137,9 @@ struct Conn {
     idle_since: AtomicU64,
     /// When the first byte of the next request came (0: none yet).
     started: AtomicU64,
+    /// Since when the socket takes nothing of what is written to it (0:
+    /// it takes it): a client that stopped reading its answer.
+    write_blocked: AtomicU64,
     /// Asked to close to make room for a new connection.
     evicted: AtomicBool,
     /// Wakes the connection's task to look at the above again.
@@ -157,6 +165,7 @@ impl Conn {
             busy: AtomicUsize::new(0),
             idle_since: AtomicU64::new(now),
             started: AtomicU64::new(0),
+            write_blocked: AtomicU64::new(0),
             evicted: AtomicBool::new(false),
             wake: Notify::new(),
         }
@@ -167,10 +176,13 @@ impl Conn {
     }
 
     /// When this connection is to be closed if nothing happens; `None`
-    /// while it handles a request.
+    /// while it handles a request whose client takes what it is sent.
     fn deadline(&self, limits: &Limits) -> Option<u64> {
         if !self.is_idle() {
-            return None;
+            return match self.write_blocked.load(Ordering::SeqCst) {
+                0 => None,
+                t => Some(t + limits.idle_timeout.as_millis() as u64),
+            };
         }
         let idle = self.idle_since.load(Ordering::SeqCst) + limits.idle_timeout.as_millis() as u64;
         match self.started.load(Ordering::SeqCst) {
@@ -258,13 +270,30 @@ impl AsyncRead for Watched {
     }
 }
 
+impl Watched {
+    /// Notes whether the socket took what was written (see `Conn::write_blocked`).
+    fn wrote<T>(&self, polled: Poll<T>) -> Poll<T> {
+        let blocked = &self.conn.write_blocked;
+        if polled.is_pending() {
+            if blocked.load(Ordering::SeqCst) == 0 {
+                blocked.store(self.clock.now(), Ordering::SeqCst);
+                self.conn.wake.notify_one();
+            }
+        } else {
+            blocked.store(0, Ordering::SeqCst);
+        }
+        polled
+    }
+}
+
 impl AsyncWrite for Watched {
     fn poll_write(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<std::io::Result<usize>> {
-        Pin::new(&mut self.io).poll_write(cx, buf)
+        let polled = Pin::new(&mut self.io).poll_write(cx, buf);
+        self.wrote(polled)
     }
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
         Pin::new(&mut self.io).poll_flush(cx)
@@ -277,7 +306,8 @@ impl AsyncWrite for Watched {
         cx: &mut Context<'_>,
         bufs: &[std::io::IoSlice<'_>],
     ) -> Poll<std::io::Result<usize>> {
-        Pin::new(&mut self.io).poll_write_vectored(cx, bufs)
+        let polled = Pin::new(&mut self.io).poll_write_vectored(cx, bufs);
+        self.wrote(polled)
     }
     fn is_write_vectored(&self) -> bool {
         self.io.is_write_vectored()
@@ -333,6 +363,18 @@ impl Registry {
     }
 }
 
+/// A connection's place in the [`Registry`], given back when dropped.
+struct Registered {
+    registry: Arc<Registry>,
+    id: u64,
+}
+
+impl Drop for Registered {
+    fn drop(&mut self) {
+        self.registry.remove(self.id);
+    }
+}
+
 /// The answer to a connection past the cap when none can be closed for it:
 /// the API's error body, written before the request is read.
 fn refused() -> String {
@@ -380,10 +422,12 @@ where
             }
         };
         if registry.open() >= cap && !registry.evict_oldest_idle() {
-            tracing::warn!(%peer, cap, "connection refused: every connection is handling a request");
+            // Not a warning each: under a flood the log would be the next victim.
+            tracing::debug!(%peer, cap, "connection refused: every connection is handling a request");
             tokio::spawn(refuse(stream));
             continue;
         }
+        tracing::trace!(%peer, "connection accepted");
         let _ = stream.set_nodelay(true);
         let conn = Arc::new(Conn::new(clock.now()));
         let id = registry.add(conn.clone());
@@ -400,8 +444,9 @@ where
             service.clone(),
         );
         tokio::spawn(async move {
+            // Removed however the task ends, a panic included.
+            let _registered = Registered { registry, id };
             task.run(stream, service, stop).await;
-            registry.remove(id);
             drop(done);
         });
     }
@@ -513,8 +558,8 @@ mod tests {
     }
 
     #[test]
-    fn an_idle_connection_is_due_after_the_idle_timeout_and_a_started_one_after_the_header_timeout()
-    {
+    fn a_connection_is_due_after_the_idle_timeout_idle_or_unread_and_after_the_header_timeout_once_started()
+     {
         let limits = Limits {
             header_timeout: Duration::from_millis(100),
             idle_timeout: Duration::from_millis(1000),
@@ -526,5 +571,7 @@ mod tests {
         assert_eq!(conn.deadline(&limits), Some(150));
         conn.busy.store(1, Ordering::SeqCst);
         assert_eq!(conn.deadline(&limits), None);
+        conn.write_blocked.store(400, Ordering::SeqCst);
+        assert_eq!(conn.deadline(&limits), Some(1400));
     }
 }

@@ -13,17 +13,19 @@ use tokio::net::TcpStream;
 
 /// `listpipe serve` as a child process whose open-file limit is `soft`
 /// (and `hard`), on a port of its choosing; killed when dropped.
-struct LimitedServer {
+pub(crate) struct LimitedServer {
     child: Child,
-    base_url: String,
-    token: String,
+    pub base_url: String,
+    pub token: String,
     /// What it said on stderr up to its first-start credentials.
     said: Vec<String>,
-    _dir: tempfile::TempDir,
+    /// What it said after.
+    pub log: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+    pub dir: tempfile::TempDir,
 }
 
 impl LimitedServer {
-    fn start(soft: u64, hard: u64, args: &[&str]) -> LimitedServer {
+    pub(crate) fn start(soft: u64, hard: u64, args: &[&str]) -> LimitedServer {
         let dir = tempfile::tempdir().unwrap();
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_listpipe"));
         cmd.args(["serve", "--listen", "127.0.0.1:0", "--db"])
@@ -58,7 +60,13 @@ impl LimitedServer {
             }
         }
         // Keep reading, so that the child never blocks on a full pipe.
-        std::thread::spawn(move || lines.for_each(drop));
+        let log = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let kept = log.clone();
+        std::thread::spawn(move || {
+            for line in lines.map_while(Result::ok) {
+                kept.lock().unwrap().push(line);
+            }
+        });
         let base_url = said
             .iter()
             .find_map(|l| l.split("serving the v3 API at ").nth(1))
@@ -73,7 +81,8 @@ impl LimitedServer {
             base_url,
             token: creds["access_token"].as_str().unwrap().to_string(),
             said,
-            _dir: dir,
+            log,
+            dir,
         }
     }
 
@@ -93,7 +102,7 @@ impl Drop for LimitedServer {
 }
 
 /// This test process needs a file per connection it opens.
-fn raise_own_open_file_limit() -> u64 {
+pub(crate) fn raise_own_open_file_limit() -> u64 {
     listpipe::server::connections::raise_open_file_limit()
         .expect("the open-file limit")
         .soft
@@ -204,7 +213,7 @@ async fn a_server_raises_its_soft_open_file_limit_to_the_hard_limit() {
     assert_eq!(
         server.said("listpipe: connections:"),
         format!(
-            "listpipe: connections: at most 100 open (open-file limit raised from 1024 to {hard}); header timeout 10 s, idle timeout 60 s"
+            "listpipe: connections: at most 100 open (open-file limit raised from 1024 to {hard}); header timeout 10 s, idle timeout 75 s"
         )
     );
 }

@@ -258,3 +258,65 @@ async fn minting_more_tokens_does_not_multiply_the_rate_limit_of_an_account() {
     assert!((5..=7).contains(&passed), "{passed} passed: {statuses:?}");
     assert!(statuses.iter().all(|s| *s == 200 || *s == 429));
 }
+
+#[tokio::test]
+async fn a_replayed_refresh_token_is_logged_as_a_security_event() {
+    let files = crate::hardening::raise_own_open_file_limit();
+    let server = crate::hardening::LimitedServer::start(files, files, &[]);
+    let creds: listpipe::api::oauth::Credentials =
+        serde_json::from_slice(&std::fs::read(server.dir.path().join("credentials.json")).unwrap())
+            .unwrap();
+    let refresh = || {
+        oauth::refresh(
+            &server.base_url,
+            &creds.client_id,
+            &creds.client_secret,
+            &creds.refresh_token,
+        )
+    };
+    refresh().await.unwrap();
+    assert_eq!(refresh().await.unwrap_err().status(), Some(400));
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let line = loop {
+        let found = server
+            .log
+            .lock()
+            .unwrap()
+            .iter()
+            .find(|l| l.contains("security_event"))
+            .cloned();
+        if let Some(line) = found {
+            break without_colours(&line);
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no security event logged"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert!(line.contains("WARN"), "{line}");
+    assert!(
+        line.contains(
+            "a spent refresh token was presented again: it leaked; every token of its family is revoked"
+        ),
+        "{line}"
+    );
+    assert!(line.contains("security_event=\"token_replay\""), "{line}");
+    // The first start's access token, and the pair of the first refresh.
+    assert!(line.contains("revoked=3"), "{line}");
+    assert!(!line.contains(&creds.refresh_token), "{line}");
+}
+
+/// `line` without its terminal colour codes (`ESC [ ... m`).
+fn without_colours(line: &str) -> String {
+    let mut out = String::new();
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            chars.by_ref().find(|c| *c == 'm');
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
