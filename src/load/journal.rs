@@ -186,6 +186,8 @@ fn read_back(path: &Path, header_only: bool, mut each: impl FnMut(Line)) -> std:
 
 /// The header of a leftover journal (`None`: none could be read).
 pub fn header(path: &Path) -> Option<Header> {
+    // Deliberately: a journal that cannot be read has no header to refuse
+    // it by here; opening it for the resume then fails, naming the file.
     read_back(path, true, |_| {}).ok().and_then(|r| r.header)
 }
 
