@@ -143,6 +143,8 @@ pub fn acquire(pipeline: &Path, target: &str, groups: &[String]) -> Result<RunLo
                 Ok(()) => file = open()?,
                 Err(std::fs::TryLockError::WouldBlock) => {
                     let mut other = String::new();
+                    // Deliberately ignored: a holder whose description cannot
+                    // be read is waited for like one that wrote none yet.
                     let _ = file.rewind().and_then(|_| file.read_to_string(&mut other));
                     let other = other.trim();
                     let what = format!("{group} of {target}");

@@ -499,13 +499,25 @@ pub struct PipelineError(pub Vec<String>);
 /// (`nightly-1f3a9c2e`). Never the bare file name: `a/nightly.toml` and
 /// `b/nightly.toml` run from one folder once wrote one journal.
 pub fn state_name(path: &Path, stem: &str) -> String {
+    // Deliberately: without a working directory to name, every pipeline
+    // is outside it (and keyed by its hash).
+    let cwd = std::env::current_dir().unwrap_or_default();
+    state_name_in(&cwd, path, stem)
+}
+
+/// [`state_name`] for a run whose working directory is `cwd`.
+pub fn state_name_in(cwd: &Path, path: &Path, stem: &str) -> String {
     use sha2::{Digest, Sha256};
+    // Deliberately: a path that cannot be resolved (gone since it was
+    // read) is keyed as written.
     let canonical = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
-    let inside = std::env::current_dir()
-        .and_then(std::fs::canonicalize)
+    let inside = std::fs::canonicalize(cwd)
         .ok()
         .and_then(|cwd| canonical.strip_prefix(cwd).ok().map(Path::to_path_buf))
-        .filter(|rel| rel.components().all(|c| matches!(c, std::path::Component::Normal(_))));
+        .filter(|rel| {
+            rel.components()
+                .all(|c| matches!(c, std::path::Component::Normal(_)))
+        });
     match inside {
         Some(rel) => {
             let rel = rel.with_extension("");

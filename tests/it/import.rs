@@ -171,7 +171,7 @@ async fn the_quickstart_imports_every_valid_row_once_and_rejects_the_rest() {
     let rejects = std::fs::read(
         t.dir
             .path()
-            .join(".listpipe/rejects/quickstart/shop-customers.rejects.csv"),
+            .join(quickstart_rejects(t.dir.path(), "shop-customers")),
     )
     .unwrap();
     let text = String::from_utf8(rejects).expect("the rejects file is UTF-8");
@@ -200,7 +200,7 @@ async fn the_quickstart_imports_every_valid_row_once_and_rejects_the_rest() {
     let orders = std::fs::read_to_string(
         t.dir
             .path()
-            .join(".listpipe/rejects/quickstart/shop-customers-orders.rejects.csv"),
+            .join(quickstart_rejects(t.dir.path(), "shop-customers-orders")),
     )
     .unwrap();
     assert!(
@@ -450,7 +450,7 @@ fn check_previews_counts_and_writes_rejects_without_a_target() {
     );
     assert!(
         dir.path()
-            .join(".listpipe/rejects/quickstart/shop-customers.rejects.csv")
+            .join(quickstart_rejects(dir.path(), "shop-customers"))
             .exists()
     );
 }
@@ -583,4 +583,14 @@ async fn consent_is_not_invented_and_now_timestamps_are_set_once() {
         ),
         (Some(0), Some(2))
     );
+}
+
+/// The rejects file of `step` of the repository's quickstart run from
+/// `cwd`: outside it, the pipeline's state is keyed by its name and a hash
+/// of its path.
+fn quickstart_rejects(cwd: &Path, step: &str) -> PathBuf {
+    let state =
+        listpipe::pipeline::state_name_in(cwd, &repo("pipelines/quickstart.toml"), "quickstart");
+    assert!(state.starts_with("quickstart-"), "{state}");
+    PathBuf::from(format!(".listpipe/rejects/{state}/{step}.rejects.csv"))
 }

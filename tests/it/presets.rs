@@ -37,10 +37,18 @@ async fn receiver(c: &ApiClient, group: &str, email: &str) -> Receiver {
 }
 
 fn rejects(t: &TestServer, pipeline: &str, step: &str) -> String {
+    // The shipped pipelines are outside the run's folder: their state is
+    // keyed by name and a hash of their path.
+    let file = crate::import::repo(&format!("pipelines/{pipeline}.toml"));
+    let state = if file.exists() {
+        pipeline::state_name_in(t.dir.path(), &file, pipeline)
+    } else {
+        pipeline.to_string()
+    };
     let path = t
         .dir
         .path()
-        .join(format!(".listpipe/rejects/{pipeline}/{step}.rejects.csv"));
+        .join(format!(".listpipe/rejects/{state}/{step}.rejects.csv"));
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 

@@ -121,7 +121,7 @@ fn in_batches_case(case: &Case, batch_rows: usize) -> Result<usize, usize> {
         if case.in_flight[i] {
             request(sem, case.polls(i)).await;
         }
-        if i % 5 == 0 {
+        if i.is_multiple_of(5) {
             Decision::<usize, usize>::Finished(i)
         } else {
             Decision::Send(i)

@@ -191,9 +191,9 @@ mod tests {
         let mut out = Vec::new();
         for r in 0..40 {
             out.push((key(r), "start", String::new()));
-            if r % 5 == 0 {
+            if r.is_multiple_of(5) {
                 out.push((key(r), "unsent", String::new()));
-            } else if r % 2 == 0 {
+            } else if r.is_multiple_of(2) {
                 out.push((key(r), "done", format!("h{r}")));
             }
         }

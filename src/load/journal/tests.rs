@@ -56,13 +56,7 @@ async fn a_batch_is_written_by_the_writer_thread_and_read_back_in_order() {
         .append(true)
         .open(&path)
         .unwrap();
-    let j = Journal::with_file(
-        path.clone(),
-        file,
-        Stop::default(),
-        Recorded::new(1),
-    )
-    .unwrap();
+    let j = Journal::with_file(path.clone(), file, Stop::default(), Recorded::new(1)).unwrap();
     let keys: Vec<RowKey> = (2..5).map(|r| (0, r, format!("r{r}@x.de"))).collect();
     let entries: Vec<Entry> = keys
         .iter()
@@ -203,7 +197,7 @@ async fn a_journal_that_fails_after_n_lines_lets_no_row_be_sent_beyond_its_last_
         let keys: Vec<RowKey> = (0..60).map(|r| (0, r + 2, format!("r{r}@x.de"))).collect();
         // Rows go in single requests and in batches of three, many at once.
         let requests = keys.chunks(3).enumerate().flat_map(|(b, rows)| {
-            if b % 2 == 0 {
+            if b.is_multiple_of(2) {
                 vec![rows.to_vec()]
             } else {
                 rows.iter().map(|k| vec![k.clone()]).collect()
