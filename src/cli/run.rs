@@ -218,6 +218,17 @@ pub async fn run(args: RunArgs) -> super::Outcome {
         }
     }
     signals.abort();
+    // Every step that ran is in the report (done or with its error); the
+    // ones a stop left are listed as not run.
+    for step in &pipeline.steps[report.steps.len().min(pipeline.steps.len())..] {
+        report.steps.push(StepReport {
+            name: step.name().to_string(),
+            kind: step_kind(step),
+            skipped: Some("not run: the run stopped before this step".to_string()),
+            dry_run: args.dry_run,
+            ..Default::default()
+        });
+    }
     let requests = conn.controller.report();
     if !args.quiet
         && let Some(line) = requests.rate_summary()
@@ -274,6 +285,14 @@ fn write_report(
     Ok(())
 }
 
+fn step_kind(step: &Step) -> &'static str {
+    match step {
+        Step::Import(_) => "import",
+        Step::Blacklist(_) => "blacklist",
+        Step::Export(_) => "export",
+    }
+}
+
 /// The report of a step that stopped with `e`: its name, kind and error,
 /// and what it wrote before, when the error says.
 fn failed_step(
@@ -284,11 +303,7 @@ fn failed_step(
 ) -> StepReport {
     StepReport {
         name: step.name().to_string(),
-        kind: match step {
-            Step::Import(_) => "import",
-            Step::Blacklist(_) => "blacklist",
-            Step::Export(_) => "export",
-        },
+        kind: step_kind(step),
         import: partial,
         error: Some(cause::flat(e)),
         dry_run,

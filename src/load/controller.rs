@@ -28,6 +28,7 @@
 //!   the requests in flight is not cut: they finish, and the rows a stop
 //!   finds started go out as before when nothing else holds them back.
 
+mod learn;
 mod rate;
 
 use super::requests::{self, ConcurrencyReport, Latencies, RequestsReport};
@@ -394,6 +395,8 @@ impl Controller {
                 pacing.since.saturating_duration_since(first).as_millis() as u64
             }),
             why: why_paced(pacing, b.configured),
+            first_per_second: (pacing.learned > 0.0)
+                .then(|| (pacing.learned * 100.0).round() / 100.0),
         });
         drop(b);
         let span = match (s.first, s.last) {

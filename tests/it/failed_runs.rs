@@ -62,9 +62,11 @@ async fn a_run_that_lost_its_target_reports_what_the_step_wrote_before() {
     let dir = t.dir.path().to_path_buf();
     people(&dir, n);
     let p = dir.join("p.toml");
+    // A second step the lost target leaves unrun.
+    let export = "[[export]]\nname = \"back\"\ngroup = \"Kept\"\nout = \"back.csv\"\n";
     std::fs::write(
         &p,
-        format!("[target]\nconcurrency = 4\nretries = 1\n\n{IMPORT}"),
+        format!("[target]\nconcurrency = 4\nretries = 1\n\n{IMPORT}\n{export}"),
     )
     .unwrap();
     let report = dir.join("report.json");
@@ -117,5 +119,14 @@ async fn a_run_that_lost_its_target_reports_what_the_step_wrote_before() {
             .as_str()
             .is_some_and(|e| e.contains("stopped answering")),
         "{step}"
+    );
+    let unrun = &json["steps"][1];
+    assert_eq!(
+        (&unrun["name"], &unrun["skipped"]),
+        (
+            &Value::from("back"),
+            &Value::from("not run: the run stopped before this step")
+        ),
+        "{json}"
     );
 }

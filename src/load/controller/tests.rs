@@ -2,7 +2,8 @@
 //! times a test chooses, and pauses are seen as requests that cannot start
 //! (a future polled once stays pending), never by waiting on the clock.
 
-use super::rate::{Bucket, LEARN_SHARE, lowest_rate};
+use super::learn::{LEARN_SHARE, lowest_rate};
+use super::rate::Bucket;
 use super::*;
 use futures::FutureExt;
 
