@@ -130,3 +130,43 @@ async fn a_run_that_lost_its_target_reports_what_the_step_wrote_before() {
         "{json}"
     );
 }
+
+#[tokio::test]
+async fn a_run_that_cannot_reach_its_target_still_writes_its_report() {
+    let dir = tempfile::tempdir().unwrap();
+    people(dir.path(), 3);
+    let p = dir.path().join("p.toml");
+    std::fs::write(&p, IMPORT).unwrap();
+    let report = dir.path().join("report.json");
+    // Nothing listens on a port just freed.
+    let url = format!("http://127.0.0.1:{}", crate::support::free_port());
+    let out = crate::import::listpipe(
+        dir.path(),
+        &[
+            "run",
+            p.to_str().unwrap(),
+            "--quiet",
+            "--target-url",
+            &url,
+            "--token",
+            "t",
+            "--report",
+            report.to_str().unwrap(),
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    let json: Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+    assert_eq!(json["exit_code"], 3);
+    assert_eq!(json["target"], url.as_str());
+    assert_eq!(
+        json["steps"],
+        serde_json::json!([{
+            "name": "people",
+            "kind": "import",
+            "prepare": json["steps"][0]["prepare"],
+            "timings_ms": {"prepare": 0, "load": 0},
+            "skipped": "not run: the target could not be reached"
+        }])
+    );
+}
