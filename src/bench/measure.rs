@@ -70,6 +70,8 @@ impl Server {
         std::fs::create_dir_all(dir)?;
         let db = dir.join("server.db");
         let creds = dir.join("credentials.json");
+        // Deliberately ignored: most are absent on a first run; one that
+        // stays makes the server's start fail with its own error.
         for p in [&db, &creds] {
             let _ = std::fs::remove_file(p);
         }
@@ -102,6 +104,7 @@ impl Server {
         // Keep draining what the server prints, so it never blocks on a full pipe.
         std::thread::spawn(move || for _ in lines {});
         let Some(url) = url else {
+            // Deliberately ignored: the bail below is the error to show.
             let _ = child.kill();
             anyhow::bail!("the server did not start");
         };
@@ -119,6 +122,8 @@ impl Server {
 
     /// Starts a new peak-memory window (Linux: `clear_refs` 5 resets VmHWM).
     pub fn reset_peak(&self) {
+        // Deliberately ignored off Linux (no such file): the peak then
+        // covers the whole run, as BENCHMARKS.md says.
         let _ = std::fs::write(format!("/proc/{}/clear_refs", self.child.id()), "5");
     }
 
@@ -137,6 +142,7 @@ impl Server {
 
 impl Drop for Server {
     fn drop(&mut self) {
+        // Deliberately ignored: a server that already ended needs neither.
         let _ = self.child.kill();
         let _ = self.child.wait();
     }

@@ -68,6 +68,8 @@ fn bench(args: BenchArgs) -> anyhow::Result<()> {
             .as_deref()
             .map(|a| a.split_whitespace().map(String::from).collect())
             .unwrap_or_default(),
+        // A path that cannot be made absolute is kept as given: running it
+        // then fails with its own error, naming it.
         naive: args.naive.map(|p| std::fs::canonicalize(&p).unwrap_or(p)),
         stages: args.stages,
     })?;

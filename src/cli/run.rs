@@ -68,9 +68,41 @@ pub async fn run(args: RunArgs) -> super::Outcome {
         token: args.token.clone(),
         concurrency: args.concurrency.map(usize::from),
     };
-    let conn = target::connect(&pipeline.target, &overrides)
-        .await
-        .map_err(fail(exit::TARGET))?;
+    let started = chrono::Utc::now().to_rfc3339();
+    let conn = match target::connect(&pipeline.target, &overrides).await {
+        Ok(conn) => conn,
+        // Unreachable, or the token refused: the report still says so, with
+        // every step not run (a scheduler reads it like any other night's).
+        Err(e) => {
+            if let Some(path) = &args.report {
+                let mut report = RunReport {
+                    pipeline: pipeline.file.display().to_string(),
+                    target: args
+                        .target_url
+                        .clone()
+                        .unwrap_or_else(|| match &pipeline.target.url {
+                            pipeline::TargetUrl::Url(u) => u.clone(),
+                            _ => String::new(),
+                        }),
+                    dry_run: args.dry_run,
+                    started,
+                    finished: chrono::Utc::now().to_rfc3339(),
+                    exit_code: exit::TARGET,
+                    ..Default::default()
+                };
+                not_run(
+                    &mut report,
+                    &pipeline,
+                    "not run: the target could not be reached",
+                    args.dry_run,
+                );
+                if let Err(w) = write_report(path, &report) {
+                    cause::report_in("the run report", w.as_ref());
+                }
+            }
+            return Err((exit::TARGET, e.into()));
+        }
+    };
     // One run writing a group of a target at a time (a dry run writes
     // nothing and takes no lock); then the journals, which belong to one
     // target and group each. Neither is touched when the lock is refused.
@@ -125,7 +157,7 @@ pub async fn run(args: RunArgs) -> super::Outcome {
         pipeline: pipeline.file.display().to_string(),
         target: conn.base_url.clone(),
         dry_run: args.dry_run,
-        started: chrono::Utc::now().to_rfc3339(),
+        started,
         ..Default::default()
     };
     let mut code = exit::OK;
@@ -219,6 +251,14 @@ pub async fn run(args: RunArgs) -> super::Outcome {
         }
     }
     signals.abort();
+    // Every step that ran is in the report (done or with its error); the
+    // ones a stop left are listed as not run.
+    not_run(
+        &mut report,
+        &pipeline,
+        "not run: the run stopped before this step",
+        args.dry_run,
+    );
     let requests = conn.controller.report();
     if !args.quiet
         && let Some(line) = requests.rate_summary()
@@ -287,6 +327,27 @@ fn write_report(
     Ok(())
 }
 
+/// Lists the steps of `pipeline` past those in `report` as not run, `why`.
+fn not_run(report: &mut RunReport, pipeline: &Pipeline, why: &str, dry_run: bool) {
+    for step in &pipeline.steps[report.steps.len().min(pipeline.steps.len())..] {
+        report.steps.push(StepReport {
+            name: step.name().to_string(),
+            kind: step_kind(step),
+            skipped: Some(why.to_string()),
+            dry_run,
+            ..Default::default()
+        });
+    }
+}
+
+fn step_kind(step: &Step) -> &'static str {
+    match step {
+        Step::Import(_) => "import",
+        Step::Blacklist(_) => "blacklist",
+        Step::Export(_) => "export",
+    }
+}
+
 /// The report of a step that stopped with `e`: its name, kind and error,
 /// and what it wrote before, when the error says.
 fn failed_step(
@@ -297,11 +358,7 @@ fn failed_step(
 ) -> StepReport {
     StepReport {
         name: step.name().to_string(),
-        kind: match step {
-            Step::Import(_) => "import",
-            Step::Blacklist(_) => "blacklist",
-            Step::Export(_) => "export",
-        },
+        kind: step_kind(step),
         import: partial,
         error: Some(cause::flat(e)),
         dry_run,

@@ -21,11 +21,14 @@
 //!   nor shrinks the window: the refused request alone waits its
 //!   `Retry-After`. How a 429 is judged, how a rate is learned, lowered
 //!   and raised again: [`rate`].
-//! - A graceful stop ([`StopSignal`]) ends every wait here and every
-//!   retry's backoff: a request not sent yet is not sent (its row stays
-//!   for `--resume`), so the stop takes one request timeout at most,
-//!   whatever the rate or the pause.
+//! - A graceful stop ([`StopSignal`]) ends every wait for a pause or the
+//!   rate, and every retry's backoff: a request not sent yet is not sent
+//!   (its row stays for `--resume`), so the stop takes about one request
+//!   timeout, whatever the rate or the pause. A wait for a place among
+//!   the requests in flight is not cut: they finish, and the rows a stop
+//!   finds started go out as before when nothing else holds them back.
 
+mod learn;
 mod rate;
 
 use super::requests::{self, ConcurrencyReport, Latencies, RequestsReport};
@@ -75,12 +78,8 @@ impl StopSignal {
         self.0.send_replace(true);
     }
 
-    pub fn is_set(&self) -> bool {
-        *self.0.borrow()
-    }
-
     /// Resolves once the stop is set.
-    pub async fn set(&self) {
+    pub async fn wait(&self) {
         let mut rx = self.0.subscribe();
         // The sender lives in `self`: `wait_for` cannot fail while it does.
         let _ = rx.wait_for(|stopped| *stopped).await;
@@ -163,9 +162,33 @@ impl Controller {
 
     /// Waits for room: a permit, the end of a pause, a token of the bucket.
     pub async fn acquire(&self) -> Ticket {
+        let permit = self.permit().await;
+        self.turn().await;
+        self.start(permit)
+    }
+
+    /// [`Controller::acquire`], unless a graceful stop comes while the
+    /// request waits for its turn (a pause, the rate): then it is not sent.
+    /// A place among the requests in flight is still waited for, as they
+    /// finish: the rows a stop finds started go out as before when nothing
+    /// else holds them back.
+    pub async fn acquire_unless_stopped(&self) -> Result<Ticket, ClientError> {
+        let permit = self.permit().await;
+        tokio::select! {
+            biased;
+            () = self.turn() => Ok(self.start(permit)),
+            () = self.stopped() => Err(ClientError::Interrupted),
+        }
+    }
+
+    async fn permit(&self) -> Option<OwnedSemaphorePermit> {
         // The semaphore is never closed; without a permit the request
         // would go unlimited rather than never.
-        let permit = self.sem.clone().acquire_owned().await.ok();
+        self.sem.clone().acquire_owned().await.ok()
+    }
+
+    /// Waits for the end of a pause and a token of the bucket.
+    async fn turn(&self) {
         self.paused().await;
         let limiter = lock(&self.bucket).limiter();
         if let Some(l) = limiter
@@ -177,6 +200,10 @@ impl Controller {
             // A 429 may have paused the run while this waited for a token.
             self.paused().await;
         }
+    }
+
+    /// The request goes now, in the place `permit` holds.
+    fn start(&self, permit: Option<OwnedSemaphorePermit>) -> Ticket {
         let sending = self.sending.fetch_add(1, Ordering::Relaxed) + 1;
         if sending >= self.limit() {
             lock(&self.state).window.reached();
@@ -354,11 +381,7 @@ impl Controller {
 
     /// Waits for a graceful stop (see [`StopSignal`]).
     pub async fn stopped(&self) {
-        self.stop.set().await
-    }
-
-    pub fn is_stopping(&self) -> bool {
-        self.stop.is_set()
+        self.stop.wait().await
     }
 
     /// The report's `requests` section.
@@ -372,6 +395,8 @@ impl Controller {
                 pacing.since.saturating_duration_since(first).as_millis() as u64
             }),
             why: why_paced(pacing, b.configured),
+            first_per_second: (pacing.learned > 0.0)
+                .then(|| (pacing.learned * 100.0).round() / 100.0),
         });
         drop(b);
         let span = match (s.first, s.last) {

@@ -45,6 +45,11 @@ pub struct Paced {
     /// `the target answered 429 Too Many Requests to 14% of recent
     /// requests`, or `max_requests_per_second = 5 in the pipeline file`.
     pub why: String,
+    /// The rate first learned from the target's 429s (the report's
+    /// `rate_limit_per_second` is the one at the end, raised and lowered
+    /// since by the answers).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub first_per_second: Option<f64>,
 }
 
 impl RequestsReport {

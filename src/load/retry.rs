@@ -7,7 +7,8 @@
 //! attempt also takes its room from the run's
 //! [controller](super::controller) and tells it how the answer went, with
 //! the rate-limit headers of that very answer. A graceful stop ends a wait
-//! for room or a backoff at once: the request is not sent (again).
+//! for a pause, a token of the rate or a backoff at once: the request is
+//! not sent (again), and its row stays started for `--resume`.
 
 use super::target::Connected;
 // Re-exported: the set-up creates, which back off by hand, name it here.
@@ -36,15 +37,11 @@ where
         if let Some(stopped) = breaker.stopped() {
             return Err(stopped);
         }
-        if ctl.is_stopping() {
-            return Err(ClientError::Interrupted);
-        }
         // Room from the run's controller: a place among the requests in
         // flight, the end of a rate-limit pause, a token of its bucket.
         let ticket = tokio::select! {
-            ticket = ctl.acquire() => ticket,
+            ticket = ctl.acquire_unless_stopped() => ticket?,
             _ = breaker.opened() => continue,
-            _ = ctl.stopped() => return Err(ClientError::Interrupted),
         };
         let token = conn.client.token();
         // A request in flight when the breaker opens is dropped: the journal

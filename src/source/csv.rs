@@ -426,6 +426,8 @@ impl<'t> Rows<'t> {
         let mut literal = reader(opening, self.delimiter, false);
         let mut fields = StringRecord::new();
         self.record.clear();
+        // Cannot fail: a reader over text already read and checked (a
+        // `&str`), with no I/O under it.
         while literal.read_record(&mut fields).unwrap_or(false) {
             for f in fields.iter() {
                 self.record.push_field(f);

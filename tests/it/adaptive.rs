@@ -72,13 +72,22 @@ async fn under_a_rate_limit_every_worker_waits_for_the_retry_after_and_few_reque
         import["write_requests"]
     );
     assert!(count(&requests["pauses"]) >= 1, "{requests}");
-    // Learned under the limit; a run slowed by a loaded machine may pass
-    // `RAISE_AFTER` without a 429 and probe a tenth higher once (seen:
-    // 18.6 learned, 20.48 reported).
-    let rate = requests["rate_limit_per_second"].as_f64().unwrap_or(0.0);
+    // Learned under the limit (this said `rate_limit_per_second < 20 *
+    // 1.1` while a rate only went down), then raised again by the answers
+    // without a 429 (issue 41). The limiter's burst of a second's quota,
+    // full again after the pause, lets a rising rate through for seconds,
+    // as long as this run lasts after it: the rate at the end may be a few
+    // rises above the limit (seen: 31.6), and the 429s above stay few.
+    let first = requests["paced"]["first_per_second"]
+        .as_f64()
+        .unwrap_or(0.0);
     assert!(
-        rate > 0.0 && rate < 20.0 * 1.1,
-        "a rate under the limit, or one probe above it: {requests}"
+        first > 0.0 && first < 20.0 * 1.1,
+        "a rate learned under the limit: {requests}"
+    );
+    assert!(
+        requests["rate_limit_per_second"].as_f64().unwrap_or(0.0) > 0.0,
+        "{requests}"
     );
     every_row_once(&mut t, n).await;
 }

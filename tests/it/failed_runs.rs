@@ -62,9 +62,11 @@ async fn a_run_that_lost_its_target_reports_what_the_step_wrote_before() {
     let dir = t.dir.path().to_path_buf();
     people(&dir, n);
     let p = dir.join("p.toml");
+    // A second step the lost target leaves unrun.
+    let export = "[[export]]\nname = \"back\"\ngroup = \"Kept\"\nout = \"back.csv\"\n";
     std::fs::write(
         &p,
-        format!("[target]\nconcurrency = 4\nretries = 1\n\n{IMPORT}"),
+        format!("[target]\nconcurrency = 4\nretries = 1\n\n{IMPORT}\n{export}"),
     )
     .unwrap();
     let report = dir.join("report.json");
@@ -117,5 +119,54 @@ async fn a_run_that_lost_its_target_reports_what_the_step_wrote_before() {
             .as_str()
             .is_some_and(|e| e.contains("stopped answering")),
         "{step}"
+    );
+    let unrun = &json["steps"][1];
+    assert_eq!(
+        (&unrun["name"], &unrun["skipped"]),
+        (
+            &Value::from("back"),
+            &Value::from("not run: the run stopped before this step")
+        ),
+        "{json}"
+    );
+}
+
+#[tokio::test]
+async fn a_run_that_cannot_reach_its_target_still_writes_its_report() {
+    let dir = tempfile::tempdir().unwrap();
+    people(dir.path(), 3);
+    let p = dir.path().join("p.toml");
+    std::fs::write(&p, IMPORT).unwrap();
+    let report = dir.path().join("report.json");
+    // Nothing listens on a port just freed.
+    let url = format!("http://127.0.0.1:{}", crate::support::free_port());
+    let out = crate::import::listpipe(
+        dir.path(),
+        &[
+            "run",
+            p.to_str().unwrap(),
+            "--quiet",
+            "--target-url",
+            &url,
+            "--token",
+            "t",
+            "--report",
+            report.to_str().unwrap(),
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    let json: Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+    assert_eq!(json["exit_code"], 3);
+    assert_eq!(json["target"], url.as_str());
+    assert_eq!(
+        json["steps"],
+        serde_json::json!([{
+            "name": "people",
+            "kind": "import",
+            "prepare": json["steps"][0]["prepare"],
+            "timings_ms": {"prepare": 0, "load": 0},
+            "skipped": "not run: the target could not be reached"
+        }])
     );
 }

@@ -253,7 +253,18 @@ async fn a_missing_object_a_missing_bucket_and_an_empty_glob_exit_2_naming_them(
     ] {
         assert!(stderr.contains(line), "{line}\n{stderr}");
     }
-    assert_eq!(report["steps"], serde_json::json!([]));
+    // Each step is in the report with its error and nothing written
+    // (issue 41: the report lists the steps a run tried; before, `[]`).
+    let steps = report["steps"].as_array().expect("steps");
+    let names: Vec<&str> = steps.iter().filter_map(|s| s["name"].as_str()).collect();
+    assert_eq!(names, ["missing", "no bucket", "no match"], "{report}");
+    assert!(
+        steps.iter().all(|s| s["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("cannot download"))
+            && s["import"].is_null()),
+        "{report}"
+    );
     assert!(!stderr.contains(SECRET), "{stderr}");
     assert_eq!(
         t.client.groups(None).await.unwrap().len(),

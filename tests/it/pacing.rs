@@ -126,7 +126,7 @@ async fn written(t: &TestServer, group: &str, n: u64) {
 #[tokio::test]
 async fn a_graceful_stop_ends_within_the_request_timeout_however_low_the_rate() {
     let n = 200;
-    let mut t = TestServer::start().await;
+    let t = TestServer::start().await;
     // One request a second with 16 in flight: before, a stop waited for
     // every request queued behind the rate (16 seconds and more).
     let p = pipeline(

@@ -292,7 +292,15 @@ async fn a_missing_url_stops_the_step_with_exit_2_naming_it_and_creates_nothing(
         "{stderr}"
     );
     assert!(!stderr.contains("token=abc"), "{stderr}");
-    assert_eq!(report["steps"], serde_json::json!([]));
+    // The step is in the report with its error and nothing written (issue
+    // 41: the report lists the steps a run tried; before, `[]`).
+    let steps = report["steps"].as_array().expect("steps");
+    assert_eq!(steps.len(), 1, "{report}");
+    assert_eq!(steps[0]["name"], "web");
+    assert!(steps[0]["import"].is_null(), "{report}");
+    let error = steps[0]["error"].as_str().expect("the step's error");
+    assert!(error.starts_with("cannot download "), "{error}");
+    assert!(!error.contains("token=abc"), "{error}");
     assert!(!groups(&t).await.contains(&"Web".to_string()));
     assert_eq!(downloads_left(t.dir.path()), 0);
 }

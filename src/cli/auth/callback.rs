@@ -43,6 +43,8 @@ pub struct Pending(oneshot::Sender<Page>);
 
 impl Pending {
     pub fn finish(self, ok: bool, message: impl Into<String>) {
+        // Deliberately ignored (here and for every page below): the
+        // browser's request is gone, and nobody is left to show it to.
         let _ = self.0.send(Page {
             ok,
             message: message.into(),
@@ -137,6 +139,8 @@ impl Listener {
 
     /// Stops listening once the last page is out (or after two seconds).
     pub async fn close(mut self) {
+        // Deliberately ignored: a listener already gone needs no stop,
+        // and one that does not stop in time is aborted below.
         if let Some(tx) = self.shutdown.take() {
             let _ = tx.send(());
         }

@@ -2,7 +2,8 @@
 //! times a test chooses, and pauses are seen as requests that cannot start
 //! (a future polled once stays pending), never by waiting on the clock.
 
-use super::rate::{Bucket, LEARN_SHARE, lowest_rate};
+use super::learn::{LEARN_SHARE, lowest_rate};
+use super::rate::Bucket;
 use super::*;
 use futures::FutureExt;
 
@@ -335,5 +336,50 @@ fn requests_refused_earlier_are_not_counted_as_let_through() {
         (b.rate.expect("a rate") - expected).abs() < 1e-9,
         "{:?} {expected}",
         b.rate
+    );
+}
+
+#[test]
+fn the_progress_line_and_the_summary_say_when_and_why_the_run_is_paced() {
+    let c = Controller::new(Concurrency::Fixed(4), Some(5));
+    assert_eq!(
+        c.progress(),
+        "4 in flight max, 0 req/s, paced at 5.0 req/s: max_requests_per_second = 5 in the pipeline file"
+    );
+    let mut r = c.report();
+    assert_eq!(
+        r.rate_summary().as_deref(),
+        Some(
+            "requests: paced at 5 req/s from 0.0 s in: max_requests_per_second = 5 in the pipeline file"
+        )
+    );
+    r.sporadic_429 = 3;
+    r.paced = None;
+    r.rate_limit_per_second = None;
+    assert_eq!(
+        r.rate_summary().as_deref(),
+        Some("requests: not paced; 3 sporadic 429s retried without slowing the run")
+    );
+}
+
+#[tokio::test]
+async fn a_learned_rate_says_the_share_of_429s_that_set_it() {
+    let c = Controller::new(Concurrency::Fixed(4), None);
+    let mut clock = Clock(Instant::now());
+    for _ in 0..10 {
+        accepted(&c, &mut clock, 1, Duration::from_millis(200)).await;
+    }
+    refused_at(&c, &clock, Some(1)).await;
+    assert!(
+        c.progress().ends_with(
+            ", paced at 3.2 req/s: the target answered 429 Too Many Requests to 9% of recent requests"
+        ),
+        "{}",
+        c.progress()
+    );
+    let paced = c.report().paced.expect("paced");
+    assert_eq!(
+        paced.why,
+        "the target answered 429 Too Many Requests to 9% of recent requests"
     );
 }
