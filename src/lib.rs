@@ -24,6 +24,7 @@ pub mod bench;
 pub mod cause;
 pub mod cli;
 pub mod client;
+pub mod credentials_lock;
 pub mod email;
 pub mod export;
 pub mod hash;

@@ -248,14 +248,28 @@ fn human_duration(secs: i64) -> String {
 async fn status(a: StatusArgs) -> Result<(), Failure> {
     let mut creds = read_credentials(&a.credentials)?;
     let client = ApiClient::new(&creds.base_url, &creds.access_token).map_err(usage)?;
-    let unreachable = |e: crate::client::ClientError| {
-        target(anyhow::anyhow!("cannot reach {}: {e}", creds.base_url))
-    };
+    let base_url = creds.base_url.clone();
+    let unreachable =
+        |e: crate::client::ClientError| target(anyhow::anyhow!("cannot reach {base_url}: {e}"));
     let mut refreshed = false;
     let ttl = match client.ttl().await {
         Ok(ttl) => ttl,
         Err(e) if e.status() == Some(401) && !creds.refresh_token.is_empty() => {
-            let t = oauth::refresh(
+            // Under the file's lock, and with the file read again: another
+            // process may have refreshed (and spent our refresh token) since.
+            let _held = crate::credentials_lock::lock_async(&a.credentials)
+                .await
+                .map_err(|e| target(anyhow::anyhow!(e)))?;
+            let on_disk = read_credentials(&a.credentials)?;
+            if on_disk.refresh_token != creds.refresh_token {
+                creds = on_disk;
+                client.set_token(&creds.access_token);
+                refreshed = true;
+            }
+            if let Ok(ttl) = client.ttl().await {
+                ttl
+            } else {
+                let t = oauth::refresh(
                 &creds.base_url,
                 &creds.client_id,
                 &creds.client_secret,
@@ -267,13 +281,14 @@ async fn status(a: StatusArgs) -> Result<(), Failure> {
                     "the token has expired and could not be refreshed: {e} (log in again with `listpipe auth login`)"
                 ))
             })?;
-            client.set_token(&t.access_token);
-            creds.access_token = t.access_token;
-            creds.refresh_token = t.refresh_token;
-            creds.expires_in = t.expires_in;
-            write_credentials(&a.credentials, &creds).map_err(usage)?;
-            refreshed = true;
-            client.ttl().await.map_err(unreachable)?
+                client.set_token(&t.access_token);
+                creds.access_token = t.access_token;
+                creds.refresh_token = t.refresh_token;
+                creds.expires_in = t.expires_in;
+                write_credentials(&a.credentials, &creds).map_err(usage)?;
+                refreshed = true;
+                client.ttl().await.map_err(unreachable)?
+            }
         }
         Err(e) if e.status() == Some(401) => {
             return Err(target(anyhow::anyhow!(

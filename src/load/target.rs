@@ -63,6 +63,11 @@ impl Connected {
 
     /// Renews the token after a 401, once per expiry: callers that saw the
     /// same old token wait for one refresh. `false` when it cannot be renewed.
+    ///
+    /// Under the credentials file's lock ([`crate::credentials_lock`]), the
+    /// file is read again first: when another process sharing it has
+    /// refreshed since, its tokens are taken, because presenting our spent
+    /// refresh token again would revoke the whole family, theirs included.
     pub async fn refresh(&self, stale_token: &str) -> bool {
         let Some(lock) = &self.refresher else {
             return false;
@@ -70,6 +75,33 @@ impl Connected {
         let mut r = lock.lock().await;
         if self.client.token() != stale_token {
             return true;
+        }
+        let _held = match crate::credentials_lock::lock_async(&r.path).await {
+            Ok(held) => held,
+            Err(e) => {
+                tracing::warn!(error = %e, "the token could not be refreshed");
+                return false;
+            }
+        };
+        match read_credentials(&r.path) {
+            Ok(on_disk)
+                if !on_disk.refresh_token.is_empty()
+                    && on_disk.refresh_token != r.creds.refresh_token =>
+            {
+                tracing::info!(
+                    credentials = %r.path.display(),
+                    "the token was refreshed by another process sharing the credentials file: using its tokens"
+                );
+                self.client.set_token(&on_disk.access_token);
+                r.creds = on_disk;
+                return true;
+            }
+            Ok(_) => {}
+            // Deliberately not fatal: the tokens in memory are still ours to
+            // refresh, and the write below names the file if it is gone for good.
+            Err(e) => {
+                tracing::warn!(error = %e, "the credentials file could not be read again before the refresh")
+            }
         }
         let c = &r.creds;
         match oauth::refresh(
@@ -86,7 +118,13 @@ impl Connected {
                 r.creds.refresh_token = t.refresh_token;
                 r.creds.expires_in = t.expires_in;
                 if let Err(e) = server::write_credentials(&r.path, &r.creds) {
-                    tracing::warn!(error = %e, "the refreshed token could not be saved");
+                    // The run goes on with the new tokens in memory; the file
+                    // still holds the spent refresh token, so the next run
+                    // must log in again (`listpipe auth login`).
+                    tracing::error!(
+                        error = %e,
+                        "the refreshed token could not be saved: the next run must log in again"
+                    );
                 }
                 true
             }
