@@ -16,6 +16,10 @@
 //!   although the write happened. This is what makes blind retries of
 //!   non-idempotent writes dangerous.
 //! - `delay=D@p`: wait D (`200ms`, `2s`, `1.5s`) before handling.
+//! - `quota=p`: run the handler and answer as usual, with the headers of a
+//!   spent quota (`X-RateLimit-Limit: 100`, `X-RateLimit-Remaining: 0`,
+//!   `X-RateLimit-Reset: 1`): a client should hold back until the reset.
+//!   The one fault whose answer succeeds and says so only in its headers.
 //! - `stats_count=N`: not a share but a lie: every answer of
 //!   `GET /v3/groups/{id}/stats` reports `total_count` N, whatever the group
 //!   holds, to test that a client never trusts the count (sizes no memory
@@ -49,7 +53,8 @@ use std::time::Duration;
 
 /// What `--faults` accepts, shown in every parse error.
 pub const VALID_KEYS: &str = "valid keys: 500=SHARE, 429=SHARE, reset=SHARE, reset_after=SHARE, \
-     delay=DURATION@SHARE (SHARE from 0 to 1, DURATION like 200ms or 2s), stats_count=N \
+     delay=DURATION@SHARE (SHARE from 0 to 1, DURATION like 200ms or 2s), quota=SHARE, \
+     stats_count=N \
      (a whole number), comma-separated, \
      e.g. 500=0.05,429=0.05,reset=0.01,reset_after=0.01,delay=200ms@0.05";
 
@@ -62,6 +67,8 @@ pub struct FaultSpec {
     pub reset_after: f64,
     /// How long, and the share of requests delayed.
     pub delay: Option<(Duration, f64)>,
+    /// Answered with the headers of a spent quota.
+    pub quota: f64,
     /// The `total_count` every group's stats report instead of the truth.
     pub stats_count: Option<i64>,
 }
@@ -122,6 +129,7 @@ impl FromStr for FaultSpec {
                 "429" => spec.error_429 = share(&key, value)?,
                 "reset" => spec.reset = share(&key, value)?,
                 "reset_after" => spec.reset_after = share(&key, value)?,
+                "quota" => spec.quota = share(&key, value)?,
                 "delay" => {
                     let Some((d, p)) = value.split_once('@') else {
                         return Err(FaultSpecError(format!(
@@ -173,6 +181,9 @@ impl fmt::Display for FaultSpec {
         if let Some((d, p)) = self.delay.filter(|(_, p)| *p > 0.0) {
             parts.push(format!("delay={}ms@{p}", d.as_millis()));
         }
+        if self.quota > 0.0 {
+            parts.push(format!("quota={}", self.quota));
+        }
         if let Some(n) = self.stats_count {
             parts.push(format!("stats_count={n}"));
         }
@@ -190,6 +201,7 @@ impl FaultSpec {
             + self.reset
             + self.reset_after
             + self.delay.map_or(0.0, |(_, p)| p)
+            + self.quota
     }
 
     /// The fault for a uniform draw `u` in [0, 1): the shares split the
@@ -203,6 +215,7 @@ impl FaultSpec {
             (self.reset, Fault::Reset),
             (self.reset_after, Fault::ResetAfter),
             (delay.1, Fault::Delay(delay.0)),
+            (self.quota, Fault::Quota),
         ] {
             edge += p;
             if u < edge {
@@ -222,6 +235,7 @@ pub enum Fault {
     Reset,
     ResetAfter,
     Delay(Duration),
+    Quota,
 }
 
 /// SplitMix64: small, fast, and the same sequence on every platform.
@@ -343,6 +357,18 @@ pub async fn inject(State(state): State<AppState>, req: Request, next: Next) -> 
             tokio::time::sleep(d).await;
             next(req).await
         }
+        Fault::Quota => {
+            let mut response = next(req).await;
+            let headers = response.headers_mut();
+            for (name, value) in [
+                ("x-ratelimit-limit", "100"),
+                ("x-ratelimit-remaining", "0"),
+                ("x-ratelimit-reset", "1"),
+            ] {
+                headers.insert(name, axum::http::HeaderValue::from_static(value));
+            }
+            response
+        }
     }
 }
 
@@ -365,6 +391,7 @@ mod tests {
                 reset: 0.01,
                 reset_after: 0.01,
                 delay: Some((Duration::from_millis(200), 0.05)),
+                quota: 0.0,
                 stats_count: None,
             }
         );
@@ -418,13 +445,15 @@ mod tests {
 
     #[test]
     fn draws_split_the_unit_interval_in_order() {
-        let spec = parse("500=0.1,429=0.1,reset=0.1,reset_after=0.1,delay=5ms@0.1").unwrap();
+        let spec =
+            parse("500=0.1,429=0.1,reset=0.1,reset_after=0.1,delay=5ms@0.1,quota=0.1").unwrap();
         assert_eq!(spec.pick(0.05), Fault::Error500);
         assert_eq!(spec.pick(0.15), Fault::Error429);
         assert_eq!(spec.pick(0.25), Fault::Reset);
         assert_eq!(spec.pick(0.35), Fault::ResetAfter);
         assert_eq!(spec.pick(0.45), Fault::Delay(Duration::from_millis(5)));
-        assert_eq!(spec.pick(0.55), Fault::None);
+        assert_eq!(spec.pick(0.55), Fault::Quota);
+        assert_eq!(spec.pick(0.65), Fault::None);
     }
 
     #[test]

@@ -185,3 +185,32 @@ async fn a_graceful_stop_ends_within_the_request_timeout_however_low_the_rate() 
         "{stderr}"
     );
 }
+
+#[tokio::test]
+async fn rate_limit_headers_travel_with_their_own_answer() {
+    // Half the answers fail (500), the other half succeed with the headers
+    // of a spent quota: each of many requests in flight at once sees the
+    // headers of its own answer, never another's (before, one slot per
+    // client held the latest, for whichever request read it first).
+    let t = TestServer::start_with(|o| {
+        o.faults = Some("500=0.5,quota=0.5".parse().expect("spec"));
+        o.fault_seed = 3;
+    })
+    .await;
+    let calls = (0..64).map(|_| listpipe::client::answered(t.client.validate()));
+    let answers = futures::future::join_all(calls).await;
+    let with_headers = answers.iter().filter(|a| a.rate.is_some()).count();
+    assert!((12..=52).contains(&with_headers), "{with_headers} of 64");
+    for a in &answers {
+        match (&a.result, a.rate) {
+            (Ok(_), Some(r)) => {
+                assert_eq!(
+                    (r.limit, r.remaining, r.reset_secs),
+                    (Some(100), Some(0), Some(1))
+                )
+            }
+            (Err(e), None) => assert_eq!(e.status(), Some(500), "{e}"),
+            (result, rate) => panic!("{result:?} came with {rate:?}"),
+        }
+    }
+}
