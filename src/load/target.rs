@@ -76,6 +76,7 @@ impl Connected {
         if self.client.token() != stale_token {
             return true;
         }
+        tracing::debug!(credentials = %r.path.display(), "taking the credentials file's lock to refresh the token");
         let _held = match crate::credentials_lock::lock_async(&r.path).await {
             Ok(held) => held,
             Err(e) => {

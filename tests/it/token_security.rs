@@ -320,3 +320,77 @@ fn without_colours(line: &str) -> String {
     }
     out
 }
+
+/// Two runs sharing one credentials file: one refreshes while the other
+/// waits for the file's lock. The waiting one takes the tokens the first
+/// saved instead of presenting the spent refresh token again, which would
+/// have revoked the family and so both runs' tokens.
+#[tokio::test]
+async fn a_run_whose_token_another_process_refreshed_takes_the_saved_tokens_and_revokes_nothing() {
+    let t = TestServer::start().await;
+    let dir = t.dir.path().to_path_buf();
+    let path = dir.join("credentials.json");
+    // The run starts with a token the server refuses (as after its expiry)
+    // and the refresh token the other process is about to spend.
+    let mut stale = t.creds.clone();
+    stale.access_token = "expired".into();
+    listpipe::server::write_credentials(&path, &stale).unwrap();
+    std::fs::write(dir.join("in.csv"), "email\na@example.com\n").unwrap();
+    std::fs::write(
+        dir.join("p.toml"),
+        format!(
+            "[target]\nurl = \"{}\"\ncredentials = \"credentials.json\"\n[[import]]\nsource = \"in.csv\"\ngroup = \"News\"\ncreate_group = true\n[import.receiver]\nemail = \"email\"\n",
+            t.base_url()
+        ),
+    )
+    .unwrap();
+    let other = listpipe::credentials_lock::lock(&path).unwrap();
+    let log = dir.join("run.log");
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_listpipe"))
+        .current_dir(&dir)
+        .args(["run", "p.toml"])
+        .env_remove("LISTPIPE_URL")
+        .env_remove("LISTPIPE_TOKEN")
+        .env("LISTPIPE_LOG", "listpipe=debug")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let waiting = "taking the credentials file's lock";
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while !std::fs::read_to_string(&log).unwrap().contains(waiting) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the run never asked for the lock"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // The other process refreshes and saves, then lets go.
+    let fresh = refresh(&t, &t.creds.refresh_token).await.unwrap();
+    let mut saved = t.creds.clone();
+    saved.access_token = fresh.access_token.clone();
+    saved.refresh_token = fresh.refresh_token.clone();
+    listpipe::server::write_credentials(&path, &saved).unwrap();
+    drop(other);
+    let status = tokio::task::spawn_blocking(move || child.wait().unwrap())
+        .await
+        .unwrap();
+    let stderr = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("refreshed by another process sharing the credentials file"),
+        "{stderr}"
+    );
+    assert_eq!(
+        validate(&t, &fresh.access_token).await,
+        200,
+        "nothing was revoked"
+    );
+    let on_disk: listpipe::api::oauth::Credentials =
+        serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    assert_eq!(on_disk.refresh_token, fresh.refresh_token);
+    assert!(
+        refresh(&t, &fresh.refresh_token).await.is_ok(),
+        "the family lives on"
+    );
+}
