@@ -1,7 +1,7 @@
 //! `listpipe completions SHELL` and `listpipe man`: shell completion scripts and a roff man
 //! page, both generated from the CLI definition (`clap_complete`, `clap_mangen`), so they
 //! never drift from the flags the binary takes. Printed to standard output for the user to
-//! redirect where their shell or `man` looks (the README shows where).
+//! redirect where their shell or `man` looks (docs/scheduled.md shows where).
 
 use super::output::{self, Stream};
 use super::{Cli, exit};

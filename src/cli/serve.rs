@@ -37,7 +37,7 @@ pub struct ServeArgs {
     pub rate_limit: Option<NonZeroU32>,
     /// FOR TESTING CLIENTS ONLY: fail a share of /v3 requests on purpose, e.g.
     /// 500=0.05,429=0.05,reset=0.01,reset_after=0.01,delay=200ms@0.05
-    /// (see the README, "Fault injection"). Off unless given.
+    /// (see docs/server.md, "Fault injection"). Off unless given.
     #[arg(long, value_name = "SPEC")]
     pub faults: Option<FaultSpec>,
     /// The seed of --faults: the same seed gives the same faults to requests

@@ -73,7 +73,7 @@ pub fn routes() -> Routes {
         )
 }
 
-/// The batch paths under `serve --spec-only`: 404, as the README says.
+/// The batch paths under `serve --spec-only`: 404, as docs/server.md says.
 pub fn absent() -> Routes {
     Routes::new("receivers")
         .absent(paths::GROUP_RECEIVERS_UPSERT)

@@ -53,7 +53,7 @@ const MIGRATIONS: &[&str] = &[
 /// left.
 pub(crate) const CONTACT_PARTS: [&str; 3] = ["attribute_values", "tags", "orders"];
 
-/// Field size limits (README "Limits"): a longer value is a 400 naming the
+/// Field size limits (docs/server.md, "Wire format"): a longer value is a 400 naming the
 /// field, so absurd sizes never reach the database.
 pub const MAX_NAME_CHARS: usize = 255;
 /// Free text: group `receiver_info`, blacklist comments, attribute
