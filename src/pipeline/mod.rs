@@ -91,6 +91,9 @@ pub struct Target {
     pub retries: u32,
 }
 
+/// A pipeline holds a handful of steps, built once: the size of the largest
+/// variant costs nothing worth a box around each.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone)]
 pub enum Step {
     Import(ImportStep),
