@@ -113,7 +113,10 @@ impl Rows<'_> {
         };
         tokio::select! {
             biased;
-            done = requests => Some(done),
+            // A request the stop kept from the wire (its wait for the rate,
+            // a pause or a backoff cut: `ClientError::Interrupted`) is a row
+            // given up unsent, like one the stop found waiting here.
+            done = requests => (wire.went() || !self.opts.stop.is_set()).then_some(done),
             () = stopped => None,
         }
     }

@@ -245,17 +245,18 @@ async fn wrong_secrets_for_many_clients_from_one_address_are_limited_after_thirt
 
 #[tokio::test]
 async fn minting_more_tokens_does_not_multiply_the_rate_limit_of_an_account() {
-    let t = TestServer::start_with(|o| o.rate_limit = std::num::NonZeroU32::new(5)).await;
+    let t = TestServer::start_with(|o| o.rate_limit = std::num::NonZeroU32::new(1)).await;
     let mut tokens = vec![t.creds.access_token.clone()];
     for _ in 0..3 {
         tokens.push(client_credentials(&t).await.access_token);
     }
-    // 20 requests at once over four tokens of one account: its burst of 5
-    // passes (one more may, as the quota refills every 200 ms).
+    // 20 requests at once over four tokens of one account: its burst of 1
+    // passes, and one more each second the requests take (a busy machine
+    // or PostgreSQL). Limited per token, each of the four would pass.
     let calls = (0..20).map(|n| validate(&t, &tokens[n % 4]));
     let statuses = futures::future::join_all(calls).await;
     let passed = statuses.iter().filter(|s| **s == 200).count();
-    assert!((5..=7).contains(&passed), "{passed} passed: {statuses:?}");
+    assert!((1..=3).contains(&passed), "{passed} passed: {statuses:?}");
     assert!(statuses.iter().all(|s| *s == 200 || *s == 429));
 }
 
