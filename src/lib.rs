@@ -27,6 +27,7 @@ pub mod client;
 pub mod email;
 pub mod export;
 pub mod hash;
+pub mod init;
 pub mod key_store;
 pub mod load;
 pub mod pipeline;

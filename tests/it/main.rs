@@ -24,6 +24,7 @@ mod forms;
 mod groups;
 mod hostile;
 mod import;
+mod init;
 mod job_runners;
 mod load_state;
 mod oauth;
