@@ -48,8 +48,7 @@ pub fn run(args: InitArgs) -> super::Outcome {
     {
         return Err((exit::USAGE, InitCliError::Exists(out.clone()).into()));
     }
-    let base = std::env::current_dir()
-        .map_err(|e| (exit::IO, InitCliError::Cwd(e).into()))?;
+    let base = std::env::current_dir().map_err(|e| (exit::IO, InitCliError::Cwd(e).into()))?;
     let out_dir = args.out.as_ref().map(|o| match o.parent() {
         Some(p) if !p.as_os_str().is_empty() => base.join(p),
         _ => base.clone(),
@@ -74,7 +73,9 @@ pub fn run(args: InitArgs) -> super::Outcome {
         crate::errln!("  - {d}");
     }
     if draft.look_at.is_empty() {
-        crate::errln!("nothing needs a decision; run `listpipe check` on the pipeline to see the first rows");
+        crate::errln!(
+            "nothing needs a decision; run `listpipe check` on the pipeline to see the first rows"
+        );
     } else {
         crate::errln!("look at:");
         for l in &draft.look_at {

@@ -66,7 +66,11 @@ pub fn address_share<'a>(values: impl Iterator<Item = &'a str>) -> f64 {
         all += 1;
         ok += usize::from(is_address(v));
     }
-    if all == 0 { 0.0 } else { ok as f64 / all as f64 }
+    if all == 0 {
+        0.0
+    } else {
+        ok as f64 / all as f64
+    }
 }
 
 /// The secret a column holds, by name or by its values (password hashes).
@@ -104,7 +108,11 @@ pub fn number(values: &[&str]) -> Option<bool> {
     let comma = values.iter().any(|v| v.contains(','));
     let read = |v: &&str| {
         let digits = v.trim_start_matches('-');
-        if digits.len() > 1 && digits.starts_with('0') && !digits.starts_with("0.") && !digits.starts_with("0,") {
+        if digits.len() > 1
+            && digits.starts_with('0')
+            && !digits.starts_with("0.")
+            && !digits.starts_with("0,")
+        {
             return false;
         }
         if digits.chars().filter(char::is_ascii_digit).count() > 12 {
@@ -142,11 +150,15 @@ pub fn gender_map(values: &[&str]) -> Option<Vec<(String, String)>> {
     )
 }
 
-/// Whether values look like genders by content alone: every one known, and words rather
-/// than single letters (a column of `x` marks is not a gender).
+/// Whether values look like genders by content alone: nine in ten known, two spellings at
+/// least, and words rather than single letters (a column of `x` marks is not a gender).
 fn genders_by_content(values: &[&str]) -> bool {
-    let known = |v: &&str| GENDERS.iter().any(|g| g.eq_ignore_ascii_case(v));
-    !values.is_empty() && values.iter().all(known) && values.iter().any(|v| v.len() > 1)
+    let known: BTreeSet<String> = values
+        .iter()
+        .filter(|v| GENDERS.iter().any(|g| g.eq_ignore_ascii_case(v)))
+        .map(|v| v.to_lowercase())
+        .collect();
+    gender_map(values).is_some() && known.len() >= 2 && known.iter().any(|v| v.len() > 1)
 }
 
 /// The order field a header names.
@@ -211,7 +223,10 @@ pub fn roles(sample: &Sample) -> Vec<Role> {
             &mut registered_taken,
         ));
     }
-    roles.into_iter().map(|r| r.unwrap_or(Role::Empty)).collect()
+    roles
+        .into_iter()
+        .map(|r| r.unwrap_or(Role::Empty))
+        .collect()
 }
 
 fn role_of(
@@ -226,7 +241,8 @@ fn role_of(
         return Role::Secret(why);
     }
     let date = dates::detect(vals);
-    if rules::header_is(header, rules::WITHDRAWAL_TIME_NAMES) && (vals.is_empty() || date.is_some()) {
+    if rules::header_is(header, rules::WITHDRAWAL_TIME_NAMES) && (vals.is_empty() || date.is_some())
+    {
         return Role::WithdrawalTime(date);
     }
     if vals.is_empty() {
@@ -306,7 +322,10 @@ fn role_of(
             gender_map: Vec::new(),
         };
     }
-    let id_like = rules::header_contains(header, &["id", "number", "nummer", "zip", "plz", "phone", "code"]);
+    let id_like = rules::header_contains(
+        header,
+        &["id", "number", "nummer", "zip", "plz", "phone", "code"],
+    );
     match number(vals) {
         Some(comma) if !id_like => Role::Attribute {
             kind: AttrType::Number,

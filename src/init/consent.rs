@@ -70,7 +70,11 @@ pub fn quoted(values: &[String]) -> String {
 }
 
 /// Decides consent from the roles `columns` gave.
-pub fn decide(sample: &Sample, roles: &[Role], registered: Option<(String, DateFormat)>) -> Consent {
+pub fn decide(
+    sample: &Sample,
+    roles: &[Role],
+    registered: Option<(String, DateFormat)>,
+) -> Consent {
     let mut c = Consent::default();
     let mut yes: Vec<Test> = Vec::new();
     let mut withdrawn: Vec<Test> = Vec::new();

@@ -75,7 +75,11 @@ pub fn draft(opts: &Options) -> Result<Draft, InitError> {
     let mut w = Writer::default();
     let first = opts.sources.first().map(String::as_str).unwrap_or("source");
     let stem = stem(first);
-    let shown: Vec<String> = sample.files.iter().map(|f| f.display().to_string()).collect();
+    let shown: Vec<String> = sample
+        .files
+        .iter()
+        .map(|f| f.display().to_string())
+        .collect();
 
     w.line("# Written by `listpipe init` from");
     for f in &shown {
@@ -103,7 +107,10 @@ pub fn draft(opts: &Options) -> Result<Draft, InitError> {
             consent::quoted(&placeholders)
         ));
         w.line(&format!("null_values = {}", strings(&placeholders)));
-        w.decided(format!("placeholders read as empty: {}", consent::quoted(&placeholders)));
+        w.decided(format!(
+            "placeholders read as empty: {}",
+            consent::quoted(&placeholders)
+        ));
     }
 
     if let Some(tool) = tools::preset_for(&sample.columns) {
@@ -123,9 +130,7 @@ fn preset_step(w: &mut Writer, sample: &sample::Sample, preset: &str) {
     w.decided(format!("the {preset} preset (its headers fit)"));
     let regional = sample.columns.iter().enumerate().find_map(|(i, _)| {
         match dates::detect(&sample.values(i).collect::<Vec<_>>()) {
-            Some(d @ (dates::DateFormat::One(_) | dates::DateFormat::Ambiguous { .. })) => {
-                Some(d)
-            }
+            Some(d @ (dates::DateFormat::One(_) | dates::DateFormat::Ambiguous { .. })) => Some(d),
             _ => None,
         }
     });
@@ -223,7 +228,15 @@ fn mapped_step(w: &mut Writer, sample: &sample::Sample) -> Result<(), InitError>
     let named: Vec<(usize, &Role)> = roles
         .iter()
         .enumerate()
-        .filter(|(_, r)| matches!(r, Role::Named { target: Target::Global(..), .. }))
+        .filter(|(_, r)| {
+            matches!(
+                r,
+                Role::Named {
+                    target: Target::Global(..),
+                    ..
+                }
+            )
+        })
         .collect();
     if !named.is_empty() {
         w.line("");
@@ -245,7 +258,12 @@ fn mapped_step(w: &mut Writer, sample: &sample::Sample) -> Result<(), InitError>
             if *kind == AttrType::Gender && !gender_map.is_empty() {
                 w.comment(&format!(
                     "Values that are no gender are left empty: {}.",
-                    consent::quoted(&gender_map.iter().map(|(f, _)| f.clone()).collect::<Vec<_>>())
+                    consent::quoted(
+                        &gender_map
+                            .iter()
+                            .map(|(f, _)| f.clone())
+                            .collect::<Vec<_>>()
+                    )
                 ));
             }
             mangled_warning(w, sample, i);
@@ -337,7 +355,10 @@ fn mapped_step(w: &mut Writer, sample: &sample::Sample) -> Result<(), InitError>
         .filter_map(|(i, r)| match r {
             Role::Secret(why) => Some(format!("\"{}\": {why}", col(i))),
             Role::Empty => Some(format!("\"{}\": empty in the rows read", col(i))),
-            Role::Noise => Some(format!("\"{}\": describes the export, not the person", col(i))),
+            Role::Noise => Some(format!(
+                "\"{}\": describes the export, not the person",
+                col(i)
+            )),
             _ => None,
         })
         .collect();
@@ -454,11 +475,9 @@ fn relative(source: &str, base: &Path, out_dir: Option<&Path>) -> String {
         return source.to_string();
     };
     let full = base.join(source);
-    let (Ok(dir), Some(parent), Some(name)) = (
-        out_dir.canonicalize(),
-        full.parent(),
-        full.file_name(),
-    ) else {
+    let (Ok(dir), Some(parent), Some(name)) =
+        (out_dir.canonicalize(), full.parent(), full.file_name())
+    else {
         return full.display().to_string();
     };
     let Ok(parent) = parent.canonicalize() else {
@@ -476,7 +495,11 @@ fn stem(source: &str) -> String {
     let name = source.rsplit(['/', '\\']).next().unwrap_or(source);
     let name = name.split('.').next().unwrap_or(name);
     let name = name.replace(['*', '?', '[', ']'], "");
-    if name.is_empty() { "import".into() } else { name }
+    if name.is_empty() {
+        "import".into()
+    } else {
+        name
+    }
 }
 
 /// A step name the pipeline accepts: letters, digits, space, `-`, `_`, `.` (not first).
@@ -493,7 +516,11 @@ fn step_name(stem: &str) -> String {
         .take(100)
         .collect();
     let name = name.trim_start_matches('.').to_string();
-    if name.is_empty() { "import".into() } else { name }
+    if name.is_empty() {
+        "import".into()
+    } else {
+        name
+    }
 }
 
 /// The file's lines and the summary, as they are written.

@@ -87,12 +87,10 @@ pub fn read(paths: &[String], base: &Path) -> Result<Sample, InitError> {
     // and leaves the fewest rows ragged.
     let mut best = first;
     for row in 2..=MAX_HEADER_ROW {
+        // Past the last row the read fails: nothing further down.
         let Ok(candidate) = read_at(paths, base, row) else {
             break;
         };
-        if candidate.rows == 0 {
-            break;
-        }
         if header_score(&candidate) > header_score(&best) {
             best = candidate;
         }
@@ -104,7 +102,8 @@ pub fn read(paths: &[String], base: &Path) -> Result<Sample, InitError> {
 fn looks_misplaced(s: &Sample) -> bool {
     let unnamed = s.columns.iter().filter(|c| is_unnamed(c)).count();
     let ragged = s.short_rows + s.long_rows;
-    s.columns.len() <= 1 && s.rows > 0 && ragged > 0
+    s.columns.len() <= 1 && s.rows > 0
+        || ragged > 0 && ragged * 2 > s.rows
         || unnamed * 2 > s.columns.len()
         || s.long_rows * 2 > s.rows.max(1)
 }

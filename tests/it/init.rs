@@ -27,7 +27,11 @@ fn text(bytes: &[u8]) -> String {
 
 /// Writes `files` under `exports/`, runs `init` on them into `pipeline.toml`, checks it,
 /// runs it and exports `group`: the pipeline, init's summary and the exported rows.
-async fn init_run_export(t: &TestServer, files: &[(&str, &[u8])], group: &str) -> (String, String, Vec<Row>) {
+async fn init_run_export(
+    t: &TestServer,
+    files: &[(&str, &[u8])],
+    group: &str,
+) -> (String, String, Vec<Row>) {
     let dir = t.dir.path();
     std::fs::create_dir_all(dir.join("exports")).unwrap();
     let mut args = vec!["init".to_string()];
@@ -72,7 +76,12 @@ async fn init_run_export(t: &TestServer, files: &[(&str, &[u8])], group: &str) -
 
 fn read_csv(path: &Path) -> Vec<Row> {
     let mut reader = csv::Reader::from_path(path).unwrap();
-    let header: Vec<String> = reader.headers().unwrap().iter().map(str::to_string).collect();
+    let header: Vec<String> = reader
+        .headers()
+        .unwrap()
+        .iter()
+        .map(str::to_string)
+        .collect();
     reader
         .records()
         .map(|r| {
@@ -109,10 +118,17 @@ async fn init_reads_a_mailchimp_export_with_its_preset() {
     let file = "Email Address,First Name,Last Name,MEMBER_RATING,OPTIN_TIME,OPTIN_IP,CONFIRM_TIME,CONFIRM_IP,LATITUDE,LONGITUDE,GMTOFF,DSTOFF,TIMEZONE,CC,REGION,LAST_CHANGED,LEID,EUID,NOTES,TAGS\n\
 anna@example.com,Anna,Berg,2,2023-04-21 11:16:57,,2023-04-21 11:20:00,,,,,,,,,2023-04-21 11:20:00,1,abc,,\"\"\"VIP\"\",\"\"Newsletter\"\"\"\n\
 ben@example.com,Ben,Cole,2,2018-02-12 10:54:27,,2018-02-12 10:54:27,,,,,,,,,2018-02-12 10:54:27,2,abd,,\n";
-    let (pipeline, summary, rows) =
-        init_run_export(&t, &[("subscribed_members_export_1.csv", file.as_bytes())], "News").await;
+    let (pipeline, summary, rows) = init_run_export(
+        &t,
+        &[("subscribed_members_export_1.csv", file.as_bytes())],
+        "News",
+    )
+    .await;
     assert!(pipeline.contains("preset = \"mailchimp\""), "{pipeline}");
-    assert!(summary.contains("the mailchimp preset (its headers fit)"), "{summary}");
+    assert!(
+        summary.contains("the mailchimp preset (its headers fit)"),
+        "{summary}"
+    );
     assert_eq!(emails(&rows), ["anna@example.com", "ben@example.com"]);
     let anna = row(&rows, "anna@example.com");
     assert_eq!(anna["active"], "true");
@@ -126,12 +142,19 @@ async fn init_reads_a_hubspot_export_and_activates_marketing_contacts_only() {
     let file = "Record ID,First Name,Last Name,Email,Lifecycle Stage,Create Date,Marketing contact status,Unsubscribed from all email\n\
 101,Anna,Berg,anna@example.com,Lead,2024-03-01 10:00:00,Marketing contact,false\n\
 102,Ben,Cole,ben@example.com,Customer,2024-03-02 10:00:00,Non-marketing contact,false\n";
-    let (pipeline, _, rows) = init_run_export(&t, &[("hubspot-crm-exports.csv", file.as_bytes())], "CRM").await;
+    let (pipeline, _, rows) =
+        init_run_export(&t, &[("hubspot-crm-exports.csv", file.as_bytes())], "CRM").await;
     assert!(pipeline.contains("preset = \"hubspot\""), "{pipeline}");
     assert_eq!(row(&rows, "anna@example.com")["active"], "true");
-    assert_eq!(row(&rows, "anna@example.com")["activated"], "2024-03-01T10:00:00Z");
+    assert_eq!(
+        row(&rows, "anna@example.com")["activated"],
+        "2024-03-01T10:00:00Z"
+    );
     assert_eq!(row(&rows, "ben@example.com")["active"], "false");
-    assert_eq!(row(&rows, "ben@example.com")["registered"], "2024-03-02T10:00:00Z");
+    assert_eq!(
+        row(&rows, "ben@example.com")["registered"],
+        "2024-03-02T10:00:00Z"
+    );
 }
 
 #[tokio::test]
@@ -140,8 +163,12 @@ async fn init_reads_a_shopify_customers_export_with_its_tags() {
     let file = "Customer ID,First Name,Last Name,Email,Accepts Email Marketing,Default Address Zip,Total Spent,Total Orders,Tags\n\
 7001,Anna,Berg,anna@example.com,yes,'01067,12.50,1,\"vip, wholesale\"\n\
 7002,Ben,Cole,ben@example.com,no,'10115,0.00,0,\n";
-    let (pipeline, _, rows) = init_run_export(&t, &[("customers_export.csv", file.as_bytes())], "Shop").await;
-    assert!(pipeline.contains("preset = \"shopify-customers\""), "{pipeline}");
+    let (pipeline, _, rows) =
+        init_run_export(&t, &[("customers_export.csv", file.as_bytes())], "Shop").await;
+    assert!(
+        pipeline.contains("preset = \"shopify-customers\""),
+        "{pipeline}"
+    );
     let anna = row(&rows, "anna@example.com");
     assert_eq!(anna["active"], "true");
     assert_eq!(tags(anna), ["vip", "wholesale"]);
@@ -155,10 +182,14 @@ async fn init_reads_a_brevo_export_and_deactivates_the_blocklisted() {
 anna@example.com,Anna,Berg,2024-01-05 09:00:00,2024-02-01 09:00:00,No,Yes\n\
 ben@example.com,Ben,Cole,2024-01-06 09:00:00,2024-02-02 09:00:00,Yes,Yes\n\
 cleo@example.com,Cleo,Dorn,2024-01-07 09:00:00,2024-01-07 09:00:00,No,No\n";
-    let (pipeline, _, rows) = init_run_export(&t, &[("contacts.csv", file.as_bytes())], "Brevo").await;
+    let (pipeline, _, rows) =
+        init_run_export(&t, &[("contacts.csv", file.as_bytes())], "Brevo").await;
     assert!(pipeline.contains("preset = \"brevo\""), "{pipeline}");
     assert_eq!(row(&rows, "anna@example.com")["active"], "true");
-    assert_eq!(row(&rows, "ben@example.com")["deactivated"], "2024-02-02T09:00:00Z");
+    assert_eq!(
+        row(&rows, "ben@example.com")["deactivated"],
+        "2024-02-02T09:00:00Z"
+    );
     assert_eq!(row(&rows, "ben@example.com")["active"], "false");
     assert_eq!(row(&rows, "cleo@example.com")["active"], "false");
 }
@@ -170,8 +201,12 @@ async fn init_maps_a_google_contacts_export_without_inventing_consent() {
 Anna Berg,Anna,Berg,\"first line\r\nsecond line\",* myContacts ::: Friends,* Home,anna@example.com,Mobile,+49 170 1234567\r\n\
 Ben Cole,Ben,Cole,,* myContacts,,,Mobile,+49 170 7654321\r\n\
 Cleo Dorn,Cleo,Dorn,,* myContacts ::: Work,* Work,cleo@example.com,,\r\n";
-    let (pipeline, summary, rows) = init_run_export(&t, &[("contacts.csv", file.as_bytes())], "Contacts").await;
-    assert!(pipeline.contains("email = \"E-mail 1 - Value\""), "{pipeline}");
+    let (pipeline, summary, rows) =
+        init_run_export(&t, &[("contacts.csv", file.as_bytes())], "Contacts").await;
+    assert!(
+        pipeline.contains("email = \"E-mail 1 - Value\""),
+        "{pipeline}"
+    );
     assert!(pipeline.contains("separator = \" ::: \""), "{pipeline}");
     assert!(
         summary.contains("consent: the file records no consent: if everyone on it has opted in, set activated = { value = \"now\" }"),
@@ -197,10 +232,22 @@ ben@example.de;Änne;Schön;Frau;0;15.01.2024;Kochen;e99a18c428cb38d5f2608536789
         pipeline.contains(r#"source = { path = "exports/kunden.csv", delimiter = ";", encoding = "windows-1252" }"#),
         "{pipeline}"
     );
-    assert!(pipeline.contains(r#"registered = { column = "Anmeldedatum", format = "%d.%m.%Y" }"#), "{pipeline}");
-    assert!(pipeline.contains("\"Newsletter\" records consent; its values: \"1\", \"0\"."), "{pipeline}");
-    assert!(pipeline.contains("# - \"Passwort\": a password or its hash"), "{pipeline}");
-    assert!(summary.contains("\"Passwort\" left out (a secret)"), "{summary}");
+    assert!(
+        pipeline.contains(r#"registered = { column = "Anmeldedatum", format = "%d.%m.%Y" }"#),
+        "{pipeline}"
+    );
+    assert!(
+        pipeline.contains("\"Newsletter\" records consent; its values: \"1\", \"0\"."),
+        "{pipeline}"
+    );
+    assert!(
+        pipeline.contains("# - \"Passwort\": a password or its hash"),
+        "{pipeline}"
+    );
+    assert!(
+        summary.contains("\"Passwort\" left out (a secret)"),
+        "{summary}"
+    );
     let anna = row(&rows, "anna@example.de");
     assert_eq!(anna["active"], "true");
     assert_eq!(anna["activated"], "2024-02-03T00:00:00Z");
@@ -218,13 +265,20 @@ async fn init_finds_the_header_below_title_rows() {
     let file = "Subscriber list\nexported 2024-03-05\n\nemail,name,status,signup\n\
 anna@example.com,Anna,subscribed,2024-03-01\n\
 ben@example.com,Ben,unsubscribed,2024-02-01\n";
-    let (pipeline, summary, rows) = init_run_export(&t, &[("list.csv", file.as_bytes())], "List").await;
+    let (pipeline, summary, rows) =
+        init_run_export(&t, &[("list.csv", file.as_bytes())], "List").await;
     assert!(pipeline.contains("header_row = "), "{pipeline}");
     assert!(summary.contains("rows above it are skipped"), "{summary}");
     assert_eq!(row(&rows, "anna@example.com")["active"], "true");
-    assert_eq!(row(&rows, "anna@example.com")["activated"], "2024-03-01T00:00:00Z");
+    assert_eq!(
+        row(&rows, "anna@example.com")["activated"],
+        "2024-03-01T00:00:00Z"
+    );
     assert_eq!(row(&rows, "ben@example.com")["active"], "false");
-    assert_eq!(row(&rows, "ben@example.com")["deactivated"], "2024-02-01T00:00:00Z");
+    assert_eq!(
+        row(&rows, "ben@example.com")["deactivated"],
+        "2024-02-01T00:00:00Z"
+    );
 }
 
 #[tokio::test]
@@ -233,9 +287,13 @@ async fn init_pads_the_short_rows_of_a_ragged_file() {
     let file = "First Name,Last Name,E-mail Address,Business Phone,Categories\r\n\
 Anna,Berg,anna@example.com,+49 30 1234,Kunde;VIP\r\n\
 Ben,Cole,ben@example.com\r\n";
-    let (pipeline, summary, rows) = init_run_export(&t, &[("outlook.csv", file.as_bytes())], "Outlook").await;
+    let (pipeline, summary, rows) =
+        init_run_export(&t, &[("outlook.csv", file.as_bytes())], "Outlook").await;
     assert!(pipeline.contains("pad_short_rows = true"), "{pipeline}");
-    assert!(summary.contains("1 row(s) have fewer fields than the header"), "{summary}");
+    assert!(
+        summary.contains("1 row(s) have fewer fields than the header"),
+        "{summary}"
+    );
     assert_eq!(emails(&rows), ["anna@example.com", "ben@example.com"]);
     assert_eq!(tags(row(&rows, "anna@example.com")), ["Kunde", "VIP"]);
     assert_eq!(row(&rows, "ben@example.com")["lastname"], "Cole");
@@ -263,7 +321,10 @@ async fn init_reads_a_workbook_and_names_its_sheet() {
     let (pipeline, _, rows) = init_run_export(&t, &[("kontakte.xlsx", &bytes)], "CRM").await;
     assert!(pipeline.contains("sheet = \"Kontakte\""), "{pipeline}");
     assert_eq!(row(&rows, "anna@example.com")["active"], "true");
-    assert_eq!(row(&rows, "anna@example.com")["activated"], "2024-03-01T00:00:00Z");
+    assert_eq!(
+        row(&rows, "anna@example.com")["activated"],
+        "2024-03-01T00:00:00Z"
+    );
     assert_eq!(row(&rows, "ben@example.com")["active"], "false");
 }
 
@@ -274,7 +335,9 @@ async fn init_refuses_to_overwrite_a_pipeline_unless_forced() {
     std::fs::write(dir.join("list.csv"), "email\na@example.com\n").unwrap();
     std::fs::write(dir.join("pipeline.toml"), "# mine\n").unwrap();
     let args = |force: bool| {
-        let mut a: Vec<String> = ["init", "list.csv", "--out", "pipeline.toml"].map(String::from).to_vec();
+        let mut a: Vec<String> = ["init", "list.csv", "--out", "pipeline.toml"]
+            .map(String::from)
+            .to_vec();
         if force {
             a.push("--force".into());
         }
@@ -286,22 +349,35 @@ async fn init_refuses_to_overwrite_a_pipeline_unless_forced() {
         text(&out.stderr).trim(),
         "listpipe: error: pipeline.toml exists; choose another --out or add --force to overwrite it"
     );
-    assert_eq!(std::fs::read_to_string(dir.join("pipeline.toml")).unwrap(), "# mine\n");
+    assert_eq!(
+        std::fs::read_to_string(dir.join("pipeline.toml")).unwrap(),
+        "# mine\n"
+    );
     let out = cli(&t, args(true)).await;
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    assert!(std::fs::read_to_string(dir.join("pipeline.toml")).unwrap().contains("email = \"email\""));
+    assert!(
+        std::fs::read_to_string(dir.join("pipeline.toml"))
+            .unwrap()
+            .contains("email = \"email\"")
+    );
 }
 
 #[tokio::test]
 async fn init_without_out_prints_the_pipeline() {
     let t = TestServer::start().await;
-    std::fs::write(t.dir.path().join("list.csv"), "email,newsletter\na@example.com,yes\n").unwrap();
+    std::fs::write(
+        t.dir.path().join("list.csv"),
+        "email,newsletter\na@example.com,yes\n",
+    )
+    .unwrap();
     let out = cli(&t, ["init", "list.csv"].map(String::from).to_vec()).await;
     assert_eq!(out.status.code(), Some(0));
     let stdout = text(&out.stdout);
     assert!(stdout.contains("[[import]]\nname = \"list\"\n"), "{stdout}");
     assert!(
-        stdout.contains(r#"activated = { value = "now", only_if = { column = "newsletter", equals = "yes" } }"#),
+        stdout.contains(
+            r#"activated = { value = "now", only_if = { column = "newsletter", equals = "yes" } }"#
+        ),
         "{stdout}"
     );
 }
