@@ -21,6 +21,8 @@ pub enum Role {
     Empty,
     /// Describes the export, not the person.
     Noise,
+    /// In a file of order lines: describes the order, not the person.
+    OrderDetail,
     /// A receiver field or named global attribute.
     Named {
         target: Target,
@@ -305,6 +307,9 @@ fn role_of(
     }
     if rules::header_contains(header, rules::NOISE_PARTS) {
         return Role::Noise;
+    }
+    if has_orders && rules::header_contains(header, rules::ORDER_DETAIL_PARTS) {
+        return Role::OrderDetail;
     }
     if genders_by_content(vals) {
         return Role::Attribute {

@@ -359,6 +359,10 @@ fn mapped_step(w: &mut Writer, sample: &sample::Sample) -> Result<(), InitError>
                 "\"{}\": describes the export, not the person",
                 col(i)
             )),
+            Role::OrderDetail => Some(format!(
+                "\"{}\": describes the order, not the person",
+                col(i)
+            )),
             _ => None,
         })
         .collect();

@@ -555,3 +555,22 @@ pub const NOISE_PARTS: &[&str] = &[
     "longitude",
     "yomi",
 ];
+
+/// In a file of order lines, columns that describe the order rather than the person
+/// (totals, taxes, payment, shipping): left out of the receiver's attributes.
+pub const ORDER_DETAIL_PARTS: &[&str] = &[
+    "invoice",
+    "tax",
+    "shipping",
+    "payment",
+    "transaction",
+    "tracking",
+    "currencyfactor",
+    "orderstatus",
+    "ordernumber",
+    "net",
+    "discount",
+    "subtotal",
+    "fulfillment",
+    "refund",
+];

@@ -343,6 +343,31 @@ fn order_columns_make_the_rows_order_lines() {
 }
 
 #[test]
+fn an_orders_totals_and_shipping_are_not_the_persons_attributes() {
+    let s = sample(
+        &[
+            "email",
+            "orderId",
+            "invoiceAmount",
+            "invoiceShipping",
+            "paymentStatus",
+            "billingCity",
+        ],
+        &[&["a@example.com", "15", "998.56", "3.90", "open", "Berlin"]],
+    );
+    let roles = columns::roles(&s);
+    assert_eq!(roles[3], Role::OrderDetail);
+    assert_eq!(roles[4], Role::OrderDetail);
+    assert!(matches!(
+        roles[5],
+        Role::Named {
+            target: Target::Global("city", _),
+            ..
+        }
+    ));
+}
+
+#[test]
 fn attribute_names_follow_other_columns_spelling() {
     assert_eq!(columns::attribute_name("ZIP Code"), "zip_code");
     assert_eq!(
