@@ -4,13 +4,16 @@
 
 use super::exit;
 use crate::init::{self, Options};
+use crate::pipeline::STATE_DIR;
+use crate::remote::{self, Fetched};
 use clap::Args;
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 #[derive(Args, Debug)]
 pub struct InitArgs {
-    /// The exports to read: files or globs (CSV, TSV, XLSX/ODS, Parquet, JSON lines, zip, .gz).
+    /// The exports to read: files, globs, URLs or object URLs (CSV, TSV, XLSX/ODS, Parquet, JSON lines, zip, .gz).
     #[arg(required = true, value_name = "SOURCE")]
     pub sources: Vec<String>,
     /// The target group's name [default: the first file's name without extension].
@@ -37,11 +40,13 @@ pub enum InitCliError {
         file: PathBuf,
         source: std::io::Error,
     },
+    #[error("the source is unchanged since {0}, and init has no copy of it; run init again")]
+    Unchanged(String),
     #[error("cannot tell the current folder: {0}")]
     Cwd(std::io::Error),
 }
 
-pub fn run(args: InitArgs) -> super::Outcome {
+pub async fn run(args: InitArgs) -> super::Outcome {
     if let Some(out) = &args.out
         && out.exists()
         && !args.force
@@ -53,7 +58,30 @@ pub fn run(args: InitArgs) -> super::Outcome {
         Some(p) if !p.as_os_str().is_empty() => base.join(p),
         _ => base.clone(),
     });
+    // URLs and objects are downloaded as `run` downloads them; the copies live until the
+    // pipeline is written, and the pipeline names the URLs.
+    let spec = crate::source::SourceSpec {
+        paths: args.sources.clone(),
+        ..Default::default()
+    };
+    let context = remote::Context {
+        state_dir: Path::new(STATE_DIR),
+        pipeline: "init",
+        step: "init",
+        timeout: Duration::from_secs(30),
+    };
+    let ready = match remote::fetch(&spec, &context)
+        .await
+        .map_err(super::fail(exit::USAGE))?
+    {
+        Fetched::Ready(ready) => ready,
+        // Nothing remembered validators for `init`: every URL is downloaded.
+        Fetched::Unchanged { since } => {
+            return Err((exit::USAGE, InitCliError::Unchanged(since).into()));
+        }
+    };
     let opts = Options {
+        local: ready.spec.paths.clone(),
         sources: args.sources.clone(),
         base,
         out_dir,

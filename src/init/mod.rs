@@ -24,8 +24,11 @@ use std::path::{Path, PathBuf};
 /// What `init` was asked.
 #[derive(Debug, Clone)]
 pub struct Options {
-    /// The sources as the user named them (paths or globs).
+    /// The sources as the user named them (paths, globs, URLs, object URLs): what the
+    /// pipeline names.
     pub sources: Vec<String>,
+    /// What is read: `sources` with every URL and object replaced by its downloaded copy.
+    pub local: Vec<String>,
     /// The folder the sources are relative to (the current folder).
     pub base: PathBuf,
     /// The folder the pipeline is written to (`--out`'s), so paths in it are relative to it;
@@ -54,24 +57,11 @@ pub enum InitError {
         "no column holds email addresses (its columns: {columns}); name the address column in the file's header, such as \"email\", and run init again"
     )]
     NoAddress { columns: String },
-    #[error(
-        "\"{entry}\" is a URL or an object in a store: init reads local files; download it, run init on the copy, then set `source` to the URL"
-    )]
-    Remote { entry: String },
 }
 
 /// Reads the sources and writes the pipeline for them.
 pub fn draft(opts: &Options) -> Result<Draft, InitError> {
-    if let Some(entry) = opts
-        .sources
-        .iter()
-        .find(|s| crate::remote::is_remote_entry(s))
-    {
-        return Err(InitError::Remote {
-            entry: crate::remote::url::shown_entry(entry),
-        });
-    }
-    let sample = sample::read(&opts.sources, &opts.base)?;
+    let sample = sample::read(&opts.local, &opts.base)?;
     let mut w = Writer::default();
     let first = opts.sources.first().map(String::as_str).unwrap_or("source");
     let stem = stem(first);
@@ -475,7 +465,7 @@ fn source_lines(w: &mut Writer, opts: &Options, sample: &sample::Sample) {
 /// `source` as the pipeline names it: relative to the pipeline's folder when written to a
 /// file (absolute when it lies elsewhere), as given on standard output.
 fn relative(source: &str, base: &Path, out_dir: Option<&Path>) -> String {
-    let Some(out_dir) = out_dir else {
+    let Some(out_dir) = out_dir.filter(|_| !crate::remote::is_remote_entry(source)) else {
         return source.to_string();
     };
     let full = base.join(source);

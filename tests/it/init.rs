@@ -381,3 +381,39 @@ async fn init_without_out_prints_the_pipeline() {
         "{stdout}"
     );
 }
+
+#[tokio::test]
+async fn init_downloads_a_url_source_and_the_pipeline_names_the_url() {
+    let t = TestServer::start().await;
+    let url = crate::remote::serve_bytes(
+        "members.csv",
+        b"email,subscribed,joined\nanna@example.com,true,2024-03-01\nben@example.com,false,2024-03-02\n".to_vec(),
+    )
+    .await;
+    let out = cli(
+        &t,
+        vec![
+            "init".into(),
+            url.clone(),
+            "--group".into(),
+            "Web".into(),
+            "--out".into(),
+            "p.toml".into(),
+        ],
+    )
+    .await;
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let pipeline = std::fs::read_to_string(t.dir.path().join("p.toml")).unwrap();
+    assert!(
+        pipeline.contains(&format!("path = \"{url}\"")),
+        "{pipeline}"
+    );
+    assert_eq!(crate::remote::downloads_left(t.dir.path()), 0);
+    let (code, _, stderr) = run(&t, &t.dir.path().join("p.toml"), &[]).await;
+    assert_eq!(code, 0, "{pipeline}\n{stderr}");
+    let rows = t.receivers_of("Web").await;
+    let anna = rows.iter().find(|r| r.email == "anna@example.com").unwrap();
+    let ben = rows.iter().find(|r| r.email == "ben@example.com").unwrap();
+    assert_eq!(anna.activated, 1_709_251_200);
+    assert_eq!(ben.activated, 0);
+}
