@@ -417,3 +417,29 @@ async fn init_downloads_a_url_source_and_the_pipeline_names_the_url() {
     assert_eq!(anna.activated, 1_709_251_200);
     assert_eq!(ben.activated, 0);
 }
+
+#[tokio::test]
+async fn init_leaves_an_ambiguous_date_format_to_the_user_and_rejects_only_the_values_it_reads_two_ways()
+ {
+    let t = TestServer::start().await;
+    let file = "email,signup\nanna@example.com,03/04/2025\nben@example.com,05/05/2025\n";
+    let (pipeline, summary, rows) =
+        init_run_export(&t, &[("list.csv", file.as_bytes())], "List").await;
+    assert!(
+        pipeline.contains(r#"registered = { column = "signup", format = ["%d/%m/%Y", "%m/%d/%Y"], ambiguous = "reject" }"#),
+        "{pipeline}"
+    );
+    assert!(
+        pipeline.contains("# DECIDE: \"signup\" reads day first and month first alike"),
+        "{pipeline}"
+    );
+    assert!(
+        summary.contains("the date format of \"signup\""),
+        "{summary}"
+    );
+    assert_eq!(emails(&rows), ["ben@example.com"]);
+    assert_eq!(
+        row(&rows, "ben@example.com")["registered"],
+        "2025-05-05T00:00:00Z"
+    );
+}
