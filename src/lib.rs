@@ -28,6 +28,7 @@ pub mod credentials_lock;
 pub mod email;
 pub mod export;
 pub mod hash;
+pub mod init;
 pub mod key_store;
 pub mod load;
 pub mod pipeline;

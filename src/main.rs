@@ -76,6 +76,7 @@ fn main() -> ExitCode {
         match cli.command {
             Command::Run(args) => cli::run::run(args).await,
             Command::Check(args) => cli::check::run(args),
+            Command::Init(args) => cli::init::run(args).await,
             Command::Export(args) => cli::export::run(*args).await,
             Command::Serve(args) => cli::serve::run(args).await,
             Command::Auth(cmd) => cli::auth::run(cmd).await,

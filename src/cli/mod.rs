@@ -7,6 +7,7 @@ pub mod bench;
 pub mod check;
 pub mod docs;
 pub mod export;
+pub mod init;
 pub mod logs;
 pub mod outbox;
 pub mod output;
@@ -39,6 +40,8 @@ pub enum Command {
     Run(run::RunArgs),
     /// Export a group, a segment (saved or runtime filter) or the blacklist to CSV, XLSX, Parquet or JSON lines.
     Export(Box<export::ExportArgs>),
+    /// Write a commented pipeline for these exports: dialect, preset or mapping, consent.
+    Init(init::InitArgs),
     /// Check a pipeline offline: parse it, read and prepare every source, preview, count, write rejects.
     Check(check::CheckArgs),
     /// Run the built-in target server: every v3 endpoint and the OAuth token service on SQLite or PostgreSQL.

@@ -1,0 +1,552 @@
+//! `listpipe init`: the pipeline written from the file. The sources are read as `run` reads
+//! them (`sample`), each column's role is decided from its header and values (`columns`,
+//! driven by the tables in `rules`), consent from what the file records (`consent`), a known
+//! tool's export is handed to its preset (`tools`), and the result is written as a
+//! commented pipeline (`render`). Nothing here touches the network or the target.
+
+mod columns;
+mod consent;
+mod dates;
+mod render;
+pub mod rules;
+mod sample;
+mod tools;
+
+#[cfg(test)]
+mod tests;
+
+use crate::source::{SourceError, SourceFormat};
+use columns::Role;
+use render::{comment, key, mapping, string, strings};
+use rules::{AttrType, Target};
+use std::path::{Path, PathBuf};
+
+/// What `init` was asked.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// The sources as the user named them (paths, globs, URLs, object URLs): what the
+    /// pipeline names.
+    pub sources: Vec<String>,
+    /// What is read: `sources` with every URL and object replaced by its downloaded copy.
+    pub local: Vec<String>,
+    /// The folder the sources are relative to (the current folder).
+    pub base: PathBuf,
+    /// The folder the pipeline is written to (`--out`'s), so paths in it are relative to it;
+    /// `None`: written to standard output, paths kept as given.
+    pub out_dir: Option<PathBuf>,
+    pub group: Option<String>,
+    pub target: Option<String>,
+}
+
+/// The pipeline's text, and the summary for standard error.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Draft {
+    pub text: String,
+    /// What was decided, one line each.
+    pub decided: Vec<String>,
+    /// What the user should look at, one line each.
+    pub look_at: Vec<String>,
+}
+
+/// Why no pipeline could be written.
+#[derive(Debug, thiserror::Error)]
+pub enum InitError {
+    #[error("{0}")]
+    Source(#[from] SourceError),
+    #[error(
+        "no column holds email addresses (its columns: {columns}); name the address column in the file's header, such as \"email\", and run init again"
+    )]
+    NoAddress { columns: String },
+}
+
+/// Reads the sources and writes the pipeline for them.
+pub fn draft(opts: &Options) -> Result<Draft, InitError> {
+    let sample = sample::read(&opts.local, &opts.base)?;
+    let mut w = Writer::default();
+    let first = opts.sources.first().map(String::as_str).unwrap_or("source");
+    let stem = stem(first);
+    let shown: Vec<String> = sample
+        .files
+        .iter()
+        .map(|f| f.display().to_string())
+        .collect();
+
+    w.line("# Written by `listpipe init` from");
+    for f in &shown {
+        w.line(&format!("#   {f}"));
+    }
+    w.comment(&format!(
+        "after reading its first {} rows. Every decision has a comment above it saying what it was read from; lines marked DECIDE need you. Check it with `listpipe check` (it shows the first rows as they will be sent), then `listpipe run`.",
+        sample.rows
+    ));
+    w.line("");
+    w.line("[target]");
+    let target = opts.target.as_deref().unwrap_or("builtin");
+    w.line(&format!("url = {}", string(target)));
+    w.line("");
+    w.line("[[import]]");
+    w.line(&format!("name = {}", string(&step_name(&stem))));
+    source_lines(&mut w, opts, &sample);
+    let group = opts.group.clone().unwrap_or_else(|| stem.clone());
+    w.line(&format!("group = {}", string(&group)));
+    w.line("create_group = true");
+    let placeholders = sample.placeholders();
+    if !placeholders.is_empty() {
+        w.comment(&format!(
+            "Cells holding {} stand for nothing: read as empty.",
+            consent::quoted(&placeholders)
+        ));
+        w.line(&format!("null_values = {}", strings(&placeholders)));
+        w.decided(format!(
+            "placeholders read as empty: {}",
+            consent::quoted(&placeholders)
+        ));
+    }
+
+    if let Some(tool) = tools::preset_for(&sample.columns) {
+        preset_step(&mut w, &sample, tool.preset);
+    } else {
+        mapped_step(&mut w, &sample)?;
+    }
+    Ok(w.finish())
+}
+
+/// A step read by a preset: the preset maps everything; a regional date format is set.
+fn preset_step(w: &mut Writer, sample: &sample::Sample, preset: &str) {
+    w.comment(&format!(
+        "The headers are those of the {preset} export: its preset maps the address, consent, attributes and tags (pipelines/README.md, \"Migration presets\", lists every rule). A key set below overrides the preset's."
+    ));
+    w.line(&format!("preset = {}", string(preset)));
+    w.decided(format!("the {preset} preset (its headers fit)"));
+    let regional = sample.columns.iter().enumerate().find_map(|(i, _)| {
+        match dates::detect(&sample.values(i).collect::<Vec<_>>()) {
+            Some(d @ (dates::DateFormat::One(_) | dates::DateFormat::Ambiguous { .. })) => Some(d),
+            _ => None,
+        }
+    });
+    if let Some(d) = regional {
+        w.comment("The export writes its dates in a regional format:");
+        w.line(&format!("date_format = {}", strings(&d.formats())));
+        if let dates::DateFormat::Ambiguous { .. } = d {
+            w.comment("DECIDE: day first or month first: put your export's format first.");
+            w.look_at("the date format (day first or month first)".into());
+        }
+    }
+}
+
+/// A step with a mapping of its own.
+fn mapped_step(w: &mut Writer, sample: &sample::Sample) -> Result<(), InitError> {
+    let roles = columns::roles(sample);
+    let col = |i: usize| sample.columns[i].as_str();
+    let Some(email) = roles
+        .iter()
+        .position(|r| *r == Role::Email { primary: true })
+    else {
+        return Err(InitError::NoAddress {
+            columns: sample
+                .columns
+                .iter()
+                .map(|c| format!("\"{c}\""))
+                .collect::<Vec<_>>()
+                .join(", "),
+        });
+    };
+    let registered = roles.iter().enumerate().find_map(|(i, r)| match r {
+        Role::Registered(d) => Some((col(i).to_string(), d.clone())),
+        _ => None,
+    });
+    let consent = consent::decide(sample, &roles, registered.clone());
+
+    w.line("");
+    w.line("[import.receiver]");
+    let share = columns::address_share(sample.values(email));
+    w.comment(&format!(
+        "The address: \"{}\" ({:.0}% of its values are addresses).",
+        col(email),
+        share * 100.0
+    ));
+    w.line(&format!("email = {}", string(col(email))));
+    w.decided(format!("address column \"{}\"", col(email)));
+    for (i, r) in roles.iter().enumerate() {
+        if *r == (Role::Email { primary: false }) {
+            w.look_at(format!(
+                "\"{}\" holds addresses too; \"{}\" was taken as the receiver's (it is kept as an attribute)",
+                col(i),
+                col(email)
+            ));
+        }
+    }
+    if let Some((c, d)) = &registered {
+        w.comment(&format!("When they signed up: \"{c}\"."));
+        if let Some(text) = render::ambiguity_comment(c, Some(d)) {
+            w.comment(&text);
+            w.look_at(format!("the date format of \"{c}\""));
+        }
+        w.line(&format!(
+            "registered = {}",
+            mapping(c, &render::format_keys(Some(d)))
+        ));
+    }
+    for text in &consent.comments {
+        w.comment(text);
+    }
+    for d in &consent.decide {
+        w.comment(&format!("DECIDE: {d}"));
+        w.look_at(format!("consent: {d}"));
+    }
+    if let Some(s) = &consent.activated {
+        w.line(&format!("activated = {}", render::state(s)));
+        w.decided(format!("activated = {}", render::state(s)));
+    } else {
+        w.decided("nobody activated (no consent the file records is understood)".into());
+    }
+    if let Some(s) = &consent.deactivated {
+        w.line(&format!("deactivated = {}", render::state(s)));
+        w.decided(format!("deactivated = {}", render::state(s)));
+    }
+    for (i, r) in roles.iter().enumerate() {
+        if let Role::Named {
+            target: Target::Receiver(field),
+            ..
+        } = r
+        {
+            w.line(&format!("{field} = {}", string(col(i))));
+        }
+    }
+
+    let mut taken: Vec<String> = Vec::new();
+    let named: Vec<(usize, &Role)> = roles
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| {
+            matches!(
+                r,
+                Role::Named {
+                    target: Target::Global(..),
+                    ..
+                }
+            )
+        })
+        .collect();
+    if !named.is_empty() {
+        w.line("");
+        w.line("[import.global_attributes]");
+        for (i, r) in named {
+            let Role::Named {
+                target: Target::Global(name, kind),
+                date,
+                gender_map,
+            } = r
+            else {
+                continue;
+            };
+            taken.push(name.to_string());
+            if let Some(text) = render::ambiguity_comment(col(i), date.as_ref()) {
+                w.comment(&text);
+                w.look_at(format!("the date format of \"{}\"", col(i)));
+            }
+            if *kind == AttrType::Gender && !gender_map.is_empty() {
+                w.comment(&format!(
+                    "Values that are no gender are left empty: {}.",
+                    consent::quoted(
+                        &gender_map
+                            .iter()
+                            .map(|(f, _)| f.clone())
+                            .collect::<Vec<_>>()
+                    )
+                ));
+            }
+            mangled_warning(w, sample, i);
+            w.line(&format!(
+                "{} = {}",
+                key(name),
+                mapping(col(i), &render::attribute_keys(r))
+            ));
+        }
+    }
+
+    let others: Vec<usize> = roles
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| matches!(r, Role::Attribute { .. } | Role::Email { primary: false }))
+        .map(|(i, _)| i)
+        .collect();
+    if !others.is_empty() {
+        w.line("");
+        w.comment("The file's other columns, as attributes of this group, typed by their values.");
+        w.line("[import.attributes]");
+        for i in others {
+            let mut name = columns::attribute_name(col(i));
+            while taken.contains(&name) {
+                name.push_str("_2");
+            }
+            taken.push(name.clone());
+            let r = &roles[i];
+            if let Role::Attribute { date, .. } = r
+                && let Some(text) = render::ambiguity_comment(col(i), date.as_ref())
+            {
+                w.comment(&text);
+                w.look_at(format!("the date format of \"{}\"", col(i)));
+            }
+            mangled_warning(w, sample, i);
+            w.line(&format!(
+                "{} = {}",
+                key(&name),
+                mapping(col(i), &render::attribute_keys(r))
+            ));
+        }
+    }
+
+    if let Some((i, sep)) = roles.iter().enumerate().find_map(|(i, r)| match r {
+        Role::Tags(sep) => Some((i, *sep)),
+        _ => None,
+    }) {
+        w.line("");
+        w.comment(&format!("Tags: \"{}\", separated by \"{sep}\".", col(i)));
+        w.line("[import.tags]");
+        w.line(&format!("columns = {}", string(col(i))));
+        w.line(&format!("separator = {}", string(sep)));
+        w.decided(format!("tags from \"{}\" (separator \"{sep}\")", col(i)));
+    }
+
+    let orders: Vec<(usize, &Role)> = roles
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| matches!(r, Role::Order { .. }))
+        .collect();
+    if !orders.is_empty() {
+        w.line("");
+        w.comment("The rows are order lines: each becomes an order of its address.");
+        w.line("[import.orders]");
+        for (i, r) in orders {
+            let Role::Order {
+                field,
+                date,
+                decimal_comma,
+            } = r
+            else {
+                continue;
+            };
+            let mut extra = render::format_keys(date.as_ref());
+            if *decimal_comma {
+                extra.push("decimal = \",\"".into());
+            }
+            if let Some(text) = render::ambiguity_comment(col(i), date.as_ref()) {
+                w.comment(&text);
+            }
+            w.line(&format!("{field} = {}", mapping(col(i), &extra)));
+        }
+        w.decided("orders on the rows".into());
+    }
+
+    let left_out: Vec<String> = roles
+        .iter()
+        .enumerate()
+        .filter_map(|(i, r)| match r {
+            Role::Secret(why) => Some(format!("\"{}\": {why}", col(i))),
+            Role::Empty => Some(format!("\"{}\": empty in the rows read", col(i))),
+            Role::Noise => Some(format!(
+                "\"{}\": describes the export, not the person",
+                col(i)
+            )),
+            Role::OrderDetail => Some(format!(
+                "\"{}\": describes the order, not the person",
+                col(i)
+            )),
+            _ => None,
+        })
+        .collect();
+    if !left_out.is_empty() {
+        w.line("");
+        w.line("# Not imported:");
+        for l in &left_out {
+            for line in comment(&format!("- {l}")) {
+                w.line(&line);
+            }
+        }
+    }
+    for (i, r) in roles.iter().enumerate() {
+        if let Role::Secret(_) = r {
+            w.decided(format!("\"{}\" left out (a secret)", col(i)));
+        }
+    }
+    Ok(())
+}
+
+/// A comment and a summary line when a column holds numbers Excel mangled.
+fn mangled_warning(w: &mut Writer, sample: &sample::Sample, i: usize) {
+    let count = sample
+        .values(i)
+        .filter(|v| crate::prepare::mangled::is_scientific(v))
+        .count();
+    if count > 0 {
+        let text = format!(
+            "\"{}\" holds {count} number(s) in scientific notation: Excel dropped their digits; export the column as text from the original.",
+            sample.columns[i]
+        );
+        w.comment(&text);
+        w.look_at(text);
+    }
+}
+
+/// The `source` line: the paths relative to the pipeline, and the dialect found.
+fn source_lines(w: &mut Writer, opts: &Options, sample: &sample::Sample) {
+    let paths: Vec<String> = opts
+        .sources
+        .iter()
+        .map(|s| relative(s, &opts.base, opts.out_dir.as_deref()))
+        .collect();
+    let mut keys: Vec<String> = vec![if paths.len() == 1 {
+        format!("path = {}", string(&paths[0]))
+    } else {
+        format!("paths = {}", strings(&paths))
+    }];
+    let mut found: Vec<String> = Vec::new();
+    if sample.format == SourceFormat::Csv {
+        let delimiter = match sample.delimiter {
+            b'\t' => "tab".to_string(),
+            d => char::from(d).to_string(),
+        };
+        keys.push(format!("delimiter = {}", string(&delimiter)));
+        keys.push(format!("encoding = {}", string(sample.encoding.as_str())));
+        found.push(format!(
+            "delimiter \"{delimiter}\", encoding {}",
+            sample.encoding.as_str()
+        ));
+    }
+    if sample.header_row > 1 {
+        keys.push(format!("header_row = {}", sample.header_row));
+        found.push(format!(
+            "the header on row {} (rows above it are titles)",
+            sample.header_row
+        ));
+        w.look_at(format!(
+            "the header sits on row {}: rows above it are skipped",
+            sample.header_row
+        ));
+    }
+    if sample.sheets.len() > 1
+        && let Some(sheet) = &sample.sheet
+    {
+        keys.push(format!("sheet = {}", string(sheet)));
+        found.push(format!(
+            "sheet \"{sheet}\" of {}",
+            consent::quoted(&sample.sheets)
+        ));
+        w.look_at(format!(
+            "the workbook has sheets {}: only \"{sheet}\" is read (sheets = [\"*\"] reads every one of the same layout)",
+            consent::quoted(&sample.sheets)
+        ));
+    }
+    if sample.short_rows > 0 {
+        keys.push("pad_short_rows = true".into());
+        found.push(format!(
+            "{} row(s) with fewer fields than the header, padded",
+            sample.short_rows
+        ));
+        w.look_at(format!(
+            "{} row(s) have fewer fields than the header: they are padded with empty fields; a field missing in the middle shifts the others, so check them in the rejects and the preview of `check`",
+            sample.short_rows
+        ));
+    }
+    if sample.long_rows > 0 {
+        w.look_at(format!(
+            "{} row(s) have more fields than the header: they will be rejected",
+            sample.long_rows
+        ));
+    }
+    if !found.is_empty() {
+        w.comment(&format!("The file's dialect: {}.", found.join("; ")));
+        w.decided(format!("dialect: {}", found.join("; ")));
+    }
+    w.line(&format!("source = {{ {} }}", keys.join(", ")));
+}
+
+/// `source` as the pipeline names it: relative to the pipeline's folder when written to a
+/// file (absolute when it lies elsewhere), as given on standard output.
+fn relative(source: &str, base: &Path, out_dir: Option<&Path>) -> String {
+    let Some(out_dir) = out_dir.filter(|_| !crate::remote::is_remote_entry(source)) else {
+        return source.to_string();
+    };
+    let full = base.join(source);
+    let (Ok(dir), Some(parent), Some(name)) =
+        (out_dir.canonicalize(), full.parent(), full.file_name())
+    else {
+        return full.display().to_string();
+    };
+    let Ok(parent) = parent.canonicalize() else {
+        return full.display().to_string();
+    };
+    let full = parent.join(name);
+    match full.strip_prefix(&dir) {
+        Ok(rel) => rel.display().to_string(),
+        Err(_) => full.display().to_string(),
+    }
+}
+
+/// The file name of a source without folder and extension: `exports/kunden.csv` → `kunden`.
+fn stem(source: &str) -> String {
+    let name = source.rsplit(['/', '\\']).next().unwrap_or(source);
+    let name = name.split('.').next().unwrap_or(name);
+    let name = name.replace(['*', '?', '[', ']'], "");
+    if name.is_empty() {
+        "import".into()
+    } else {
+        name
+    }
+}
+
+/// A step name the pipeline accepts: letters, digits, space, `-`, `_`, `.` (not first).
+fn step_name(stem: &str) -> String {
+    let name: String = stem
+        .chars()
+        .map(|c| {
+            if c.is_alphanumeric() || matches!(c, ' ' | '-' | '_' | '.') {
+                c
+            } else {
+                '-'
+            }
+        })
+        .take(100)
+        .collect();
+    let name = name.trim_start_matches('.').to_string();
+    if name.is_empty() {
+        "import".into()
+    } else {
+        name
+    }
+}
+
+/// The file's lines and the summary, as they are written.
+#[derive(Default)]
+struct Writer {
+    lines: Vec<String>,
+    decided: Vec<String>,
+    look_at: Vec<String>,
+}
+
+impl Writer {
+    fn line(&mut self, l: &str) {
+        self.lines.push(l.to_string());
+    }
+    fn comment(&mut self, text: &str) {
+        self.lines.extend(comment(text));
+    }
+    fn decided(&mut self, s: String) {
+        self.decided.push(s);
+    }
+    fn look_at(&mut self, s: String) {
+        if !self.look_at.contains(&s) {
+            self.look_at.push(s);
+        }
+    }
+    fn finish(self) -> Draft {
+        let mut text = self.lines.join("\n");
+        text.push('\n');
+        Draft {
+            text,
+            decided: self.decided,
+            look_at: self.look_at,
+        }
+    }
+}

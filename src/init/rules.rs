@@ -1,0 +1,576 @@
+//! Every heuristic `init` applies, as data: which header names mean what, which values mean
+//! consent, which headers betray another tool's export. A newcomer teaches `init` a new
+//! export by adding a row here; the code that reads these tables (`columns`, `consent`,
+//! `tools`) holds no names of its own. Header names are compared normalised (see
+//! [`normalise`]): lower case, anything but letters and digits dropped, so `E-Mail`,
+//! `e_mail` and `EMAIL` are one name.
+
+/// A header name reduced to lower-case letters and digits: `"E-Mail Address"` → `emailaddress`.
+pub fn normalise(name: &str) -> String {
+    name.chars()
+        .filter(|c| c.is_alphanumeric())
+        .flat_map(char::to_lowercase)
+        .collect()
+}
+
+/// Whether `header` is one of `names` (normalised), or ends with one of them after a known
+/// prefix such as `billing_` (shop exports repeat fields per address).
+pub fn header_is(header: &str, names: &[&str]) -> bool {
+    let h = normalise(header);
+    names.iter().any(|n| {
+        let n = normalise(n);
+        h == n
+            || PREFIXES
+                .iter()
+                .any(|p| h.strip_prefix(p) == Some(n.as_str()))
+    })
+}
+
+/// Whether `header` contains one of `parts` (normalised).
+pub fn header_contains(header: &str, parts: &[&str]) -> bool {
+    let h = normalise(header);
+    parts.iter().any(|p| h.contains(&normalise(p)))
+}
+
+/// Prefixes shop and CRM exports put before a field of the same meaning.
+const PREFIXES: &[&str] = &[
+    "billing",
+    "default",
+    "defaultaddress",
+    "customer",
+    "contact",
+];
+
+/// What another tool's export looks like: every header of `all` present (any case) means
+/// the file is that tool's export and the preset reads it.
+pub struct ToolExport {
+    pub preset: &'static str,
+    pub all: &'static [&'static str],
+}
+
+/// Tools whose exports have a preset; the first row that fits wins, so the more specific
+/// signatures come first.
+pub const TOOL_EXPORTS: &[ToolExport] = &[
+    ToolExport {
+        preset: "shopify-orders",
+        all: &["Email", "Name", "Lineitem name", "Financial Status"],
+    },
+    ToolExport {
+        preset: "shopify-customers",
+        all: &["Email", "Accepts Email Marketing"],
+    },
+    ToolExport {
+        preset: "shopify-customers",
+        all: &["Email", "Accepts Marketing", "Total Spent"],
+    },
+    ToolExport {
+        preset: "mailchimp",
+        all: &["Email Address", "MEMBER_RATING", "OPTIN_TIME"],
+    },
+    ToolExport {
+        preset: "brevo",
+        all: &["EMAIL", "ADDED_TIME", "MODIFIED_TIME"],
+    },
+    ToolExport {
+        preset: "hubspot",
+        all: &["Email", "Lifecycle Stage", "Create Date"],
+    },
+    ToolExport {
+        preset: "hubspot",
+        all: &["Email", "Marketing contact status"],
+    },
+];
+
+/// Header names of an address column. Content decides too: see `columns`.
+pub const EMAIL_NAMES: &[&str] = &[
+    "email",
+    "e-mail",
+    "email address",
+    "e-mail address",
+    "e-mail-adresse",
+    "emailadresse",
+    "mail",
+    "courriel",
+    "correo",
+    "e-mail 1 - value",
+    "primary email",
+];
+
+/// The share of a column's non-empty values that must be valid addresses for the column
+/// to count as an address column by its content.
+pub const EMAIL_CONTENT_SHARE: f64 = 0.5;
+
+/// Columns never imported, and why (said in the pipeline's comment).
+pub struct Secret {
+    pub parts: &'static [&'static str],
+    pub why: &'static str,
+}
+
+/// Secrets by header part; a name containing a part is a secret.
+pub const SECRETS: &[Secret] = &[
+    Secret {
+        parts: &[
+            "password", "passwort", "passwd", "pwhash", "salt", "encoder",
+        ],
+        why: "a password or its hash: never copy credentials into a mailing list",
+    },
+    Secret {
+        parts: &["token", "secret", "apikey", "sessionid"],
+        why: "an access token or secret: it grants access to another system",
+    },
+    Secret {
+        parts: &[
+            "cardnumber",
+            "creditcard",
+            "ccnumber",
+            "cvv",
+            "cvc",
+            "iban",
+            "cardexp",
+        ],
+        why: "payment card or bank data: must not be stored outside the payment system",
+    },
+];
+
+/// A receiver field or global attribute a column goes to by its name.
+pub struct NamedField {
+    /// `receiver.points`, `global.firstname`, ...
+    pub target: Target,
+    pub names: &'static [&'static str],
+}
+
+/// Where a named column goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Target {
+    /// A receiver field (`points`, `last_ip`).
+    Receiver(&'static str),
+    /// A global attribute with its type.
+    Global(&'static str, AttrType),
+}
+
+/// The type of an attribute, as the pipeline's `type` key spells it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AttrType {
+    Text,
+    Number,
+    Gender,
+    Date,
+}
+
+impl AttrType {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AttrType::Text => "text",
+            AttrType::Number => "number",
+            AttrType::Gender => "gender",
+            AttrType::Date => "date",
+        }
+    }
+}
+
+/// Columns mapped by name; the first row whose names fit wins, and each target is used once.
+pub const NAMED_FIELDS: &[NamedField] = &[
+    NamedField {
+        target: Target::Global("firstname", AttrType::Text),
+        names: &[
+            "first name",
+            "firstname",
+            "first_name",
+            "given name",
+            "vorname",
+            "prenom",
+            "fname",
+        ],
+    },
+    NamedField {
+        target: Target::Global("lastname", AttrType::Text),
+        names: &[
+            "last name",
+            "lastname",
+            "last_name",
+            "family name",
+            "surname",
+            "nachname",
+            "nom",
+            "lname",
+        ],
+    },
+    NamedField {
+        target: Target::Global("salutation", AttrType::Gender),
+        names: &[
+            "salutation",
+            "anrede",
+            "gender",
+            "sex",
+            "geschlecht",
+            "civilite",
+        ],
+    },
+    NamedField {
+        target: Target::Global("birthday", AttrType::Date),
+        names: &[
+            "birthday",
+            "birthdate",
+            "date of birth",
+            "dob",
+            "geburtsdatum",
+            "geburtstag",
+        ],
+    },
+    NamedField {
+        target: Target::Global("phone", AttrType::Text),
+        names: &[
+            "phone",
+            "phone number",
+            "telephone",
+            "telefon",
+            "tel",
+            "mobile",
+            "sms",
+            "phone 1 - value",
+        ],
+    },
+    NamedField {
+        target: Target::Global("company", AttrType::Text),
+        names: &[
+            "company",
+            "company name",
+            "firma",
+            "organization",
+            "organisation name",
+        ],
+    },
+    NamedField {
+        target: Target::Global("street", AttrType::Text),
+        names: &[
+            "street",
+            "address1",
+            "street address",
+            "strasse",
+            "straße",
+            "address",
+        ],
+    },
+    NamedField {
+        target: Target::Global("zip", AttrType::Text),
+        names: &[
+            "zip",
+            "zipcode",
+            "zip code",
+            "postal code",
+            "postcode",
+            "plz",
+        ],
+    },
+    NamedField {
+        target: Target::Global("city", AttrType::Text),
+        names: &["city", "ort", "stadt", "town"],
+    },
+    NamedField {
+        target: Target::Global("country", AttrType::Text),
+        names: &["country", "land", "country code"],
+    },
+    NamedField {
+        target: Target::Receiver("points"),
+        names: &["points", "score", "lead score"],
+    },
+    NamedField {
+        target: Target::Receiver("last_ip"),
+        names: &[
+            "ip",
+            "ip address",
+            "last ip",
+            "signup ip",
+            "optin_ip",
+            "confirm_ip",
+        ],
+    },
+];
+
+/// Date columns that say when someone signed up (the receiver's `registered`), by name.
+pub const REGISTERED_NAMES: &[&str] = &[
+    "created_at",
+    "create date",
+    "created",
+    "date created",
+    "date added",
+    "added",
+    "added_time",
+    "signup",
+    "signup date",
+    "sign up date",
+    "signed up",
+    "registered",
+    "registration date",
+    "anmeldedatum",
+    "subscription date",
+    "subscribed_at",
+    "joined",
+    "optin_time",
+    "opt-in date",
+];
+
+/// Date columns that record consent itself (an opt-in confirmation), by name: the best time
+/// for `activated`.
+pub const CONSENT_TIME_NAMES: &[&str] = &[
+    "confirm_time",
+    "confirmed_at",
+    "confirmed",
+    "opted in at",
+    "opt in date",
+    "optin_time",
+    "double opt-in date",
+    "doi date",
+    "consent date",
+    "subscribed_at",
+];
+
+/// Date columns that record a withdrawal: a non-empty cell means the person opted out.
+pub const WITHDRAWAL_TIME_NAMES: &[&str] = &[
+    "unsubscribed_at",
+    "unsub_time",
+    "unsubscribed date",
+    "unsubscribe date",
+    "opt-out date",
+    "opted out at",
+    "abmeldedatum",
+    "email disabled",
+    "email_disabled_at",
+    "disabled at",
+    "deleted_at",
+];
+
+/// Columns whose values say whether someone agreed to receive mail (a flag), by header part.
+pub const CONSENT_FLAG_PARTS: &[&str] = &[
+    "newsletter",
+    "subscribed",
+    "subscription",
+    "optin",
+    "opt-in",
+    "acceptsmarketing",
+    "acceptsemailmarketing",
+    "emailmarketing",
+    "marketingcontactstatus",
+    "consent",
+    "einwilligung",
+    "permission",
+];
+
+/// Status columns, by whole name: their values tell subscribed from withdrawn (a part such
+/// as `status` alone would take an order's `paymentStatus` for consent).
+pub const CONSENT_STATUS_NAMES: &[&str] = &[
+    "status",
+    "email status",
+    "member status",
+    "subscriber status",
+    "subscription status",
+    "newsletter status",
+    "marketing status",
+];
+
+/// Columns whose yes-values mean the opposite: the person withdrew or is blocked.
+pub const WITHDRAWAL_FLAG_PARTS: &[&str] = &[
+    "unsubscribed",
+    "optout",
+    "opt-out",
+    "blacklisted",
+    "blocklisted",
+    "emaildisabled",
+    "donotemail",
+    "donotcontact",
+    "bounced",
+];
+
+/// Values that mean yes / subscribed, compared trimmed and without case.
+pub const YES_VALUES: &[&str] = &[
+    "1",
+    "yes",
+    "y",
+    "true",
+    "t",
+    "x",
+    "ja",
+    "j",
+    "oui",
+    "si",
+    "subscribed",
+    "active",
+    "opted in",
+    "opted_in",
+    "optedin",
+    "confirmed",
+    "marketing contact",
+    "on",
+];
+
+/// Values that mean no, without saying the person withdrew (never asked, not confirmed).
+pub const NO_VALUES: &[&str] = &[
+    "0",
+    "no",
+    "n",
+    "false",
+    "f",
+    "nein",
+    "non",
+    "off",
+    "pending",
+    "unconfirmed",
+    "not subscribed",
+    "never subscribed",
+    "non-marketing contact",
+    "transactional",
+];
+
+/// The yes-spelling of a no-spelling, for a flag whose rows read show only "no": `0` → `1`.
+/// Rows marked with it are activated; nothing is activated that the file does not mark.
+pub const YES_OF_NO: &[(&str, &str)] = &[
+    ("0", "1"),
+    ("no", "yes"),
+    ("No", "Yes"),
+    ("NO", "YES"),
+    ("false", "true"),
+    ("False", "True"),
+    ("FALSE", "TRUE"),
+    ("n", "y"),
+    ("N", "Y"),
+    ("nein", "ja"),
+    ("Nein", "Ja"),
+];
+
+/// Values that record a withdrawal or a bounce: the receiver is deactivated.
+pub const WITHDRAWN_VALUES: &[&str] = &[
+    "unsubscribed",
+    "inactive",
+    "opted out",
+    "opted_out",
+    "optedout",
+    "cleaned",
+    "bounced",
+    "blocked",
+    "blocklisted",
+    "blacklisted",
+    "disabled",
+    "deleted",
+];
+
+/// Columns holding tags, by name.
+pub const TAG_NAMES: &[&str] = &[
+    "tags",
+    "tag",
+    "labels",
+    "label",
+    "interests",
+    "interessen",
+    "groups",
+    "group membership",
+    "segments",
+    "categories",
+    "kategorien",
+    "lists",
+];
+
+/// Separators looked for in a tags column, the first most likely.
+pub const TAG_SEPARATORS: &[&str] = &[" ::: ", ";", "|", ","];
+
+/// Columns of order lines: an order id plus at least one of the others makes a file with
+/// orders on its rows.
+pub const ORDER_FIELDS: &[(&str, &[&str])] = &[
+    (
+        "order_id",
+        &[
+            "order id",
+            "orderid",
+            "order number",
+            "ordernumber",
+            "order",
+            "bestellnummer",
+            "order_no",
+        ],
+    ),
+    (
+        "product_id",
+        &[
+            "product id",
+            "sku",
+            "article number",
+            "artikelnummer",
+            "product_id",
+            "item id",
+        ],
+    ),
+    (
+        "product",
+        &[
+            "product",
+            "product name",
+            "item",
+            "item name",
+            "artikel",
+            "produkt",
+        ],
+    ),
+    (
+        "price",
+        &[
+            "price",
+            "unit price",
+            "item price",
+            "preis",
+            "amount",
+            "invoiceamount",
+            "total",
+        ],
+    ),
+    ("quantity", &["quantity", "qty", "menge", "anzahl"]),
+    ("currency", &["currency", "waehrung", "währung"]),
+    (
+        "stamp",
+        &[
+            "order date",
+            "ordered_at",
+            "ordertime",
+            "order time",
+            "bestelldatum",
+            "date",
+        ],
+    ),
+];
+
+/// Cell values that stand for "nothing" and are read as empty.
+pub const NULL_PLACEHOLDERS: &[&str] = &[
+    "n/a", "null", "none", "-", "--", "0.0.00", "#n/a", "nil", "(none)",
+];
+
+/// Columns left out when nothing else takes them: they describe the export, not the person.
+pub const NOISE_PARTS: &[&str] = &[
+    "leid",
+    "euid",
+    "memberrating",
+    "lastchanged",
+    "modified",
+    "updated",
+    "gmtoff",
+    "dstoff",
+    "latitude",
+    "longitude",
+    "yomi",
+];
+
+/// In a file of order lines, columns that describe the order rather than the person
+/// (totals, taxes, payment, shipping): left out of the receiver's attributes.
+pub const ORDER_DETAIL_PARTS: &[&str] = &[
+    "invoice",
+    "tax",
+    "shipping",
+    "payment",
+    "transaction",
+    "tracking",
+    "currencyfactor",
+    "orderstatus",
+    "ordernumber",
+    "net",
+    "discount",
+    "subtotal",
+    "fulfillment",
+    "refund",
+];
