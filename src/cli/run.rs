@@ -5,7 +5,6 @@
 use super::step::{StepError, run_step};
 use super::{exit, fail, logs};
 use crate::cause;
-use crate::load::controller::StopSignal;
 use crate::load::journal::{self, JournalOptions};
 use crate::load::lock::LockError;
 use crate::load::target::{self, TargetOverrides};
@@ -129,7 +128,8 @@ pub async fn run(args: RunArgs) -> super::Outcome {
         conn.close().await;
         return Ok(code);
     }
-    let stop = Stop::default();
+    // One stop for the run: the rows' loops and the requests' waits see it.
+    let stop = conn.controller.stop_signal();
     let opts = WriteOptions {
         concurrency: conn.controller.max(),
         writes: args.writes,
@@ -149,10 +149,7 @@ pub async fn run(args: RunArgs) -> super::Outcome {
         stop,
         spill_after: crate::spill::target_spill_after(),
     };
-    let signals = tokio::spawn(stop_on_signal(
-        opts.stop.clone(),
-        conn.controller.stop_signal(),
-    ));
+    let signals = tokio::spawn(stop_on_signal(opts.stop.clone()));
     let mut report = RunReport {
         pipeline: pipeline.file.display().to_string(),
         target: conn.base_url.clone(),
@@ -431,7 +428,7 @@ fn leftover_journals(
 /// in flight finish, the journal and the report are written. A second
 /// signal exits at once (code 130); the journal then shows the rows in
 /// flight as started, and `--resume` checks them against the target.
-async fn stop_on_signal(stop: Stop, requests: StopSignal) {
+async fn stop_on_signal(stop: Stop) {
     #[cfg(unix)]
     let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
         Ok(t) => Some(t),
@@ -459,10 +456,9 @@ async fn stop_on_signal(stop: Stop, requests: StopSignal) {
             crate::errln!("listpipe: stopped at once; resume with --resume");
             std::process::exit(i32::from(exit::STOPPED));
         }
+        // No new rows, and requests still waiting for their turn (a rate, a
+        // pause, a backoff) are not sent: the stop takes one request timeout at most.
         stop.set();
-        // Requests still waiting for their turn (a rate, a pause, a
-        // backoff) are not sent: the stop takes one request timeout at most.
-        requests.stop();
         crate::errln!(
             "listpipe: stopping: no new rows; finishing the requests in flight (again to quit at once)"
         );

@@ -21,7 +21,7 @@
 //!   nor shrinks the window: the refused request alone waits its
 //!   `Retry-After`. How a 429 is judged, how a rate is learned, lowered
 //!   and raised again: [`rate`].
-//! - A graceful stop ([`StopSignal`]) ends every wait for a pause or the
+//! - A graceful stop ([`super::Stop`]) ends every wait for a pause or the
 //!   rate, and every retry's backoff: a request not sent yet is not sent
 //!   (its row stays for `--resume`), so the stop takes about one request
 //!   timeout, whatever the rate or the pause. A wait for a place among
@@ -40,7 +40,7 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
-use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
 
 /// Where the adaptive limit starts: the old fixed batch concurrency, low
@@ -65,25 +65,7 @@ pub struct Controller {
     pause: Mutex<Pause>,
     bucket: Mutex<Bucket>,
     stats: Mutex<Stats>,
-    stop: StopSignal,
-}
-
-/// Set once by a graceful stop (Ctrl-C, SIGTERM): requests waiting for
-/// room give up unsent. A handle the signal task keeps.
-#[derive(Clone)]
-pub struct StopSignal(Arc<watch::Sender<bool>>);
-
-impl StopSignal {
-    pub fn stop(&self) {
-        self.0.send_replace(true);
-    }
-
-    /// Resolves once the stop is set.
-    pub async fn wait(&self) {
-        let mut rx = self.0.subscribe();
-        // The sender lives in `self`: `wait_for` cannot fail while it does.
-        let _ = rx.wait_for(|stopped| *stopped).await;
-    }
+    stop: super::Stop,
 }
 
 struct State {
@@ -141,12 +123,13 @@ impl Controller {
             pause: Mutex::new(Pause::default()),
             bucket: Mutex::new(bucket),
             stats: Mutex::new(Stats::default()),
-            stop: StopSignal(Arc::new(watch::channel(false).0)),
+            stop: super::Stop::default(),
         }
     }
 
-    /// The handle a graceful stop sets (see [`StopSignal`]).
-    pub fn stop_signal(&self) -> StopSignal {
+    /// The run's graceful stop: setting it ends every wait for a pause, the
+    /// rate or a backoff ([`Controller::acquire_unless_stopped`]).
+    pub fn stop_signal(&self) -> super::Stop {
         self.stop.clone()
     }
 
@@ -379,9 +362,9 @@ impl Controller {
         decision.limiting
     }
 
-    /// Waits for a graceful stop (see [`StopSignal`]).
+    /// Waits for a graceful stop (see [`Controller::stop_signal`]).
     pub async fn stopped(&self) {
-        self.stop.wait().await
+        self.stop.stopped().await
     }
 
     /// The report's `requests` section.
