@@ -128,6 +128,7 @@ pub async fn run(
         kinds: cols.iter().map(|(_, k)| *k).collect(),
         timestamps: step.timestamps,
         csv: &step.csv,
+        tags_separator: &step.tags_separator,
     };
     let main = Staged::open(&step.out, &format!("{}.out", step.name))?;
     let mut sink = writer::open(
@@ -135,7 +136,7 @@ pub async fn run(
         main.temp_path(),
         layout(
             cols.iter()
-                .map(|c| (c.name.clone(), c.source.kind()))
+                .map(|c| (c.name.clone(), c.kind))
                 .collect(),
         ),
     )
@@ -190,7 +191,6 @@ pub async fn run(
             };
             let prepare = Arc::new(Prepare {
                 cols: cols.clone(),
-                tags_separator: step.tags_separator.clone(),
                 main: sink.encoder(),
                 orders: orders.as_ref().map(|(s, _)| s.encoder()),
             });
@@ -257,7 +257,6 @@ pub async fn run(
 /// thread, since it holds no file.
 struct Prepare {
     cols: Vec<Column>,
-    tags_separator: String,
     main: Arc<dyn Encode>,
     orders: Option<Arc<dyn Encode>>,
 }
@@ -284,7 +283,7 @@ impl Prepare {
         let page = page.rows().map_err(PageError::Read)?;
         let rows: Vec<_> = page
             .iter()
-            .map(|r| columns::receiver_row(&self.cols, r, &self.tags_separator))
+            .map(|r| columns::receiver_row(&self.cols, r))
             .collect();
         let main = self.main.encode(&rows).map_err(PageError::Main)?;
         let orders = match &self.orders {

@@ -2,7 +2,8 @@
 //! step names, resolved to ids, the columns there are and the default ones,
 //! and (for a progress bar) how many receivers to expect.
 
-use super::columns::{self, Column, Source};
+use super::columns::{self, Column, Kind, Source};
+use std::collections::HashMap;
 use super::in_use;
 use super::reader::Query;
 use crate::api::filter::RuntimeFilter;
@@ -41,16 +42,23 @@ async fn receiver_plan(
     conn: &Connected,
     query: Query,
     groups: Option<&[Id]>,
-    globals: Vec<String>,
-    local: Vec<String>,
+    globals: Vec<(String, Kind)>,
+    local: Vec<(String, Kind)>,
     total: Option<u64>,
 ) -> Plan {
+    let kinds: HashMap<(bool, String), Kind> = globals
+        .iter()
+        .map(|(n, k)| ((true, n.clone()), *k))
+        .chain(local.iter().map(|(n, k)| ((false, n.clone()), *k)))
+        .collect();
+    let globals: Vec<String> = globals.into_iter().map(|(n, _)| n).collect();
+    let local: Vec<String> = local.into_iter().map(|(n, _)| n).collect();
     let used = in_use::globals_in_use(conn, groups, globals.clone(), &local).await;
     Plan {
         query: Some(query),
         blocklist_of: None,
-        columns: columns::receiver_columns(&globals, &local),
-        defaults: columns::receiver_columns(&used, &local),
+        columns: columns::receiver_columns(&globals, &local, &kinds),
+        defaults: columns::receiver_columns(&used, &local, &kinds),
         total,
     }
 }
@@ -70,7 +78,7 @@ pub(super) async fn plan(
                 .await?
                 .into_iter()
                 .filter(|a| a.group_id == 0)
-                .map(|a| a.name)
+                .map(|a| (a.name, Kind::of_attribute(&a.kind)))
                 .collect::<Vec<_>>(),
         )
     };
@@ -79,7 +87,7 @@ pub(super) async fn plan(
             c.group_attributes(id)
                 .await?
                 .into_iter()
-                .map(|a| a.name)
+                .map(|a| (a.name, Kind::of_attribute(&a.kind)))
                 .collect::<Vec<_>>(),
         )
     };
@@ -154,12 +162,18 @@ pub(super) async fn plan(
                 }
                 ids
             };
-            let mut local: Vec<String> = Vec::new();
-            let mut seen = std::collections::HashSet::new();
+            // A name two groups type differently is text: the column holds both.
+            let mut local: Vec<(String, Kind)> = Vec::new();
+            let mut seen: HashMap<String, usize> = HashMap::new();
             for id in &ids {
-                for name in group_attrs(*id).await? {
-                    if seen.insert(name.clone()) {
-                        local.push(name);
+                for (name, kind) in group_attrs(*id).await? {
+                    match seen.get(&name) {
+                        Some(&i) if local[i].1 != kind => local[i].1 = Kind::Text,
+                        Some(_) => {}
+                        None => {
+                            seen.insert(name.clone(), local.len());
+                            local.push((name, kind));
+                        }
                     }
                 }
             }

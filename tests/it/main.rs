@@ -58,6 +58,7 @@ mod third_party;
 mod token_security;
 mod two_pass;
 mod two_pass_orders;
+mod typed_exports;
 mod warehouse;
 mod wire;
 mod writes;
