@@ -16,6 +16,7 @@
 pub mod columns;
 mod destination;
 mod in_use;
+pub mod incremental;
 mod plan;
 pub mod reader;
 pub mod writer;
@@ -51,6 +52,8 @@ pub struct ExportOptions {
     pub progress: bool,
     /// For connecting to an object store an `out` names, and each wait for its answer.
     pub timeout: Duration,
+    /// An incremental export starts again: everything, and a new cursor.
+    pub full: bool,
 }
 
 impl Default for ExportOptions {
@@ -61,6 +64,7 @@ impl Default for ExportOptions {
             retries: crate::pipeline::DEFAULT_RETRIES,
             progress: false,
             timeout: Duration::from_secs(crate::pipeline::DEFAULT_TIMEOUT_SECS),
+            full: false,
         }
     }
 }
@@ -79,6 +83,18 @@ pub struct ExportOutcome {
     pub pages: u64,
     pub retries: u64,
     pub ms: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub incremental: Option<IncrementalOutcome>,
+}
+
+/// What an incremental export read (the report's `export.incremental`).
+#[derive(Debug, Clone, Serialize, Default)]
+pub struct IncrementalOutcome {
+    /// The last run's cursor (ISO 8601 UTC) the changes were read from;
+    /// `None`: the first run (or `--full`) wrote everything.
+    pub since: Option<String>,
+    /// The cursor recorded for the next run.
+    pub cursor: String,
 }
 
 pub(crate) fn output(path: &Path, e: impl std::fmt::Display) -> LoadError {
@@ -161,6 +177,19 @@ pub async fn run(
         _ => None,
     };
     let bar = progress(opts.progress, plan.total, &step.name);
+    let cursor = match (&plan.query, step.incremental) {
+        (Some(q), true) => Some(Arc::new(incremental::Cursor::open(
+            &conn.resolved,
+            q,
+            opts.full,
+        )?)),
+        (None, true) => {
+            return Err(LoadError::step(
+                "an incremental export needs receivers: a blacklist has no change times to follow",
+            ));
+        }
+        _ => None,
+    };
 
     match &plan.query {
         None => {
@@ -182,7 +211,11 @@ pub async fn run(
             }
             outcome.pages = 1;
         }
-        Some(query) => {
+        Some(base) => {
+            let queries = match &cursor {
+                Some(c) => c.queries(base, plan.filter_rules.as_ref())?,
+                None => vec![base.clone()],
+            };
             let ropts = ReadOptions {
                 pagesize: opts.pagesize.clamp(1, reader::MAX_PAGESIZE),
                 concurrency: opts.concurrency.max(1),
@@ -193,7 +226,10 @@ pub async fn run(
                 cols: cols.clone(),
                 main: sink.encoder(),
                 orders: orders.as_ref().map(|(s, _)| s.encoder()),
+                cursor: cursor.clone(),
             });
+            let mut order_rows = 0u64;
+            for query in &queries {
             // Each page is decoded and encoded on a blocking thread, a page
             // per core at once, while this task writes the pages before it
             // in order: one thread could not keep up with the server.
@@ -210,7 +246,6 @@ pub async fn run(
                 })
                 .buffered(workers);
             let mut pages = std::pin::pin!(pages);
-            let mut order_rows = 0u64;
             while let Some(page) = pages.next().await {
                 let page = page.map_err(|e| match e {
                     PageError::Read(e) => read_failed(step, outcome.rows, e),
@@ -231,9 +266,10 @@ pub async fn run(
                 }
                 outcome.rows += page.rows;
                 bar.inc(page.rows);
-                if (page.rows as i64) < ropts.pagesize {
+                if (page.read as i64) < ropts.pagesize {
                     break;
                 }
+            }
             }
             if orders.is_some() {
                 outcome.orders = Some(order_rows);
@@ -248,6 +284,17 @@ pub async fn run(
         t.deliver(opts.timeout).await?;
     }
     main.deliver(opts.timeout).await?;
+    if let Some(c) = cursor {
+        // Every page's preparation has ended, so this is the last holder.
+        let c = Arc::try_unwrap(c).map_err(|_| {
+            LoadError::step("internal error: the export's cursor is still in use")
+        })?;
+        outcome.incremental = Some(IncrementalOutcome {
+            since: c.since.map(columns::iso),
+            cursor: columns::iso(c.started),
+        });
+        c.save()?;
+    }
     outcome.retries = retried.load(Ordering::Relaxed);
     outcome.ms = started.elapsed().as_millis() as u64;
     Ok(outcome)
@@ -259,10 +306,15 @@ struct Prepare {
     cols: Vec<Column>,
     main: Arc<dyn Encode>,
     orders: Option<Arc<dyn Encode>>,
+    /// An incremental export's: which receivers are written.
+    cursor: Option<Arc<incremental::Cursor>>,
 }
 
 /// A page ready to write.
 struct Prepared {
+    /// Receivers on the page read (a short page is the last).
+    read: u64,
+    /// Of them written.
     rows: u64,
     main: Chunk,
     /// The orders file's chunk and its lines.
@@ -281,6 +333,11 @@ enum PageError {
 impl Prepare {
     fn page(&self, page: Page) -> Result<Prepared, PageError> {
         let page = page.rows().map_err(PageError::Read)?;
+        let read = page.len() as u64;
+        let page: Vec<_> = match &self.cursor {
+            Some(c) => page.into_iter().filter(|r| c.keep(r)).collect(),
+            None => page,
+        };
         let rows: Vec<_> = page
             .iter()
             .map(|r| columns::receiver_row(&self.cols, r))
@@ -303,6 +360,7 @@ impl Prepare {
             }
         };
         Ok(Prepared {
+            read,
             rows: page.len() as u64,
             main,
             orders,

@@ -25,6 +25,9 @@ pub(super) struct Plan {
     /// The columns written when the step picks none (see [`in_use`]).
     pub(super) defaults: Vec<Column>,
     pub(super) total: Option<u64>,
+    /// A saved filter's rules and operator (an incremental export adds its
+    /// change times to them).
+    pub(super) filter_rules: Option<(Vec<crate::api::filter::Rule>, String)>,
 }
 
 impl Plan {
@@ -60,6 +63,7 @@ async fn receiver_plan(
         columns: columns::receiver_columns(&globals, &local, &kinds),
         defaults: columns::receiver_columns(&used, &local, &kinds),
         total,
+        filter_rules: None,
     }
 }
 
@@ -145,7 +149,11 @@ pub(super) async fn plan(
             };
             let (globals, local) = (globals().await?, group_attrs(g.id).await?);
             let total = total.map(|t| t.max(0) as u64);
-            receiver_plan(conn, query, Some(&[g.id]), globals, local, total).await
+            let rules = (f.rules.clone().unwrap_or_default(), f.operator.clone());
+            Plan {
+                filter_rules: Some(rules),
+                ..receiver_plan(conn, query, Some(&[g.id]), globals, local, total).await
+            }
         }
         ExportWhat::Runtime {
             groups,
@@ -193,6 +201,7 @@ pub(super) async fn plan(
             columns: columns::blacklist_columns(),
             defaults: columns::blacklist_columns(),
             total: None,
+            filter_rules: None,
         },
         ExportWhat::Blocklist { group } => Plan {
             query: None,
@@ -200,6 +209,7 @@ pub(super) async fn plan(
             columns: columns::blacklist_columns(),
             defaults: columns::blacklist_columns(),
             total: None,
+            filter_rules: None,
         },
     })
 }

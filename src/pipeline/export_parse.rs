@@ -137,6 +137,16 @@ impl Parser<'_> {
                 "`orders_out` needs receivers: a blacklist has no orders",
             );
         }
+        let incremental = t.bool(&mut self.ctx, "incremental").unwrap_or(false);
+        if incremental
+            && matches!(what, ExportWhat::Blacklist | ExportWhat::Blocklist { .. })
+            && let Some(v) = t.get("incremental")
+        {
+            self.ctx.error(
+                v.span(),
+                "`incremental` needs receivers: a blacklist has no change times to follow",
+            );
+        }
         Some(ExportStep {
             name,
             what,
@@ -147,6 +157,7 @@ impl Parser<'_> {
             timestamps,
             csv,
             orders_out,
+            incremental,
         })
     }
 

@@ -28,6 +28,7 @@ mod groups;
 mod hardening;
 mod hostile;
 mod import;
+mod incremental;
 mod job_runners;
 mod load_state;
 mod logs;

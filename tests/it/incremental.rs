@@ -1,0 +1,221 @@
+//! Incremental exports (issue 45) over real HTTP: the first run writes
+//! everything, the next only what appeared or changed (registered,
+//! activated, deactivated, bounced), a run without changes nothing;
+//! `--full` starts again; a failed run moves no cursor; a change landing
+//! while a run reads is in the next run.
+
+use crate::import::listpipe;
+use crate::support::TestServer;
+use listpipe::api::{GroupInput, Id, ReceiverInput};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::process::Output;
+
+/// Runs `listpipe export --group Shop --incremental` with `args` in the test's folder.
+async fn export(t: &TestServer, args: &[&str]) -> Output {
+    let mut all = vec![
+        "export".to_string(),
+        "--target-url".into(),
+        t.base_url(),
+        "--token".into(),
+        t.client.token(),
+        "--group".into(),
+        "Shop".into(),
+        "--incremental".into(),
+    ];
+    all.extend(args.iter().map(|s| s.to_string()));
+    let dir = t.dir.path().to_path_buf();
+    tokio::task::spawn_blocking(move || {
+        listpipe(&dir, &all.iter().map(String::as_str).collect::<Vec<_>>())
+    })
+    .await
+    .unwrap()
+}
+
+fn ok(out: &Output) -> String {
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    stderr
+}
+
+/// The rows of a JSON-lines export by email.
+fn rows(t: &TestServer, file: &str) -> BTreeMap<String, Value> {
+    std::fs::read_to_string(t.dir.path().join(file))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .map(|v| (v["email"].as_str().unwrap().to_string(), v))
+        .collect()
+}
+
+fn emails(rows: &BTreeMap<String, Value>) -> Vec<&str> {
+    rows.keys().map(String::as_str).collect()
+}
+
+async fn shop(t: &TestServer, emails: &[&str]) -> Id {
+    let g = t.client.create_group(&GroupInput::named("Shop")).await.unwrap();
+    add(t, g.id, emails).await;
+    g.id
+}
+
+async fn add(t: &TestServer, group: Id, emails: &[&str]) {
+    let items: Vec<ReceiverInput> = emails.iter().map(|e| ReceiverInput::email(*e)).collect();
+    t.client.upsert_receivers(group, &items).await.unwrap();
+}
+
+fn now() -> i64 {
+    chrono::Utc::now().timestamp()
+}
+
+async fn deactivate(t: &TestServer, group: Id, email: &str) {
+    let input = ReceiverInput {
+        deactivated: Some(now()),
+        ..Default::default()
+    };
+    t.client.update_receiver(group, email, &input).await.unwrap();
+}
+
+async fn bounce(t: &TestServer, group: Id, email: &str) {
+    let input = ReceiverInput {
+        bounced: Some(now()),
+        ..Default::default()
+    };
+    t.client.update_receiver(group, email, &input).await.unwrap();
+}
+
+#[tokio::test]
+async fn an_incremental_export_writes_everything_then_exactly_what_was_added_deactivated_or_bounced()
+ {
+    let t = TestServer::start().await;
+    let g = shop(&t, &["a@x.de", "b@x.de", "c@x.de"]).await;
+
+    let first = ok(&export(&t, &["--out", "run1.jsonl"]).await);
+    assert!(first.contains("export: incremental, everything (first run); next run from "), "{first}");
+    assert_eq!(emails(&rows(&t, "run1.jsonl")), ["a@x.de", "b@x.de", "c@x.de"]);
+
+    add(&t, g, &["d@x.de"]).await;
+    deactivate(&t, g, "a@x.de").await;
+    bounce(&t, g, "b@x.de").await;
+    let second = ok(&export(&t, &["--out", "run2.jsonl"]).await);
+    assert!(second.contains("export: incremental, the changes since "), "{second}");
+    let changed = rows(&t, "run2.jsonl");
+    assert_eq!(emails(&changed), ["a@x.de", "b@x.de", "d@x.de"]);
+    assert!(changed["a@x.de"]["deactivated"].is_string());
+    assert!(changed["b@x.de"]["bounced"].is_string());
+    assert_eq!(changed["d@x.de"]["deactivated"], Value::Null);
+
+    ok(&export(&t, &["--out", "run3.jsonl"]).await);
+    assert!(rows(&t, "run3.jsonl").is_empty(), "nothing changed since");
+
+    ok(&export(&t, &["--out", "run4.jsonl", "--full"]).await);
+    assert_eq!(
+        emails(&rows(&t, "run4.jsonl")),
+        ["a@x.de", "b@x.de", "c@x.de", "d@x.de"]
+    );
+    let cursors = std::fs::read_dir(t.dir.path().join(".listpipe/exports"))
+        .unwrap()
+        .count();
+    assert_eq!(cursors, 1, "one cursor per selection, whatever the output's name");
+}
+
+#[tokio::test]
+async fn a_failed_incremental_run_moves_no_cursor_and_the_next_run_has_no_gap() {
+    let t = TestServer::start().await;
+    let g = shop(&t, &["a@x.de", "b@x.de"]).await;
+    ok(&export(&t, &["--out", "run1.jsonl"]).await);
+
+    add(&t, g, &["c@x.de"]).await;
+    deactivate(&t, g, "a@x.de").await;
+    // The output's place is taken by a folder: the run reads everything, then cannot write it.
+    std::fs::create_dir(t.dir.path().join("taken.jsonl")).unwrap();
+    let failed = export(&t, &["--out", "taken.jsonl"]).await;
+    assert_ne!(failed.status.code(), Some(0), "the run must fail");
+
+    ok(&export(&t, &["--out", "run3.jsonl"]).await);
+    let changed = rows(&t, "run3.jsonl");
+    assert_eq!(emails(&changed), ["a@x.de", "c@x.de"]);
+    assert!(changed["a@x.de"]["deactivated"].is_string());
+}
+
+#[tokio::test]
+async fn a_change_landing_while_an_incremental_export_reads_is_in_the_next_run() {
+    // Every request waits a little, so the export is still reading while receivers change.
+    let t = TestServer::start_with(|o| o.faults = Some("delay=20ms@1".parse().unwrap())).await;
+    let emails_in: Vec<String> = (0..20).map(|i| format!("r{i:02}@x.de")).collect();
+    let refs: Vec<&str> = emails_in.iter().map(String::as_str).collect();
+    let g = shop(&t, &refs).await;
+    ok(&export(&t, &["--out", "run1.jsonl"]).await);
+
+    let slow = ["--page-size", "1", "--concurrency", "1", "--full"];
+    let mut args = vec!["--out", "run2.jsonl"];
+    args.extend(slow);
+    let running = {
+        let mut all = vec![
+            "export".to_string(),
+            "--target-url".into(),
+            t.base_url(),
+            "--token".into(),
+            t.client.token(),
+            "--group".into(),
+            "Shop".into(),
+            "--incremental".into(),
+        ];
+        all.extend(args.iter().map(|s| s.to_string()));
+        let dir = t.dir.path().to_path_buf();
+        tokio::task::spawn_blocking(move || {
+            listpipe(&dir, &all.iter().map(String::as_str).collect::<Vec<_>>())
+        })
+    };
+    // Wait until the run has written its temporary file and read its first pages.
+    let started = || {
+        std::fs::read_dir(t.dir.path())
+            .unwrap()
+            .any(|e| e.unwrap().file_name().to_string_lossy().starts_with(".run2.jsonl."))
+    };
+    for _ in 0..1000 {
+        if started() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    tokio::time::sleep(std::time::Duration::from_millis(150)).await;
+    deactivate(&t, g, "r00@x.de").await;
+    add(&t, g, &["late@x.de"]).await;
+    ok(&running.await.unwrap());
+    let during = rows(&t, "run2.jsonl");
+    assert_eq!(during["r00@x.de"]["deactivated"], Value::Null, "read before it changed");
+
+    ok(&export(&t, &["--out", "run3.jsonl"]).await);
+    let after = rows(&t, "run3.jsonl");
+    assert!(after["r00@x.de"]["deactivated"].is_string(), "{after:?}");
+    assert!(
+        during.contains_key("late@x.de") || after.contains_key("late@x.de"),
+        "the receiver added during the run is in it or in the next"
+    );
+    let unchanged = after.keys().filter(|e| e.starts_with('r') && *e != "r00@x.de").count();
+    assert_eq!(unchanged, 0, "{:?}", emails(&after));
+}
+
+#[tokio::test]
+async fn an_incremental_export_of_a_blacklist_is_refused() {
+    let t = TestServer::start().await;
+    let out = listpipe(
+        t.dir.path(),
+        &[
+            "export",
+            "--target-url",
+            &t.base_url(),
+            "--token",
+            &t.client.token(),
+            "--blacklist",
+            "--incremental",
+            "--out",
+            "b.csv",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("--incremental needs receivers: a blacklist has no change times to follow")
+    );
+}
