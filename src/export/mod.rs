@@ -17,6 +17,7 @@ pub mod columns;
 mod destination;
 mod in_use;
 pub mod incremental;
+pub mod placeholders;
 mod plan;
 pub mod reader;
 pub mod writer;
@@ -127,6 +128,17 @@ pub async fn run(
     opts: &ExportOptions,
 ) -> Result<ExportOutcome, LoadError> {
     let started = Instant::now();
+    // `{date}` and `{run}` in the output's names (see [`placeholders`]).
+    let at = chrono::Utc::now();
+    let expanded = ExportStep {
+        out: placeholders::expand(&step.out, at),
+        orders_out: step
+            .orders_out
+            .as_deref()
+            .map(|p| placeholders::expand(p, at)),
+        ..step.clone()
+    };
+    let step = &expanded;
     let retried = AtomicU64::new(0);
     let mut outcome = ExportOutcome {
         file: step.out.clone(),

@@ -556,7 +556,7 @@ fn export_steps_report_every_problem_with_its_position_and_the_valid_choices() {
         lines,
         [
             format!(
-                "{f}:4:1: unknown key `formt` in [[export]] step 1; valid keys: `name`, `group`, `filter`, `rules`, `operator`, `activeonly`, `blacklist`, `type`, `out`, `format`, `columns`, `tags_separator`, `timestamps`, `delimiter`, `encoding`, `bom`, `quoting` or `orders_out`"
+                "{f}:4:1: unknown key `formt` in [[export]] step 1; valid keys: `name`, `group`, `filter`, `rules`, `operator`, `activeonly`, `blacklist`, `type`, `out`, `format`, `columns`, `tags_separator`, `timestamps`, `delimiter`, `encoding`, `bom`, `quoting`, `orders_out` or `incremental`"
             ),
             format!(
                 "{f}:5:8: unknown type \"sometimes\"; valid values: `all`, `active`, `inactive` or `bounce`"

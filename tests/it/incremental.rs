@@ -219,3 +219,61 @@ async fn an_incremental_export_of_a_blacklist_is_refused() {
             .contains("--incremental needs receivers: a blacklist has no change times to follow")
     );
 }
+
+#[tokio::test]
+async fn a_pipeline_step_with_incremental_and_placeholders_writes_each_run_to_its_own_dated_file() {
+    let t = TestServer::start().await;
+    let g = shop(&t, &["a@x.de", "b@x.de"]).await;
+    let file = t.dir.path().join("consent.toml");
+    std::fs::write(
+        &file,
+        "[[export]]\nname = \"consent\"\ngroup = \"Shop\"\nincremental = true\nout = \"lake/date={date}/run-{run}.jsonl\"\n",
+    )
+    .unwrap();
+    let (code, report, stderr) = crate::import::run(&t, &file, &[]).await;
+    assert_eq!(code, 0, "{stderr}\n{report}");
+    let export = &report["steps"][0]["export"];
+    let written = export["file"].as_str().unwrap().to_string();
+    let today = chrono::Utc::now().format("%Y-%m-%d").to_string();
+    assert!(
+        written.starts_with(&format!("lake/date={today}/run-")) && written.ends_with("Z.jsonl"),
+        "{written}"
+    );
+    assert_eq!(export["rows"], 2);
+    assert_eq!(export["incremental"]["since"], Value::Null);
+
+    deactivate(&t, g, "b@x.de").await;
+    // Another second, so the second run's `{run}` names another file.
+    let first_run = export["incremental"]["cursor"].as_str().unwrap().to_string();
+    while chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ").to_string() == first_run {
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let (code, report, stderr) = crate::import::run(&t, &file, &[]).await;
+    assert_eq!(code, 0, "{stderr}\n{report}");
+    let export = &report["steps"][0]["export"];
+    let second = export["file"].as_str().unwrap();
+    assert_ne!(second, written);
+    assert_eq!(export["rows"], 1);
+    assert_eq!(export["incremental"]["since"], first_run.as_str());
+    assert_eq!(emails(&rows(&t, second)), ["b@x.de"]);
+    assert_eq!(emails(&rows(&t, &written)), ["a@x.de", "b@x.de"]);
+}
+
+#[test]
+fn an_unknown_placeholder_in_out_is_refused_with_its_position_and_the_placeholders_there_are() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("p.toml");
+    std::fs::write(
+        &file,
+        "[[export]]\ngroup = \"Shop\"\nout = \"lake/day={day}/part.parquet\"\n",
+    )
+    .unwrap();
+    let err = listpipe::pipeline::load(&file).unwrap_err().to_string();
+    assert_eq!(
+        err.lines().next().unwrap(),
+        format!(
+            "{}:3:7: unknown placeholder \"{{day}}\" in \"lake/day={{day}}/part.parquet\"; the placeholders are: {{date}} (the run's UTC date, YYYY-MM-DD), {{run}} (the run's start in UTC, YYYYMMDDTHHMMSSZ)",
+            file.display()
+        )
+    );
+}
