@@ -27,7 +27,7 @@
 //! a new one. Not followed: changes to attributes or tags alone (they set
 //! none of the four times) and deleted receivers.
 //!
-//! The cursor is a file under `.listpipe/exports/`, named by a hash of what
+//! The cursor is a file under `.listpipe/export-cursors/`, named by a hash of what
 //! it is bound to: the target (canonical URL and account), and the
 //! selection (group, saved filter or rules, type), not the output's path,
 //! so dated output names (`out = "…/date={date}/…"`) keep one cursor. It is
@@ -99,7 +99,7 @@ fn path_of(selection: &str) -> PathBuf {
     let hash = Sha256::digest(selection.as_bytes());
     let name: String = hash[..12].iter().map(|b| format!("{b:02x}")).collect();
     Path::new(STATE_DIR)
-        .join("exports")
+        .join("export-cursors")
         .join(format!("{name}.json"))
 }
 

@@ -112,7 +112,7 @@ async fn an_incremental_export_writes_everything_then_exactly_what_was_added_dea
         emails(&rows(&t, "run4.jsonl")),
         ["a@x.de", "b@x.de", "c@x.de", "d@x.de"]
     );
-    let cursors = std::fs::read_dir(t.dir.path().join(".listpipe/exports"))
+    let cursors = std::fs::read_dir(t.dir.path().join(".listpipe/export-cursors"))
         .unwrap()
         .count();
     assert_eq!(cursors, 1, "one cursor per selection, whatever the output's name");
@@ -276,4 +276,42 @@ fn an_unknown_placeholder_in_out_is_refused_with_its_position_and_the_placeholde
             file.display()
         )
     );
+}
+
+#[tokio::test]
+async fn the_consent_sync_example_writes_each_nights_deactivations_and_bounces_once() {
+    let t = TestServer::start().await;
+    let g = t
+        .client
+        .create_group(&GroupInput::named("Newsletter"))
+        .await
+        .unwrap()
+        .id;
+    add(&t, g, &["a@x.de", "b@x.de", "c@x.de"]).await;
+    deactivate(&t, g, "a@x.de").await;
+    bounce(&t, g, "b@x.de").await;
+    let example = crate::import::repo("examples/consent-sync/consent.toml");
+    let night = |report: &Value, step: usize| -> Vec<String> {
+        let file = report["steps"][step]["export"]["file"].as_str().unwrap();
+        let text = std::fs::read_to_string(t.dir.path().join(file)).unwrap();
+        text.lines().skip(1).map(|l| l.split(',').next().unwrap().to_string()).collect()
+    };
+
+    let (code, report, stderr) = crate::import::run(&t, &example, &[]).await;
+    assert_eq!(code, 0, "{stderr}\n{report}");
+    assert_eq!(night(&report, 0), ["a@x.de"]);
+    assert_eq!(night(&report, 1), ["b@x.de"]);
+    let header = std::fs::read_to_string(
+        t.dir
+            .path()
+            .join(report["steps"][0]["export"]["file"].as_str().unwrap()),
+    )
+    .unwrap();
+    assert!(header.starts_with("email,unsubscribed_at\n"), "{header}");
+
+    deactivate(&t, g, "c@x.de").await;
+    let (code, report, stderr) = crate::import::run(&t, &example, &[]).await;
+    assert_eq!(code, 0, "{stderr}\n{report}");
+    assert_eq!(night(&report, 0), ["c@x.de"], "only the new unsubscribe");
+    assert!(night(&report, 1).is_empty(), "no new bounce");
 }
