@@ -58,11 +58,9 @@ impl Cell<'_> {
             Cell::Float(f) => Cell::Float(*f),
             Cell::Bool(b) => Cell::Bool(*b),
             Cell::Time(t) => Cell::Time(*t),
-            Cell::Tags(tags) => Cell::Tags(
-                tags.iter()
-                    .map(|t| Cow::Owned(t.to_string()))
-                    .collect(),
-            ),
+            Cell::Tags(tags) => {
+                Cell::Tags(tags.iter().map(|t| Cow::Owned(t.to_string())).collect())
+            }
         }
     }
 }
@@ -233,7 +231,12 @@ pub fn receiver_columns(
         .chain([TAGS_COLUMN.to_string()])
         .collect();
     for (names, prefix, source, global) in [
-        (globals, "global", Source::Global as fn(String) -> Source, true),
+        (
+            globals,
+            "global",
+            Source::Global as fn(String) -> Source,
+            true,
+        ),
         (group, "group", Source::Group as fn(String) -> Source, false),
     ] {
         for g in names {

@@ -171,7 +171,12 @@ impl Cursor {
                         )));
                     }
                 };
-                (Vec::new(), "AND".to_string(), Some(vec![group.to_string()]), activeonly)
+                (
+                    Vec::new(),
+                    "AND".to_string(),
+                    Some(vec![group.to_string()]),
+                    activeonly,
+                )
             }
             Query::Filter { group, .. } => {
                 let (rules, operator) = filter.cloned().unwrap_or_default();
@@ -229,10 +234,7 @@ impl Cursor {
 
     /// Records this run's cursor (after the export is delivered).
     pub fn save(self) -> Result<(), LoadError> {
-        let mut overlap = self
-            .overlap
-            .into_inner()
-            .unwrap_or_else(|e| e.into_inner());
+        let mut overlap = self.overlap.into_inner().unwrap_or_else(|e| e.into_inner());
         overlap.sort_by_key(|s| s.id);
         overlap.dedup();
         let saved = Saved {

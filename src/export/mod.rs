@@ -162,11 +162,7 @@ pub async fn run(
     let mut sink = writer::open(
         step.format,
         main.temp_path(),
-        layout(
-            cols.iter()
-                .map(|c| (c.name.clone(), c.kind))
-                .collect(),
-        ),
+        layout(cols.iter().map(|c| (c.name.clone(), c.kind)).collect()),
     )
     .map_err(|e| output(&step.out, e))?;
     // The sink first: fields drop in order, so the file is closed before the temp guard removes it.
@@ -242,46 +238,46 @@ pub async fn run(
             });
             let mut order_rows = 0u64;
             for query in &queries {
-            // Each page is decoded and encoded on a blocking thread, a page
-            // per core at once, while this task writes the pages before it
-            // in order: one thread could not keep up with the server.
-            let workers = std::thread::available_parallelism().map_or(2, |n| n.get());
-            let pages = reader::pages(conn, query, &ropts, &retried)
-                .map(|page| {
-                    let prepare = prepare.clone();
-                    async move {
-                        let page = page.map_err(PageError::Read)?;
-                        tokio::task::spawn_blocking(move || prepare.page(page))
-                            .await
-                            .map_err(|e| PageError::Lost(e.to_string()))?
+                // Each page is decoded and encoded on a blocking thread, a page
+                // per core at once, while this task writes the pages before it
+                // in order: one thread could not keep up with the server.
+                let workers = std::thread::available_parallelism().map_or(2, |n| n.get());
+                let pages = reader::pages(conn, query, &ropts, &retried)
+                    .map(|page| {
+                        let prepare = prepare.clone();
+                        async move {
+                            let page = page.map_err(PageError::Read)?;
+                            tokio::task::spawn_blocking(move || prepare.page(page))
+                                .await
+                                .map_err(|e| PageError::Lost(e.to_string()))?
+                        }
+                    })
+                    .buffered(workers);
+                let mut pages = std::pin::pin!(pages);
+                while let Some(page) = pages.next().await {
+                    let page = page.map_err(|e| match e {
+                        PageError::Read(e) => read_failed(step, outcome.rows, e),
+                        PageError::Main(e) => output(&step.out, e),
+                        PageError::Orders(e) => {
+                            output(step.orders_out.as_deref().unwrap_or(&step.out), e)
+                        }
+                        PageError::Lost(e) => {
+                            LoadError::step(format!("preparing a page of the export failed: {e}"))
+                        }
+                    })?;
+                    outcome.pages += 1;
+                    sink.write_chunk(page.main)
+                        .map_err(|e| output(&step.out, e))?;
+                    if let (Some((s, t)), Some((chunk, lines))) = (&mut orders, page.orders) {
+                        s.write_chunk(chunk).map_err(|e| output(t.out(), e))?;
+                        order_rows += lines;
                     }
-                })
-                .buffered(workers);
-            let mut pages = std::pin::pin!(pages);
-            while let Some(page) = pages.next().await {
-                let page = page.map_err(|e| match e {
-                    PageError::Read(e) => read_failed(step, outcome.rows, e),
-                    PageError::Main(e) => output(&step.out, e),
-                    PageError::Orders(e) => {
-                        output(step.orders_out.as_deref().unwrap_or(&step.out), e)
+                    outcome.rows += page.rows;
+                    bar.inc(page.rows);
+                    if (page.read as i64) < ropts.pagesize {
+                        break;
                     }
-                    PageError::Lost(e) => {
-                        LoadError::step(format!("preparing a page of the export failed: {e}"))
-                    }
-                })?;
-                outcome.pages += 1;
-                sink.write_chunk(page.main)
-                    .map_err(|e| output(&step.out, e))?;
-                if let (Some((s, t)), Some((chunk, lines))) = (&mut orders, page.orders) {
-                    s.write_chunk(chunk).map_err(|e| output(t.out(), e))?;
-                    order_rows += lines;
                 }
-                outcome.rows += page.rows;
-                bar.inc(page.rows);
-                if (page.read as i64) < ropts.pagesize {
-                    break;
-                }
-            }
             }
             if orders.is_some() {
                 outcome.orders = Some(order_rows);
@@ -298,9 +294,8 @@ pub async fn run(
     main.deliver(opts.timeout).await?;
     if let Some(c) = cursor {
         // Every page's preparation has ended, so this is the last holder.
-        let c = Arc::try_unwrap(c).map_err(|_| {
-            LoadError::step("internal error: the export's cursor is still in use")
-        })?;
+        let c = Arc::try_unwrap(c)
+            .map_err(|_| LoadError::step("internal error: the export's cursor is still in use"))?;
         outcome.incremental = Some(IncrementalOutcome {
             since: c.since.map(columns::iso),
             cursor: columns::iso(c.started),

@@ -76,6 +76,10 @@ mod tests {
             check("out/{dat}.csv").unwrap_err(),
             "unknown placeholder \"{dat}\" in \"out/{dat}.csv\"; the placeholders are: {date} (the run's UTC date, YYYY-MM-DD), {run} (the run's start in UTC, YYYYMMDDTHHMMSSZ)"
         );
-        assert!(check("out/{date.csv").unwrap_err().contains("without its `}`"));
+        assert!(
+            check("out/{date.csv")
+                .unwrap_err()
+                .contains("without its `}`")
+        );
     }
 }

@@ -3,7 +3,6 @@
 //! and (for a progress bar) how many receivers to expect.
 
 use super::columns::{self, Column, Kind, Source};
-use std::collections::HashMap;
 use super::in_use;
 use super::reader::Query;
 use crate::api::filter::RuntimeFilter;
@@ -13,6 +12,7 @@ use crate::load::LoadError;
 use crate::load::target::Connected;
 use crate::pipeline::GroupRef;
 use crate::pipeline::export::{ExportStep, ExportWhat, FilterRef};
+use std::collections::HashMap;
 
 /// What the target says before reading: which receivers, which columns,
 /// how many (when the API can tell).

@@ -119,7 +119,7 @@ impl Parser<'_> {
                 }
             }
             if let (ExportFormat::Parquet, Some(v)) = (f, t.get("timestamps")) {
-                ctx.error(v.span(), "`timestamps` has no effect on Parquet, which always keeps a time as Unix seconds in a typed integer column; remove it");
+                ctx.error(v.span(), "`timestamps` has no effect on Parquet, which always writes a time as a TIMESTAMP column (milliseconds, UTC); remove it");
             }
         }
         let orders_out = t.str(ctx, "orders_out").map(|o| {

@@ -144,8 +144,7 @@ fn typed_text(c: &Column) -> Option<StringChunked> {
                 .amortized_iter()
                 .map(|v| {
                     let items = v?;
-                    let items: Vec<&str> =
-                        items.as_ref().str().ok()?.iter().flatten().collect();
+                    let items: Vec<&str> = items.as_ref().str().ok()?.iter().flatten().collect();
                     serde_json::to_string(&items).ok()
                 })
                 .collect::<StringChunked>()

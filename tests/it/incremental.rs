@@ -53,7 +53,11 @@ fn emails(rows: &BTreeMap<String, Value>) -> Vec<&str> {
 }
 
 async fn shop(t: &TestServer, emails: &[&str]) -> Id {
-    let g = t.client.create_group(&GroupInput::named("Shop")).await.unwrap();
+    let g = t
+        .client
+        .create_group(&GroupInput::named("Shop"))
+        .await
+        .unwrap();
     add(t, g.id, emails).await;
     g.id
 }
@@ -72,7 +76,10 @@ async fn deactivate(t: &TestServer, group: Id, email: &str) {
         deactivated: Some(now()),
         ..Default::default()
     };
-    t.client.update_receiver(group, email, &input).await.unwrap();
+    t.client
+        .update_receiver(group, email, &input)
+        .await
+        .unwrap();
 }
 
 async fn bounce(t: &TestServer, group: Id, email: &str) {
@@ -80,7 +87,10 @@ async fn bounce(t: &TestServer, group: Id, email: &str) {
         bounced: Some(now()),
         ..Default::default()
     };
-    t.client.update_receiver(group, email, &input).await.unwrap();
+    t.client
+        .update_receiver(group, email, &input)
+        .await
+        .unwrap();
 }
 
 #[tokio::test]
@@ -90,14 +100,23 @@ async fn an_incremental_export_writes_everything_then_exactly_what_was_added_dea
     let g = shop(&t, &["a@x.de", "b@x.de", "c@x.de"]).await;
 
     let first = ok(&export(&t, &["--out", "run1.jsonl"]).await);
-    assert!(first.contains("export: incremental, everything (first run); next run from "), "{first}");
-    assert_eq!(emails(&rows(&t, "run1.jsonl")), ["a@x.de", "b@x.de", "c@x.de"]);
+    assert!(
+        first.contains("export: incremental, everything (first run); next run from "),
+        "{first}"
+    );
+    assert_eq!(
+        emails(&rows(&t, "run1.jsonl")),
+        ["a@x.de", "b@x.de", "c@x.de"]
+    );
 
     add(&t, g, &["d@x.de"]).await;
     deactivate(&t, g, "a@x.de").await;
     bounce(&t, g, "b@x.de").await;
     let second = ok(&export(&t, &["--out", "run2.jsonl"]).await);
-    assert!(second.contains("export: incremental, the changes since "), "{second}");
+    assert!(
+        second.contains("export: incremental, the changes since "),
+        "{second}"
+    );
     let changed = rows(&t, "run2.jsonl");
     assert_eq!(emails(&changed), ["a@x.de", "b@x.de", "d@x.de"]);
     assert!(changed["a@x.de"]["deactivated"].is_string());
@@ -115,7 +134,10 @@ async fn an_incremental_export_writes_everything_then_exactly_what_was_added_dea
     let cursors = std::fs::read_dir(t.dir.path().join(".listpipe/export-cursors"))
         .unwrap()
         .count();
-    assert_eq!(cursors, 1, "one cursor per selection, whatever the output's name");
+    assert_eq!(
+        cursors, 1,
+        "one cursor per selection, whatever the output's name"
+    );
 }
 
 #[tokio::test]
@@ -168,9 +190,12 @@ async fn a_change_landing_while_an_incremental_export_reads_is_in_the_next_run()
     };
     // Wait until the run has written its temporary file and read its first pages.
     let started = || {
-        std::fs::read_dir(t.dir.path())
-            .unwrap()
-            .any(|e| e.unwrap().file_name().to_string_lossy().starts_with(".run2.jsonl."))
+        std::fs::read_dir(t.dir.path()).unwrap().any(|e| {
+            e.unwrap()
+                .file_name()
+                .to_string_lossy()
+                .starts_with(".run2.jsonl.")
+        })
     };
     for _ in 0..1000 {
         if started() {
@@ -183,7 +208,11 @@ async fn a_change_landing_while_an_incremental_export_reads_is_in_the_next_run()
     add(&t, g, &["late@x.de"]).await;
     ok(&running.await.unwrap());
     let during = rows(&t, "run2.jsonl");
-    assert_eq!(during["r00@x.de"]["deactivated"], Value::Null, "read before it changed");
+    assert_eq!(
+        during["r00@x.de"]["deactivated"],
+        Value::Null,
+        "read before it changed"
+    );
 
     ok(&export(&t, &["--out", "run3.jsonl"]).await);
     let after = rows(&t, "run3.jsonl");
@@ -192,7 +221,10 @@ async fn a_change_landing_while_an_incremental_export_reads_is_in_the_next_run()
         during.contains_key("late@x.de") || after.contains_key("late@x.de"),
         "the receiver added during the run is in it or in the next"
     );
-    let unchanged = after.keys().filter(|e| e.starts_with('r') && *e != "r00@x.de").count();
+    let unchanged = after
+        .keys()
+        .filter(|e| e.starts_with('r') && *e != "r00@x.de")
+        .count();
     assert_eq!(unchanged, 0, "{:?}", emails(&after));
 }
 
@@ -244,7 +276,10 @@ async fn a_pipeline_step_with_incremental_and_placeholders_writes_each_run_to_it
 
     deactivate(&t, g, "b@x.de").await;
     // Another second, so the second run's `{run}` names another file.
-    let first_run = export["incremental"]["cursor"].as_str().unwrap().to_string();
+    let first_run = export["incremental"]["cursor"]
+        .as_str()
+        .unwrap()
+        .to_string();
     while chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ").to_string() == first_run {
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
@@ -294,7 +329,10 @@ async fn the_consent_sync_example_writes_each_nights_deactivations_and_bounces_o
     let night = |report: &Value, step: usize| -> Vec<String> {
         let file = report["steps"][step]["export"]["file"].as_str().unwrap();
         let text = std::fs::read_to_string(t.dir.path().join(file)).unwrap();
-        text.lines().skip(1).map(|l| l.split(',').next().unwrap().to_string()).collect()
+        text.lines()
+            .skip(1)
+            .map(|l| l.split(',').next().unwrap().to_string())
+            .collect()
     };
 
     let (code, report, stderr) = crate::import::run(&t, &example, &[]).await;

@@ -265,7 +265,7 @@ fn table() -> Vec<(&'static str, &'static str, String, Effect)> {
         ("export", "columns", export("columns = [\"email\"]"), Parsed("columns: Some([(\"email\", \"email\")])")),
         ("export", "tags_separator", export("tags_separator = \"|\""), Parsed("tags_separator: \"|\"")),
         ("export", "timestamps", export("timestamps = \"unix\""), Parsed("timestamps: Unix")),
-        ("export", "timestamps", "[[export]]\ngroup = \"News\"\nout = \"o.parquet\"\ntimestamps = \"unix\"\n".into(), Refused("p.toml:4:14: `timestamps` has no effect on Parquet, which always keeps a time as Unix seconds in a typed integer column; remove it")),
+        ("export", "timestamps", "[[export]]\ngroup = \"News\"\nout = \"o.parquet\"\ntimestamps = \"unix\"\n".into(), Refused("p.toml:4:14: `timestamps` has no effect on Parquet, which always writes a time as a TIMESTAMP column (milliseconds, UTC); remove it")),
         ("export", "delimiter", export("delimiter = \";\""), Parsed("delimiter: 59")),
         ("export", "delimiter", "[[export]]\ngroup = \"News\"\nout = \"o.xlsx\"\ndelimiter = \";\"\n".into(), Refused("p.toml:4:13: `delimiter` shapes CSV files, and this export writes xlsx; remove it, or write a .csv")),
         ("export", "encoding", export("encoding = \"windows-1252\""), Parsed("encoding: Windows1252")),

@@ -59,11 +59,7 @@ async fn typed_group() -> TestServer {
     let t = TestServer::start().await;
     let dir = t.dir.path();
     std::fs::write(dir.join("people.csv"), PEOPLE).unwrap();
-    std::fs::write(
-        dir.join("people.toml"),
-        pipeline("people.csv", Some("|")),
-    )
-    .unwrap();
+    std::fs::write(dir.join("people.toml"), pipeline("people.csv", Some("|"))).unwrap();
     let (code, report, stderr) = run(&t, &dir.join("people.toml"), &[]).await;
     assert_eq!(code, 0, "{stderr}\n{report}");
     t
@@ -98,7 +94,10 @@ async fn export(t: &TestServer, args: &[&str]) -> Output {
 }
 
 fn by_email(receivers: Vec<Receiver>) -> BTreeMap<String, Receiver> {
-    receivers.into_iter().map(|r| (r.email.clone(), r)).collect()
+    receivers
+        .into_iter()
+        .map(|r| (r.email.clone(), r))
+        .collect()
 }
 
 fn utc_ms() -> DataType {
@@ -151,14 +150,23 @@ async fn a_parquet_export_types_every_column_and_writes_empty_values_as_nulls() 
     };
     assert_eq!(ms("registered", a), Some(1_706_795_120_000));
     assert_eq!(ms("deactivated", a), None, "never deactivated is null");
-    assert_eq!(ms("deactivated", b), Some(want["b@x.de"].deactivated * 1000));
+    assert_eq!(
+        ms("deactivated", b),
+        Some(want["b@x.de"].deactivated * 1000)
+    );
     assert_eq!(ms("bounced", c), Some(want["c@x.de"].bounced * 1000));
     let score = pq.column("score").unwrap().f64().unwrap().clone();
     assert_eq!(
         (score.get(a), score.get(b), score.get(c)),
         (Some(12.5), Some(7.0), None)
     );
-    let birthday = pq.column("birthday").unwrap().date().unwrap().physical().clone();
+    let birthday = pq
+        .column("birthday")
+        .unwrap()
+        .date()
+        .unwrap()
+        .physical()
+        .clone();
     assert_eq!(birthday.get(a), Some(7_441), "1990-05-17 is day 7441");
     assert_eq!(birthday.get(b), None, "an empty date is null");
     let nick = pq.column("nick").unwrap().str().unwrap().clone();
@@ -198,7 +206,11 @@ async fn json_lines_write_tags_as_arrays_numbers_as_numbers_and_timestamps_as_is
     assert_eq!(b["deactivated"], "2024-06-01T08:00:00Z");
     assert_eq!(c["bounced"], "2024-07-01T12:00:00Z");
     assert_eq!(a["score"], serde_json::json!(12.5));
-    assert_eq!(b["score"], serde_json::json!(7), "a whole number has no fraction");
+    assert_eq!(
+        b["score"],
+        serde_json::json!(7),
+        "a whole number has no fraction"
+    );
     assert_eq!(c["score"], Value::Null);
     assert_eq!(a["birthday"], "1990-05-17");
     assert_eq!(b["birthday"], Value::Null);
@@ -304,5 +316,41 @@ async fn typed_parquet_and_json_lines_exports_reimport_to_the_same_receivers() {
         export(&a, &["--out", file]).await;
         let b = reimport(&a, file).await;
         assert_eq!(states(&b).await, before, "{file}");
+    }
+}
+
+#[tokio::test]
+async fn a_parquet_export_sets_the_logical_types_a_warehouse_reads_without_hints() {
+    let t = typed_group().await;
+    export(&t, &["--out", "typed.parquet"]).await;
+    let file = std::fs::File::open(t.dir.path().join("typed.parquet")).unwrap();
+    let metadata = ParquetReader::new(file).get_metadata().unwrap().clone();
+    let logical: BTreeMap<String, String> = metadata
+        .schema_descr
+        .columns()
+        .iter()
+        .map(|c| {
+            let t = &c.descriptor.primitive_type;
+            (
+                c.path_in_schema.join("."),
+                format!("{:?} {:?}", t.physical_type, t.logical_type),
+            )
+        })
+        .collect();
+    let utc_ms = "Int64 Some(Timestamp { unit: Milliseconds, is_adjusted_to_utc: true })";
+    for (column, want) in [
+        ("id", "Int64 None"),
+        ("group_id", "Int64 None"),
+        ("registered", utc_ms),
+        ("activated", utc_ms),
+        ("deactivated", utc_ms),
+        ("bounced", utc_ms),
+        ("birthday", "Int32 Some(Date)"),
+        ("score", "Double None"),
+        ("active", "Boolean None"),
+        ("email", "ByteArray Some(String)"),
+        ("tags.list.element", "ByteArray Some(String)"),
+    ] {
+        assert_eq!(logical[column], want, "{column}");
     }
 }

@@ -63,11 +63,9 @@ impl JsonlEncoder {
                 None => Value::String(s.to_string()),
             },
             Cell::Text(s) => Value::String(s.to_string()),
-            Cell::Tags(tags) => Value::Array(
-                tags.iter()
-                    .map(|t| Value::String(t.to_string()))
-                    .collect(),
-            ),
+            Cell::Tags(tags) => {
+                Value::Array(tags.iter().map(|t| Value::String(t.to_string())).collect())
+            }
             Cell::Int(n) => n.map_or(Value::Null, Value::from),
             Cell::Float(f) => Value::from(*f),
             Cell::Bool(b) => Value::Bool(*b),
@@ -86,7 +84,11 @@ impl Encode for JsonlEncoder {
         for row in rows {
             // Written by hand so keys stay in column order (serde_json sorts maps).
             out.push(b'{');
-            let kinds = self.kinds.iter().copied().chain(std::iter::repeat(Kind::Text));
+            let kinds = self
+                .kinds
+                .iter()
+                .copied()
+                .chain(std::iter::repeat(Kind::Text));
             for (i, ((key, cell), kind)) in self.keys.iter().zip(row).zip(kinds).enumerate() {
                 if i > 0 {
                     out.push(b',');

@@ -106,9 +106,7 @@ impl Sink for XlsxSink {
                         None => sheet.write_string(r, c, s.as_ref()).map(|_| ()),
                     },
                     Cell::Text(s) if kind == Kind::Date => match super::date(s) {
-                        Some(d) => sheet
-                            .write_date_with_format(r, c, d, &self.day)
-                            .map(|_| ()),
+                        Some(d) => sheet.write_date_with_format(r, c, d, &self.day).map(|_| ()),
                         None => sheet.write_string(r, c, s.as_ref()).map(|_| ()),
                     },
                     Cell::Tags(tags) if tags.is_empty() => continue,
