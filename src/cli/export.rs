@@ -332,6 +332,12 @@ pub async fn run(args: ExportArgs) -> super::Outcome {
                     o.format,
                     o.ms
                 );
+                if o.values_not_typed > 0 {
+                    crate::errln!(
+                        "export: {} values of number or date attributes are not a number or a YYYY-MM-DD date; Parquet has them as null (CSV and JSON lines keep the text)",
+                        o.values_not_typed
+                    );
+                }
                 if let Some(i) = &o.incremental {
                     match &i.since {
                         Some(since) => crate::errln!(

@@ -86,6 +86,14 @@ pub struct ExportOutcome {
     pub ms: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub incremental: Option<IncrementalOutcome>,
+    /// Parquet: values of `number`/`date` attributes that are not a number
+    /// or a `YYYY-MM-DD` date, written as null (CSV and JSON lines keep them).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub values_not_typed: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// What an incremental export read (the report's `export.incremental`).
@@ -235,6 +243,16 @@ pub async fn run(
                 main: sink.encoder(),
                 orders: orders.as_ref().map(|(s, _)| s.encoder()),
                 cursor: cursor.clone(),
+                // Only Parquet has no place for a value that is not its column's type.
+                typed: if step.format == ExportFormat::Parquet {
+                    cols.iter()
+                        .enumerate()
+                        .filter(|(_, c)| matches!(c.kind, Kind::Number | Kind::Date))
+                        .map(|(i, c)| (i, c.kind))
+                        .collect()
+                } else {
+                    Vec::new()
+                },
             });
             let mut order_rows = 0u64;
             for query in &queries {
@@ -273,6 +291,7 @@ pub async fn run(
                         order_rows += lines;
                     }
                     outcome.rows += page.rows;
+                    outcome.values_not_typed += page.not_typed;
                     bar.inc(page.rows);
                     if (page.read as i64) < ropts.pagesize {
                         break;
@@ -315,6 +334,9 @@ struct Prepare {
     orders: Option<Arc<dyn Encode>>,
     /// An incremental export's: which receivers are written.
     cursor: Option<Arc<incremental::Cursor>>,
+    /// The `number`/`date` columns whose values are counted when they are
+    /// not of the type (Parquet writes them as null).
+    typed: Vec<(usize, Kind)>,
 }
 
 /// A page ready to write.
@@ -323,6 +345,8 @@ struct Prepared {
     read: u64,
     /// Of them written.
     rows: u64,
+    /// Values written as null for not being their column's type.
+    not_typed: u64,
     main: Chunk,
     /// The orders file's chunk and its lines.
     orders: Option<(Chunk, u64)>,
@@ -349,6 +373,17 @@ impl Prepare {
             .iter()
             .map(|r| columns::receiver_row(&self.cols, r))
             .collect();
+        let not_typed = rows
+            .iter()
+            .flat_map(|row| self.typed.iter().map(move |(i, kind)| (row.get(*i), *kind)))
+            .filter(|(cell, kind)| match cell {
+                Some(columns::Cell::Text(t)) if !t.trim().is_empty() => match kind {
+                    Kind::Number => writer::number(t).is_none(),
+                    _ => writer::date(t).is_none(),
+                },
+                _ => false,
+            })
+            .count() as u64;
         let main = self.main.encode(&rows).map_err(PageError::Main)?;
         let orders = match &self.orders {
             None => None,
@@ -369,6 +404,7 @@ impl Prepare {
         Ok(Prepared {
             read,
             rows: page.len() as u64,
+            not_typed,
             main,
             orders,
         })

@@ -354,3 +354,46 @@ async fn a_parquet_export_sets_the_logical_types_a_warehouse_reads_without_hints
         assert_eq!(logical[column], want, "{column}");
     }
 }
+
+#[tokio::test]
+async fn number_attribute_values_that_are_not_numbers_are_null_in_parquet_counted_and_said() {
+    let t = typed_group().await;
+    // A text attribute whose type is changed afterwards: its values stay as they were.
+    let g = t.group_named("Typed").await.id;
+    let nick = t.client.group_attributes(g).await.unwrap();
+    let nick = nick.iter().find(|a| a.name == "nick").unwrap();
+    let input = listpipe::api::AttributeInput {
+        kind: Some("number".into()),
+        ..Default::default()
+    };
+    t.client
+        .update_group_attribute(g, nick.id, &input)
+        .await
+        .unwrap();
+    let all = vec![
+        "export".to_string(),
+        "--target-url".into(),
+        t.base_url(),
+        "--token".into(),
+        t.client.token(),
+        "--group".into(),
+        "Typed".into(),
+        "--out".into(),
+        "typed.parquet".into(),
+    ];
+    let dir = t.dir.path().to_path_buf();
+    let out = tokio::task::spawn_blocking(move || {
+        listpipe(&dir, &all.iter().map(String::as_str).collect::<Vec<_>>())
+    })
+    .await
+    .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("export: 2 values of number or date attributes are not a number or a YYYY-MM-DD date; Parquet has them as null (CSV and JSON lines keep the text)"),
+        "{stderr}"
+    );
+    export(&t, &["--out", "typed.jsonl"]).await;
+    let text = std::fs::read_to_string(t.dir.path().join("typed.jsonl")).unwrap();
+    assert!(text.contains("\"nick\":\"Al\""), "{text}");
+}
