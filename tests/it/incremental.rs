@@ -353,3 +353,33 @@ async fn the_consent_sync_example_writes_each_nights_deactivations_and_bounces_o
     assert_eq!(night(&report, 0), ["c@x.de"], "only the new unsubscribe");
     assert!(night(&report, 1).is_empty(), "no new bounce");
 }
+
+#[tokio::test]
+async fn an_incremental_export_of_a_saved_filter_writes_only_the_changes_the_filter_selects() {
+    use listpipe::api::filter::{FilterInput, Rule};
+    let t = TestServer::start().await;
+    let g = shop(&t, &["a@x.de", "z@y.de"]).await;
+    t.client
+        .create_filter(
+            g,
+            &FilterInput {
+                name: Some("x.de".into()),
+                rules: Some(vec![Rule {
+                    field: "email".into(),
+                    logic: "ends".into(),
+                    condition: "@x.de".into(),
+                }]),
+                operator: Some("AND".into()),
+            },
+        )
+        .await
+        .unwrap();
+    ok(&export(&t, &["--filter", "x.de", "--out", "run1.jsonl"]).await);
+    assert_eq!(emails(&rows(&t, "run1.jsonl")), ["a@x.de"]);
+
+    deactivate(&t, g, "a@x.de").await;
+    deactivate(&t, g, "z@y.de").await;
+    add(&t, g, &["b@x.de", "w@y.de"]).await;
+    ok(&export(&t, &["--filter", "x.de", "--out", "run2.jsonl"]).await);
+    assert_eq!(emails(&rows(&t, "run2.jsonl")), ["a@x.de", "b@x.de"]);
+}
