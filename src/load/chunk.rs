@@ -3,10 +3,10 @@
 //! concurrency, and its result folded into the step's counters. The step
 //! itself (set-up, the chain of chunks, mirror mode) is [`import`](super::import).
 
-use super::flow;
 use super::held::TargetIndex;
 use super::journal::Journal;
 use super::outcome::ImportOutcome;
+use super::flow;
 use super::rows::{Pending, RowResult, Rows};
 use super::target::Connected;
 use super::{Action, LoadError, PlanRow, WriteMode, WriteOptions};
@@ -250,8 +250,9 @@ pub(super) async fn write_chunk(
         // Rows that need a write go in batches of up to BATCH_ROWS, a few
         // batches in flight: the target commits each in one transaction.
         WriteMode::Auto => {
-            let send =
-                |batch: Vec<Box<Pending>>| rows.send_batch(batch.into_iter().map(|p| *p).collect());
+            let send = |batch: Vec<Box<Pending>>| {
+                rows.send_batch(batch.into_iter().map(|p| *p).collect())
+            };
             let batches = concurrency.div_ceil(4).min(BATCHES_QUEUED);
             flow::in_batches(taken, BATCH_ROWS, concurrency, batches, more, decide, send)
                 .for_each(fold)

@@ -35,13 +35,13 @@ mod writer;
 use super::{LoadError, Stop};
 use crate::api::ReceiverInput;
 use crate::pipeline::STATE_DIR;
-pub use index::Last;
-use index::Recorded;
 use sha2::{Digest, Sha256};
 use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+pub use index::Last;
+use index::Recorded;
 use writer::{Device, Failure, Writer};
 
 /// Confirmations between two fsyncs.
@@ -138,11 +138,7 @@ struct ReadBack {
 /// Reads a journal line by line, bounded: each event goes to `each` as it
 /// is read (never all held); a torn or garbled line is counted, not fatal;
 /// a line longer than [`MAX_LINE`] ends the reading.
-fn read_back(
-    path: &Path,
-    header_only: bool,
-    mut each: impl FnMut(Line),
-) -> std::io::Result<ReadBack> {
+fn read_back(path: &Path, header_only: bool, mut each: impl FnMut(Line)) -> std::io::Result<ReadBack> {
     let mut out = ReadBack::default();
     // Only regular files are read: a device or a pipe in the journal's
     // place is not a journal (and may never end).
@@ -322,9 +318,7 @@ impl Journal {
                 }
             })
             .map_err(err)?;
-            spilled
-                .and_then(|()| recorded.flush())
-                .map_err(spill_error)?;
+            spilled.and_then(|()| recorded.flush()).map_err(spill_error)?;
         }
         std::fs::create_dir_all(dir(&opts.pipeline)).map_err(err)?;
         let mut file = OpenOptions::new()

@@ -241,16 +241,14 @@ impl Rows<'_> {
         // which every run that writes has: a dry run, or a step whose group
         // does not exist yet in one, sends nothing.
         match (body, self.gid, self.journal, hashed, self.opts.dry_run) {
-            (Some(body), Some(_), Some(_), Some(hash), false) => {
-                Decision::Send(Box::new(Pending {
-                    index: i,
-                    action,
-                    body,
-                    detail,
-                    key,
-                    hash,
-                }))
-            }
+            (Some(body), Some(_), Some(_), Some(hash), false) => Decision::Send(Box::new(Pending {
+                index: i,
+                action,
+                body,
+                detail,
+                key,
+                hash,
+            })),
             _ => finished(RowResult::Done(action, detail)),
         }
     }

@@ -7,7 +7,7 @@ use super::target::Connected;
 use super::{Action, retry};
 use crate::api::{Id, Receiver, ReceiverInput, detail};
 use std::future::Future;
-use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 
 /// Why a write failed, and whether trying again later may succeed (the
 /// target unreachable or overloaded through every retry).

@@ -505,10 +505,7 @@ pub fn state_name(path: &Path, stem: &str) -> String {
         .and_then(std::fs::canonicalize)
         .ok()
         .and_then(|cwd| canonical.strip_prefix(cwd).ok().map(Path::to_path_buf))
-        .filter(|rel| {
-            rel.components()
-                .all(|c| matches!(c, std::path::Component::Normal(_)))
-        });
+        .filter(|rel| rel.components().all(|c| matches!(c, std::path::Component::Normal(_))));
     match inside {
         Some(rel) => {
             let rel = rel.with_extension("");

@@ -260,27 +260,17 @@ async fn two_same_named_pipelines_of_two_folders_keep_their_state_apart_through_
     let root = t.dir.path().to_path_buf();
     let a = nightly(&root, "a", n, 200, "Nightly A");
     let b = nightly(&root, "b", n, 30, "Nightly B");
-    let journal_of =
-        |folder: &str| root.join(format!(".listpipe/journal/{folder}/nightly/people.jsonl"));
-    let rejects_of = |folder: &str| {
-        root.join(format!(
-            ".listpipe/rejects/{folder}/nightly/people.rejects.csv"
-        ))
-    };
+    let journal_of = |folder: &str| root.join(format!(".listpipe/journal/{folder}/nightly/people.jsonl"));
+    let rejects_of =
+        |folder: &str| root.join(format!(".listpipe/rejects/{folder}/nightly/people.rejects.csv"));
 
     // Both run side by side from one folder; both are killed midway.
-    let runs = [
-        spawn(&t, &a, &["--writes", "single"]),
-        spawn(&t, &b, &["--writes", "single"]),
-    ];
+    let runs = [spawn(&t, &a, &["--writes", "single"]), spawn(&t, &b, &["--writes", "single"])];
     let deadline = Instant::now() + Duration::from_secs(60);
-    while ["a", "b"].iter().any(|f| {
-        listpipe::load::journal::read_events(&journal_of(f))
-            .iter()
-            .filter(|(e, _)| e == "done")
-            .count()
-            < 20
-    }) {
+    while ["a", "b"]
+        .iter()
+        .any(|f| listpipe::load::journal::read_events(&journal_of(f)).iter().filter(|(e, _)| e == "done").count() < 20)
+    {
         assert!(Instant::now() < deadline, "the runs made no progress");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
@@ -290,43 +280,24 @@ async fn two_same_named_pipelines_of_two_folders_keep_their_state_apart_through_
     }
     for folder in ["a", "b"] {
         let header = listpipe::load::journal::header(&journal_of(folder)).unwrap();
-        let group = if folder == "a" {
-            "Nightly A"
-        } else {
-            "Nightly B"
-        };
+        let group = if folder == "a" { "Nightly A" } else { "Nightly B" };
         assert!(header.group.contains(group), "{folder}: {header:?}");
     }
 
     // b resumes and finishes; a's journal stays as it was left.
     let a_left = std::fs::read(journal_of("a")).unwrap();
-    let (code, stderr) = finishes(
-        spawn(&t, &b, &["--resume"]),
-        Duration::from_secs(120),
-        "b's resume",
-    )
-    .await;
+    let (code, stderr) =
+        finishes(spawn(&t, &b, &["--resume"]), Duration::from_secs(120), "b's resume").await;
     assert_eq!(code, 1, "30 rows rejected: {stderr}");
-    assert!(
-        !journal_of("b").exists(),
-        "b's finished run removes its own journal"
-    );
-    assert_eq!(
-        std::fs::read(journal_of("a")).unwrap(),
-        a_left,
-        "and never a's"
-    );
+    assert!(!journal_of("b").exists(), "b's finished run removes its own journal");
+    assert_eq!(std::fs::read(journal_of("a")).unwrap(), a_left, "and never a's");
 
     // a, refused without --resume (its own journal), resumes and finishes.
     let (code, stderr) = finishes(spawn(&t, &a, &[]), Duration::from_secs(60), "a").await;
     assert_eq!(code, 2, "{stderr}");
     assert!(stderr.contains("a/nightly/people.jsonl"), "{stderr}");
-    let (code, stderr) = finishes(
-        spawn(&t, &a, &["--resume"]),
-        Duration::from_secs(120),
-        "a's resume",
-    )
-    .await;
+    let (code, stderr) =
+        finishes(spawn(&t, &a, &["--resume"]), Duration::from_secs(120), "a's resume").await;
     assert_eq!(code, 1, "200 rows rejected: {stderr}");
     assert!(!journal_of("a").exists());
 
@@ -336,11 +307,7 @@ async fn two_same_named_pipelines_of_two_folders_keep_their_state_apart_through_
         assert_eq!(held.len(), n - bad, "{group}");
         assert!(held.iter().all(|r| r.email.starts_with(folder)), "{group}");
         let rejects = std::fs::read_to_string(rejects_of(folder)).unwrap();
-        assert_eq!(
-            rejects.lines().count(),
-            bad + 1,
-            "{folder}'s rejects and a header"
-        );
+        assert_eq!(rejects.lines().count(), bad + 1, "{folder}'s rejects and a header");
     }
 }
 
@@ -362,10 +329,7 @@ async fn a_killed_run_resumes_with_its_journal_spilled_past_a_small_budget() {
     assert!(confirmed < n, "killed midway");
 
     // Ten rows of the journal in memory: the rest goes to a temporary file.
-    let env = [
-        ("LISTPIPE_SPILL_AFTER", "10"),
-        ("LISTPIPE_LOG", "listpipe=debug"),
-    ];
+    let env = [("LISTPIPE_SPILL_AFTER", "10"), ("LISTPIPE_LOG", "listpipe=debug")];
     let resumed = spawn_with(&t, &pipeline, &["--resume", "--writes", "single"], &env);
     let (code, stderr) = finishes(resumed, Duration::from_secs(120), "the resume").await;
     assert_eq!(code, 0, "{stderr}");
@@ -373,10 +337,7 @@ async fn a_killed_run_resumes_with_its_journal_spilled_past_a_small_budget() {
     let report: serde_json::Value =
         serde_json::from_slice(&std::fs::read(dir.join("report.json")).unwrap()).unwrap();
     let import = &report["steps"][0]["import"];
-    assert!(
-        import["resumed"].as_u64().unwrap() >= confirmed as u64,
-        "{import}"
-    );
+    assert!(import["resumed"].as_u64().unwrap() >= confirmed as u64, "{import}");
     let sum: u64 = ["created", "updated", "unchanged", "resumed"]
         .iter()
         .map(|k| import[k].as_u64().unwrap())

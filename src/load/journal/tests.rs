@@ -56,7 +56,13 @@ async fn a_batch_is_written_by_the_writer_thread_and_read_back_in_order() {
         .append(true)
         .open(&path)
         .unwrap();
-    let j = Journal::with_file(path.clone(), file, Stop::default(), Recorded::new(1)).unwrap();
+    let j = Journal::with_file(
+        path.clone(),
+        file,
+        Stop::default(),
+        Recorded::new(1),
+    )
+    .unwrap();
     let keys: Vec<RowKey> = (2..5).map(|r| (0, r, format!("r{r}@x.de"))).collect();
     let entries: Vec<Entry> = keys
         .iter()
