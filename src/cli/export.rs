@@ -83,6 +83,14 @@ pub struct ExportArgs {
     /// Receivers per page (tests use small pages; the API allows at most 5000).
     #[arg(long, default_value_t = export::reader::MAX_PAGESIZE, hide = true)]
     pub page_size: i64,
+    /// Write only the receivers that appeared or changed (registered,
+    /// activated, deactivated, bounced) since the last successful run of
+    /// the same selection; the first run writes everything.
+    #[arg(long)]
+    pub incremental: bool,
+    /// With --incremental: forget the cursor, write everything, record a new one.
+    #[arg(long, requires = "incremental")]
+    pub full: bool,
     /// No progress bar and no summary.
     #[arg(long, short)]
     pub quiet: bool,
@@ -258,6 +266,11 @@ pub fn step(a: &ExportArgs) -> Result<ExportStep, (u8, anyhow::Error)> {
             "--orders-out needs receivers: a blacklist has no orders",
         ));
     }
+    if a.incremental && matches!(what, ExportWhat::Blacklist | ExportWhat::Blocklist { .. }) {
+        return Err(bad(
+            "--incremental needs receivers: a blacklist has no change times to follow",
+        ));
+    }
     if !(1..=export::reader::MAX_PAGESIZE).contains(&a.page_size) {
         return Err(bad("--page-size must be from 1 to 5000"));
     }
@@ -271,6 +284,7 @@ pub fn step(a: &ExportArgs) -> Result<ExportStep, (u8, anyhow::Error)> {
         timestamps,
         csv,
         orders_out: a.orders_out.clone(),
+        incremental: a.incremental,
     })
 }
 
@@ -303,6 +317,7 @@ pub async fn run(args: ExportArgs) -> super::Outcome {
         concurrency: args.concurrency.max(1),
         retries: args.retries,
         progress: !args.quiet && std::io::stderr().is_terminal(),
+        full: args.full,
         ..Default::default()
     };
     let result = export::run(&conn, &step, &opts).await;
@@ -317,6 +332,24 @@ pub async fn run(args: ExportArgs) -> super::Outcome {
                     o.format,
                     o.ms
                 );
+                if o.values_not_typed > 0 {
+                    crate::errln!(
+                        "export: {} values of number or date attributes are not a number or a YYYY-MM-DD date; Parquet has them as null (CSV and JSON lines keep the text)",
+                        o.values_not_typed
+                    );
+                }
+                if let Some(i) = &o.incremental {
+                    match &i.since {
+                        Some(since) => crate::errln!(
+                            "export: incremental, the changes since {since}; next run from {}",
+                            i.cursor
+                        ),
+                        None => crate::errln!(
+                            "export: incremental, everything (first run); next run from {}",
+                            i.cursor
+                        ),
+                    }
+                }
                 if let (Some(n), Some(p)) = (o.orders, &o.orders_file) {
                     crate::errln!("export: {n} orders written to {}", p.display());
                 }

@@ -14,6 +14,26 @@ pub enum Kind {
     Bool,
     /// Unix seconds on the wire; written as the step's `timestamps` say.
     Time,
+    /// A `date` attribute: its text (`YYYY-MM-DD`) read as a calendar date
+    /// by the typed formats, kept as text by CSV.
+    Date,
+    /// A `number` attribute: its text read as a number by the typed
+    /// formats, kept as written by CSV.
+    Number,
+    /// The receiver's tags: a list in the typed formats, joined by CSV.
+    Tags,
+}
+
+impl Kind {
+    /// The kind of an attribute's column, from its type as the API names it
+    /// (`text`, `number`, `gender`, `date`; anything else is text).
+    pub fn of_attribute(kind: &str) -> Kind {
+        match crate::api::AttributeType::parse(kind) {
+            Some(crate::api::AttributeType::Number) => Kind::Number,
+            Some(crate::api::AttributeType::Date) => Kind::Date,
+            _ => Kind::Text,
+        }
+    }
 }
 
 /// One value. `Time(None)`/`Int(None)` are empty (a timestamp of 0 is "never").
@@ -25,6 +45,8 @@ pub enum Cell<'a> {
     Float(f64),
     Bool(bool),
     Time(Option<i64>),
+    /// A receiver's tags, each as it is.
+    Tags(Vec<Cow<'a, str>>),
 }
 
 impl Cell<'_> {
@@ -36,6 +58,9 @@ impl Cell<'_> {
             Cell::Float(f) => Cell::Float(*f),
             Cell::Bool(b) => Cell::Bool(*b),
             Cell::Time(t) => Cell::Time(*t),
+            Cell::Tags(tags) => {
+                Cell::Tags(tags.iter().map(|t| Cow::Owned(t.to_string())).collect())
+            }
         }
     }
 }
@@ -108,6 +133,8 @@ pub struct Column {
     /// The header written.
     pub name: String,
     pub source: Source,
+    /// Its type: the source's, or for an attribute the attribute's type.
+    pub kind: Kind,
 }
 
 impl Source {
@@ -119,19 +146,20 @@ impl Source {
             | Source::Imported
             | Source::Bounced
             | Source::Stamp => Kind::Time,
-            Source::Points => Kind::Int,
+            Source::Id | Source::GroupId | Source::Points => Kind::Int,
+            Source::Tags => Kind::Tags,
             Source::Active => Kind::Bool,
             _ => Kind::Text,
         }
     }
 
-    fn receiver<'a>(&self, r: &'a ReceiverRow<'_>, tags_separator: &str) -> Cell<'a> {
+    fn receiver<'a>(&self, r: &'a ReceiverRow<'_>) -> Cell<'a> {
         let time = |t: i64| Cell::Time((t != 0).then_some(t));
         let text = |s: &'a str| Cell::Text(Cow::Borrowed(s));
         match self {
-            Source::Id => Cell::Text(Cow::Owned(r.id.to_string())),
+            Source::Id => Cell::Int(Some(r.id.0)),
             Source::Email => text(&r.email),
-            Source::GroupId => Cell::Text(Cow::Owned(r.group_id.to_string())),
+            Source::GroupId => Cell::Int(Some(r.group_id.0)),
             Source::Registered => time(r.registered),
             Source::Activated => time(r.activated),
             Source::Deactivated => time(r.deactivated),
@@ -145,9 +173,13 @@ impl Source {
             Source::Active => Cell::Bool(r.active),
             Source::Global(n) => text(r.global_attributes.get(n.as_str()).map_or("", |v| v)),
             Source::Group(n) => text(r.attributes.get(n.as_str()).map_or("", |v| v)),
-            Source::Tags => Cell::Text(Cow::Owned(
-                r.tags.as_deref().unwrap_or_default().join(tags_separator),
-            )),
+            Source::Tags => Cell::Tags(
+                r.tags
+                    .iter()
+                    .flatten()
+                    .map(|t| Cow::Borrowed(t.as_ref()))
+                    .collect(),
+            ),
             Source::Comment => text(""),
             Source::Stamp => Cell::Time(None),
         }
@@ -162,6 +194,7 @@ impl Source {
                 Kind::Time => Cell::Time(None),
                 Kind::Int => Cell::Int(None),
                 Kind::Bool => Cell::Bool(false),
+                Kind::Tags => Cell::Tags(Vec::new()),
                 _ => Cell::Text(Cow::Borrowed("")),
             },
         }
@@ -174,12 +207,20 @@ impl Source {
 /// `source`) or like `tags` is written `global.NAME`, a group attribute
 /// named like either `group.NAME`. A re-import maps those columns back by
 /// the same names.
-pub fn receiver_columns(globals: &[String], group: &[String]) -> Vec<Column> {
+///
+/// `kinds` holds each attribute's column kind by `(is_global, name)`
+/// ([`Kind::of_attribute`]); one not there is text.
+pub fn receiver_columns(
+    globals: &[String],
+    group: &[String],
+    kinds: &std::collections::HashMap<(bool, String), Kind>,
+) -> Vec<Column> {
     let mut cols: Vec<Column> = RECEIVER_FIELDS
         .iter()
         .map(|(n, s)| Column {
             name: n.to_string(),
             source: s.clone(),
+            kind: s.kind(),
         })
         .collect();
     // A set, not a search of the columns per attribute: an account with
@@ -189,9 +230,14 @@ pub fn receiver_columns(globals: &[String], group: &[String]) -> Vec<Column> {
         .map(|c| c.name.clone())
         .chain([TAGS_COLUMN.to_string()])
         .collect();
-    for (names, prefix, source) in [
-        (globals, "global", Source::Global as fn(String) -> Source),
-        (group, "group", Source::Group as fn(String) -> Source),
+    for (names, prefix, source, global) in [
+        (
+            globals,
+            "global",
+            Source::Global as fn(String) -> Source,
+            true,
+        ),
+        (group, "group", Source::Group as fn(String) -> Source, false),
     ] {
         for g in names {
             let name = if taken.contains(g) {
@@ -203,12 +249,17 @@ pub fn receiver_columns(globals: &[String], group: &[String]) -> Vec<Column> {
             cols.push(Column {
                 name,
                 source: source(g.clone()),
+                kind: kinds
+                    .get(&(global, g.clone()))
+                    .copied()
+                    .unwrap_or(Kind::Text),
             });
         }
     }
     cols.push(Column {
         name: TAGS_COLUMN.into(),
         source: Source::Tags,
+        kind: Kind::Tags,
     });
     cols
 }
@@ -232,6 +283,7 @@ pub fn blacklist_columns() -> Vec<Column> {
         .map(|(n, s)| Column {
             name: n.to_string(),
             source: s.clone(),
+            kind: s.kind(),
         })
         .collect()
 }
@@ -245,6 +297,7 @@ pub fn select(all: &[Column], chosen: &[(String, String)]) -> Result<Vec<Column>
             Some(c) => out.push(Column {
                 name: to.clone(),
                 source: c.source.clone(),
+                kind: c.kind,
             }),
             None => {
                 let names: Vec<&str> = all.iter().map(|c| c.name.as_str()).collect();
@@ -258,14 +311,8 @@ pub fn select(all: &[Column], chosen: &[(String, String)]) -> Result<Vec<Column>
     Ok(out)
 }
 
-pub fn receiver_row<'a>(
-    cols: &[Column],
-    r: &'a ReceiverRow<'_>,
-    tags_separator: &str,
-) -> Vec<Cell<'a>> {
-    cols.iter()
-        .map(|c| c.source.receiver(r, tags_separator))
-        .collect()
+pub fn receiver_row<'a>(cols: &[Column], r: &'a ReceiverRow<'_>) -> Vec<Cell<'a>> {
+    cols.iter().map(|c| c.source.receiver(r)).collect()
 }
 
 pub fn entry_row<'a>(cols: &[Column], e: &'a BlacklistEntry) -> Vec<Cell<'a>> {

@@ -31,6 +31,8 @@ fn object_of(out: &Path) -> Option<&str> {
 /// Whether an `out` can be written to: an object URL must name one object (the error says
 /// what is wrong); any other `out` is a file path.
 pub fn check_out(out: &Path) -> Result<(), String> {
+    super::placeholders::check(&out.to_string_lossy())?;
+    let out = &super::placeholders::expand(out, chrono::Utc::now());
     let Some(url) = object_of(out) else {
         return Ok(());
     };

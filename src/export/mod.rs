@@ -16,6 +16,8 @@
 pub mod columns;
 mod destination;
 mod in_use;
+pub mod incremental;
+pub mod placeholders;
 mod plan;
 pub mod reader;
 pub mod writer;
@@ -51,6 +53,8 @@ pub struct ExportOptions {
     pub progress: bool,
     /// For connecting to an object store an `out` names, and each wait for its answer.
     pub timeout: Duration,
+    /// An incremental export starts again: everything, and a new cursor.
+    pub full: bool,
 }
 
 impl Default for ExportOptions {
@@ -61,6 +65,7 @@ impl Default for ExportOptions {
             retries: crate::pipeline::DEFAULT_RETRIES,
             progress: false,
             timeout: Duration::from_secs(crate::pipeline::DEFAULT_TIMEOUT_SECS),
+            full: false,
         }
     }
 }
@@ -79,6 +84,26 @@ pub struct ExportOutcome {
     pub pages: u64,
     pub retries: u64,
     pub ms: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub incremental: Option<IncrementalOutcome>,
+    /// Parquet: values of `number`/`date` attributes that are not a number
+    /// or a `YYYY-MM-DD` date, written as null (CSV and JSON lines keep them).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub values_not_typed: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+/// What an incremental export read (the report's `export.incremental`).
+#[derive(Debug, Clone, Serialize, Default)]
+pub struct IncrementalOutcome {
+    /// The last run's cursor (ISO 8601 UTC) the changes were read from;
+    /// `None`: the first run (or `--full`) wrote everything.
+    pub since: Option<String>,
+    /// The cursor recorded for the next run.
+    pub cursor: String,
 }
 
 pub(crate) fn output(path: &Path, e: impl std::fmt::Display) -> LoadError {
@@ -111,6 +136,17 @@ pub async fn run(
     opts: &ExportOptions,
 ) -> Result<ExportOutcome, LoadError> {
     let started = Instant::now();
+    // `{date}` and `{run}` in the output's names (see [`placeholders`]).
+    let at = chrono::Utc::now();
+    let expanded = ExportStep {
+        out: placeholders::expand(&step.out, at),
+        orders_out: step
+            .orders_out
+            .as_deref()
+            .map(|p| placeholders::expand(p, at)),
+        ..step.clone()
+    };
+    let step = &expanded;
     let retried = AtomicU64::new(0);
     let mut outcome = ExportOutcome {
         file: step.out.clone(),
@@ -128,16 +164,13 @@ pub async fn run(
         kinds: cols.iter().map(|(_, k)| *k).collect(),
         timestamps: step.timestamps,
         csv: &step.csv,
+        tags_separator: &step.tags_separator,
     };
     let main = Staged::open(&step.out, &format!("{}.out", step.name))?;
     let mut sink = writer::open(
         step.format,
         main.temp_path(),
-        layout(
-            cols.iter()
-                .map(|c| (c.name.clone(), c.source.kind()))
-                .collect(),
-        ),
+        layout(cols.iter().map(|c| (c.name.clone(), c.kind)).collect()),
     )
     .map_err(|e| output(&step.out, e))?;
     // The sink first: fields drop in order, so the file is closed before the temp guard removes it.
@@ -160,6 +193,19 @@ pub async fn run(
         _ => None,
     };
     let bar = progress(opts.progress, plan.total, &step.name);
+    let cursor = match (&plan.query, step.incremental) {
+        (Some(q), true) => Some(Arc::new(incremental::Cursor::open(
+            &conn.resolved,
+            q,
+            opts.full,
+        )?)),
+        (None, true) => {
+            return Err(LoadError::step(
+                "an incremental export needs receivers: a blacklist has no change times to follow",
+            ));
+        }
+        _ => None,
+    };
 
     match &plan.query {
         None => {
@@ -181,7 +227,11 @@ pub async fn run(
             }
             outcome.pages = 1;
         }
-        Some(query) => {
+        Some(base) => {
+            let queries = match &cursor {
+                Some(c) => c.queries(base, plan.filter_rules.as_ref())?,
+                None => vec![base.clone()],
+            };
             let ropts = ReadOptions {
                 pagesize: opts.pagesize.clamp(1, reader::MAX_PAGESIZE),
                 concurrency: opts.concurrency.max(1),
@@ -190,49 +240,62 @@ pub async fn run(
             };
             let prepare = Arc::new(Prepare {
                 cols: cols.clone(),
-                tags_separator: step.tags_separator.clone(),
                 main: sink.encoder(),
                 orders: orders.as_ref().map(|(s, _)| s.encoder()),
+                cursor: cursor.clone(),
+                // Only Parquet has no place for a value that is not its column's type.
+                typed: if step.format == ExportFormat::Parquet {
+                    cols.iter()
+                        .enumerate()
+                        .filter(|(_, c)| matches!(c.kind, Kind::Number | Kind::Date))
+                        .map(|(i, c)| (i, c.kind))
+                        .collect()
+                } else {
+                    Vec::new()
+                },
             });
-            // Each page is decoded and encoded on a blocking thread, a page
-            // per core at once, while this task writes the pages before it
-            // in order: one thread could not keep up with the server.
-            let workers = std::thread::available_parallelism().map_or(2, |n| n.get());
-            let pages = reader::pages(conn, query, &ropts, &retried)
-                .map(|page| {
-                    let prepare = prepare.clone();
-                    async move {
-                        let page = page.map_err(PageError::Read)?;
-                        tokio::task::spawn_blocking(move || prepare.page(page))
-                            .await
-                            .map_err(|e| PageError::Lost(e.to_string()))?
-                    }
-                })
-                .buffered(workers);
-            let mut pages = std::pin::pin!(pages);
             let mut order_rows = 0u64;
-            while let Some(page) = pages.next().await {
-                let page = page.map_err(|e| match e {
-                    PageError::Read(e) => read_failed(step, outcome.rows, e),
-                    PageError::Main(e) => output(&step.out, e),
-                    PageError::Orders(e) => {
-                        output(step.orders_out.as_deref().unwrap_or(&step.out), e)
+            for query in &queries {
+                // Each page is decoded and encoded on a blocking thread, a page
+                // per core at once, while this task writes the pages before it
+                // in order: one thread could not keep up with the server.
+                let workers = std::thread::available_parallelism().map_or(2, |n| n.get());
+                let pages = reader::pages(conn, query, &ropts, &retried)
+                    .map(|page| {
+                        let prepare = prepare.clone();
+                        async move {
+                            let page = page.map_err(PageError::Read)?;
+                            tokio::task::spawn_blocking(move || prepare.page(page))
+                                .await
+                                .map_err(|e| PageError::Lost(e.to_string()))?
+                        }
+                    })
+                    .buffered(workers);
+                let mut pages = std::pin::pin!(pages);
+                while let Some(page) = pages.next().await {
+                    let page = page.map_err(|e| match e {
+                        PageError::Read(e) => read_failed(step, outcome.rows, e),
+                        PageError::Main(e) => output(&step.out, e),
+                        PageError::Orders(e) => {
+                            output(step.orders_out.as_deref().unwrap_or(&step.out), e)
+                        }
+                        PageError::Lost(e) => {
+                            LoadError::step(format!("preparing a page of the export failed: {e}"))
+                        }
+                    })?;
+                    outcome.pages += 1;
+                    sink.write_chunk(page.main)
+                        .map_err(|e| output(&step.out, e))?;
+                    if let (Some((s, t)), Some((chunk, lines))) = (&mut orders, page.orders) {
+                        s.write_chunk(chunk).map_err(|e| output(t.out(), e))?;
+                        order_rows += lines;
                     }
-                    PageError::Lost(e) => {
-                        LoadError::step(format!("preparing a page of the export failed: {e}"))
+                    outcome.rows += page.rows;
+                    outcome.values_not_typed += page.not_typed;
+                    bar.inc(page.rows);
+                    if (page.read as i64) < ropts.pagesize {
+                        break;
                     }
-                })?;
-                outcome.pages += 1;
-                sink.write_chunk(page.main)
-                    .map_err(|e| output(&step.out, e))?;
-                if let (Some((s, t)), Some((chunk, lines))) = (&mut orders, page.orders) {
-                    s.write_chunk(chunk).map_err(|e| output(t.out(), e))?;
-                    order_rows += lines;
-                }
-                outcome.rows += page.rows;
-                bar.inc(page.rows);
-                if (page.rows as i64) < ropts.pagesize {
-                    break;
                 }
             }
             if orders.is_some() {
@@ -248,6 +311,16 @@ pub async fn run(
         t.deliver(opts.timeout).await?;
     }
     main.deliver(opts.timeout).await?;
+    if let Some(c) = cursor {
+        // Every page's preparation has ended, so this is the last holder.
+        let c = Arc::try_unwrap(c)
+            .map_err(|_| LoadError::step("internal error: the export's cursor is still in use"))?;
+        outcome.incremental = Some(IncrementalOutcome {
+            since: c.since.map(columns::iso),
+            cursor: columns::iso(c.started),
+        });
+        c.save()?;
+    }
     outcome.retries = retried.load(Ordering::Relaxed);
     outcome.ms = started.elapsed().as_millis() as u64;
     Ok(outcome)
@@ -257,14 +330,23 @@ pub async fn run(
 /// thread, since it holds no file.
 struct Prepare {
     cols: Vec<Column>,
-    tags_separator: String,
     main: Arc<dyn Encode>,
     orders: Option<Arc<dyn Encode>>,
+    /// An incremental export's: which receivers are written.
+    cursor: Option<Arc<incremental::Cursor>>,
+    /// The `number`/`date` columns whose values are counted when they are
+    /// not of the type (Parquet writes them as null).
+    typed: Vec<(usize, Kind)>,
 }
 
 /// A page ready to write.
 struct Prepared {
+    /// Receivers on the page read (a short page is the last).
+    read: u64,
+    /// Of them written.
     rows: u64,
+    /// Values written as null for not being their column's type.
+    not_typed: u64,
     main: Chunk,
     /// The orders file's chunk and its lines.
     orders: Option<(Chunk, u64)>,
@@ -282,10 +364,26 @@ enum PageError {
 impl Prepare {
     fn page(&self, page: Page) -> Result<Prepared, PageError> {
         let page = page.rows().map_err(PageError::Read)?;
+        let read = page.len() as u64;
+        let page: Vec<_> = match &self.cursor {
+            Some(c) => page.into_iter().filter(|r| c.keep(r)).collect(),
+            None => page,
+        };
         let rows: Vec<_> = page
             .iter()
-            .map(|r| columns::receiver_row(&self.cols, r, &self.tags_separator))
+            .map(|r| columns::receiver_row(&self.cols, r))
             .collect();
+        let not_typed = rows
+            .iter()
+            .flat_map(|row| self.typed.iter().map(move |(i, kind)| (row.get(*i), *kind)))
+            .filter(|(cell, kind)| match cell {
+                Some(columns::Cell::Text(t)) if !t.trim().is_empty() => match kind {
+                    Kind::Number => writer::number(t).is_none(),
+                    _ => writer::date(t).is_none(),
+                },
+                _ => false,
+            })
+            .count() as u64;
         let main = self.main.encode(&rows).map_err(PageError::Main)?;
         let orders = match &self.orders {
             None => None,
@@ -304,7 +402,9 @@ impl Prepare {
             }
         };
         Ok(Prepared {
+            read,
             rows: page.len() as u64,
+            not_typed,
             main,
             orders,
         })

@@ -2,7 +2,7 @@
 //! step names, resolved to ids, the columns there are and the default ones,
 //! and (for a progress bar) how many receivers to expect.
 
-use super::columns::{self, Column, Source};
+use super::columns::{self, Column, Kind, Source};
 use super::in_use;
 use super::reader::Query;
 use crate::api::filter::RuntimeFilter;
@@ -12,6 +12,7 @@ use crate::load::LoadError;
 use crate::load::target::Connected;
 use crate::pipeline::GroupRef;
 use crate::pipeline::export::{ExportStep, ExportWhat, FilterRef};
+use std::collections::HashMap;
 
 /// What the target says before reading: which receivers, which columns,
 /// how many (when the API can tell).
@@ -24,6 +25,9 @@ pub(super) struct Plan {
     /// The columns written when the step picks none (see [`in_use`]).
     pub(super) defaults: Vec<Column>,
     pub(super) total: Option<u64>,
+    /// A saved filter's rules and operator (an incremental export adds its
+    /// change times to them).
+    pub(super) filter_rules: Option<(Vec<crate::api::filter::Rule>, String)>,
 }
 
 impl Plan {
@@ -41,17 +45,25 @@ async fn receiver_plan(
     conn: &Connected,
     query: Query,
     groups: Option<&[Id]>,
-    globals: Vec<String>,
-    local: Vec<String>,
+    globals: Vec<(String, Kind)>,
+    local: Vec<(String, Kind)>,
     total: Option<u64>,
 ) -> Plan {
+    let kinds: HashMap<(bool, String), Kind> = globals
+        .iter()
+        .map(|(n, k)| ((true, n.clone()), *k))
+        .chain(local.iter().map(|(n, k)| ((false, n.clone()), *k)))
+        .collect();
+    let globals: Vec<String> = globals.into_iter().map(|(n, _)| n).collect();
+    let local: Vec<String> = local.into_iter().map(|(n, _)| n).collect();
     let used = in_use::globals_in_use(conn, groups, globals.clone(), &local).await;
     Plan {
         query: Some(query),
         blocklist_of: None,
-        columns: columns::receiver_columns(&globals, &local),
-        defaults: columns::receiver_columns(&used, &local),
+        columns: columns::receiver_columns(&globals, &local, &kinds),
+        defaults: columns::receiver_columns(&used, &local, &kinds),
         total,
+        filter_rules: None,
     }
 }
 
@@ -70,7 +82,7 @@ pub(super) async fn plan(
                 .await?
                 .into_iter()
                 .filter(|a| a.group_id == 0)
-                .map(|a| a.name)
+                .map(|a| (a.name, Kind::of_attribute(&a.kind)))
                 .collect::<Vec<_>>(),
         )
     };
@@ -79,7 +91,7 @@ pub(super) async fn plan(
             c.group_attributes(id)
                 .await?
                 .into_iter()
-                .map(|a| a.name)
+                .map(|a| (a.name, Kind::of_attribute(&a.kind)))
                 .collect::<Vec<_>>(),
         )
     };
@@ -137,7 +149,11 @@ pub(super) async fn plan(
             };
             let (globals, local) = (globals().await?, group_attrs(g.id).await?);
             let total = total.map(|t| t.max(0) as u64);
-            receiver_plan(conn, query, Some(&[g.id]), globals, local, total).await
+            let rules = (f.rules.clone().unwrap_or_default(), f.operator.clone());
+            Plan {
+                filter_rules: Some(rules),
+                ..receiver_plan(conn, query, Some(&[g.id]), globals, local, total).await
+            }
         }
         ExportWhat::Runtime {
             groups,
@@ -154,12 +170,18 @@ pub(super) async fn plan(
                 }
                 ids
             };
-            let mut local: Vec<String> = Vec::new();
-            let mut seen = std::collections::HashSet::new();
+            // A name two groups type differently is text: the column holds both.
+            let mut local: Vec<(String, Kind)> = Vec::new();
+            let mut seen: HashMap<String, usize> = HashMap::new();
             for id in &ids {
-                for name in group_attrs(*id).await? {
-                    if seen.insert(name.clone()) {
-                        local.push(name);
+                for (name, kind) in group_attrs(*id).await? {
+                    match seen.get(&name) {
+                        Some(&i) if local[i].1 != kind => local[i].1 = Kind::Text,
+                        Some(_) => {}
+                        None => {
+                            seen.insert(name.clone(), local.len());
+                            local.push((name, kind));
+                        }
                     }
                 }
             }
@@ -179,6 +201,7 @@ pub(super) async fn plan(
             columns: columns::blacklist_columns(),
             defaults: columns::blacklist_columns(),
             total: None,
+            filter_rules: None,
         },
         ExportWhat::Blocklist { group } => Plan {
             query: None,
@@ -186,6 +209,7 @@ pub(super) async fn plan(
             columns: columns::blacklist_columns(),
             defaults: columns::blacklist_columns(),
             total: None,
+            filter_rules: None,
         },
     })
 }

@@ -27,6 +27,7 @@ pub(super) const EXPORT_KEYS: &[&str] = &[
     "bom",
     "quoting",
     "orders_out",
+    "incremental",
 ];
 pub(super) const RULE_KEYS: &[&str] = &["field", "logic", "condition"];
 pub const FORMAT_CHOICES: &[&str] = &["csv", "xlsx", "parquet", "jsonl"];
@@ -52,6 +53,9 @@ pub struct ExportStep {
     pub csv: CsvOptions,
     /// One row per order, with the receiver's email; same format rules.
     pub orders_out: Option<PathBuf>,
+    /// Write only what changed since the last successful run of the same
+    /// selection (see [`crate::export::incremental`]).
+    pub incremental: bool,
 }
 
 /// What an export reads.

@@ -119,7 +119,7 @@ impl Parser<'_> {
                 }
             }
             if let (ExportFormat::Parquet, Some(v)) = (f, t.get("timestamps")) {
-                ctx.error(v.span(), "`timestamps` has no effect on Parquet, which always keeps a time as Unix seconds in a typed integer column; remove it");
+                ctx.error(v.span(), "`timestamps` has no effect on Parquet, which always writes a time as a TIMESTAMP column (milliseconds, UTC); remove it");
             }
         }
         let orders_out = t.str(ctx, "orders_out").map(|o| {
@@ -137,6 +137,16 @@ impl Parser<'_> {
                 "`orders_out` needs receivers: a blacklist has no orders",
             );
         }
+        let incremental = t.bool(&mut self.ctx, "incremental").unwrap_or(false);
+        if incremental
+            && matches!(what, ExportWhat::Blacklist | ExportWhat::Blocklist { .. })
+            && let Some(v) = t.get("incremental")
+        {
+            self.ctx.error(
+                v.span(),
+                "`incremental` needs receivers: a blacklist has no change times to follow",
+            );
+        }
         Some(ExportStep {
             name,
             what,
@@ -147,6 +157,7 @@ impl Parser<'_> {
             timestamps,
             csv,
             orders_out,
+            incremental,
         })
     }
 

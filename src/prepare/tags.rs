@@ -4,6 +4,7 @@
 
 use crate::api::normalize_tag;
 use crate::pipeline::TagsSpec;
+use std::borrow::Cow;
 
 /// The separator of tags inside the prepared frame's `tags` column.
 pub const JOIN: char = '\u{1f}';
@@ -21,8 +22,17 @@ pub struct TagChanges {
     pub dropped: usize,
 }
 
-/// Splits `cell` at every one of `separators`.
-fn split<'c>(cell: &'c str, separators: &[String]) -> Vec<&'c str> {
+/// Splits `cell` at every one of `separators`. A cell that is a JSON array
+/// of strings (`["a","b"]`: how a Parquet or JSON-lines source reads a list,
+/// such as a typed export's `tags`) holds its items, whatever the separators.
+fn split<'c>(cell: &'c str, separators: &[String]) -> Vec<Cow<'c, str>> {
+    let trimmed = cell.trim();
+    if trimmed.starts_with('[')
+        && trimmed.ends_with(']')
+        && let Ok(items) = serde_json::from_str::<Vec<String>>(trimmed)
+    {
+        return items.into_iter().map(Cow::Owned).collect();
+    }
     let mut parts = vec![cell];
     for sep in separators {
         parts = parts
@@ -30,18 +40,21 @@ fn split<'c>(cell: &'c str, separators: &[String]) -> Vec<&'c str> {
             .flat_map(|p| p.split(sep.as_str()))
             .collect();
     }
-    parts
+    parts.into_iter().map(Cow::Borrowed).collect()
 }
 
 /// The normalised tags of one row and what was changed to make them.
 pub fn row_tags(spec: &TagsSpec, cells: &[Option<&str>]) -> (Vec<String>, TagChanges) {
     let mut out: Vec<String> = Vec::new();
     let mut changes = TagChanges::default();
-    let raw = cells
+    let parts: Vec<Cow<str>> = cells
         .iter()
         .flatten()
         .flat_map(|cell| split(cell, &spec.separators))
-        .chain(spec.fixed.iter().map(String::as_str))
+        .chain(spec.fixed.iter().map(|f| Cow::Borrowed(f.as_str())))
+        .collect();
+    let raw = parts
+        .iter()
         // Exports such as Mailchimp's quote each tag inside the cell.
         .map(|t| t.trim().trim_matches('"').trim())
         .filter(|t| !t.is_empty());
@@ -114,6 +127,14 @@ mod tests {
     fn quotes_around_each_tag_are_dropped() {
         let (tags, _) = row_tags(&spec(&[","]), &[Some("\"Lorem Editors\",\"VIP\"")]);
         assert_eq!(tags, ["Lorem_Editors", "VIP"]);
+    }
+
+    #[test]
+    fn a_json_array_of_strings_holds_its_items_even_with_a_separator_inside() {
+        let (tags, _) = row_tags(&spec(&[","]), &[Some("[\"vip\",\"news\"]")]);
+        assert_eq!(tags, ["vip", "news"]);
+        let (tags, _) = row_tags(&spec(&[","]), &[Some("[a,b]")]);
+        assert_eq!(tags.len(), 2, "not JSON, so split as text: {tags:?}");
     }
 
     #[test]

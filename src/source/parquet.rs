@@ -3,10 +3,14 @@
 //! the row groups a slice touches), each value cast to its text, pushed through the table
 //! builder like a CSV row.
 //!
-//! Decisions: the values are polars' text for them (numbers as stored, dates ISO,
-//! datetimes `YYYY-MM-DD hh:mm:ss[.fff]`, booleans `true`/`false`, null as an empty cell);
-//! a column polars cannot cast to text (a list or struct) makes the file an error naming
-//! the column. Row numbers are those of a CSV export with its header line: the first row
+//! Decisions: the values are polars' text for them (whole numbers as stored, dates ISO,
+//! datetimes `YYYY-MM-DD hh:mm:ss[.fff]`, booleans `true`/`false`, null as an empty cell),
+//! except three a typed export writes: a UTC timestamp (`TIMESTAMP(isAdjustedToUTC)`) is
+//! ISO 8601 UTC (`2024-02-01T13:45:20Z`, fractions of a second dropped), a float is its
+//! shortest text (`12`, `12.5`: a `number` attribute reads back as it was written), and a
+//! list of strings is a JSON array (`["a","b"]`, which a tags column splits into its
+//! items). A column polars cannot cast to text (another list or a struct) makes the file
+//! an error naming the column. Row numbers are those of a CSV export with its header line: the first row
 //! is row 2.
 
 use std::fs::File;
@@ -75,6 +79,9 @@ pub(crate) fn read_file(path: &Path, table: &mut TableBuilder) -> Result<Dialect
             .columns()
             .iter()
             .map(|c| {
+                if let Some(texts) = typed_text(c) {
+                    return Ok(texts);
+                }
                 let cast = c.cast(&DataType::String).map_err(|_| SourceError::Data {
                     file: path.to_path_buf(),
                     message: format!(
@@ -101,4 +108,53 @@ pub(crate) fn read_file(path: &Path, table: &mut TableBuilder) -> Result<Dialect
         offset += len;
     }
     Ok(TEXT_DIALECT)
+}
+
+/// The text of the columns a typed export writes (see the module), `None` for
+/// the others (cast to text by polars).
+fn typed_text(c: &Column) -> Option<StringChunked> {
+    let name = c.name().clone();
+    match c.dtype() {
+        DataType::Datetime(unit, Some(tz)) if tz.as_str() == "UTC" => {
+            let per_second = match unit {
+                TimeUnit::Milliseconds => 1_000,
+                TimeUnit::Microseconds => 1_000_000,
+                TimeUnit::Nanoseconds => 1_000_000_000,
+            };
+            let values = c.datetime().ok()?.physical().clone();
+            Some(
+                values
+                    .iter()
+                    .map(|v| v.map(|v| iso(v.div_euclid(per_second))))
+                    .collect::<StringChunked>()
+                    .with_name(name),
+            )
+        }
+        DataType::Float64 => Some(
+            c.f64()
+                .ok()?
+                .iter()
+                .map(|v| v.map(|v| v.to_string()))
+                .collect::<StringChunked>()
+                .with_name(name),
+        ),
+        DataType::List(inner) if **inner == DataType::String => Some(
+            c.list()
+                .ok()?
+                .amortized_iter()
+                .map(|v| {
+                    let items = v?;
+                    let items: Vec<&str> = items.as_ref().str().ok()?.iter().flatten().collect();
+                    serde_json::to_string(&items).ok()
+                })
+                .collect::<StringChunked>()
+                .with_name(name),
+        ),
+        _ => None,
+    }
+}
+
+/// ISO 8601 UTC, as a typed export's text formats write it.
+fn iso(secs: i64) -> String {
+    crate::export::columns::iso(secs)
 }

@@ -137,16 +137,32 @@ async fn a_group_exports_to_each_format_with_the_same_rows_values_and_types() {
         .finish()
         .unwrap();
     assert_eq!(pq.height(), 31);
-    assert_eq!(pq.column("id").unwrap().dtype(), &DataType::String);
+    // Issue 45: ids are integers and timestamps TIMESTAMP(ms, UTC), no longer text and epoch seconds.
+    assert_eq!(pq.column("id").unwrap().dtype(), &DataType::Int64);
     assert_eq!(pq.column("points").unwrap().dtype(), &DataType::Int64);
-    assert_eq!(pq.column("activated").unwrap().dtype(), &DataType::Int64);
+    assert_eq!(
+        pq.column("activated").unwrap().dtype(),
+        &DataType::Datetime(TimeUnit::Milliseconds, Some(TimeZone::UTC))
+    );
     assert_eq!(pq.column("active").unwrap().dtype(), &DataType::Boolean);
     assert_eq!(strings(&pq, "email"), emails);
-    assert_eq!(strings(&pq, "zip"), zips);
     assert_eq!(
-        ints(&pq, "activated"),
+        ints(&pq, "id"),
+        want.iter().map(|r| Some(r.id.0)).collect::<Vec<_>>()
+    );
+    assert_eq!(strings(&pq, "zip"), zips);
+    let activated_ms: Vec<Option<i64>> = pq
+        .column("activated")
+        .unwrap()
+        .datetime()
+        .unwrap()
+        .physical()
+        .iter()
+        .collect();
+    assert_eq!(
+        activated_ms,
         want.iter()
-            .map(|r| (r.activated != 0).then_some(r.activated))
+            .map(|r| (r.activated != 0).then_some(r.activated * 1000))
             .collect::<Vec<_>>()
     );
     assert_eq!(
@@ -190,7 +206,8 @@ async fn a_group_exports_to_each_format_with_the_same_rows_values_and_types() {
         col("active"),
     );
     for (row, r) in rows[1..].iter().zip(&want) {
-        assert_eq!(row[id], Data::String(r.id.to_string()));
+        // Issue 45: ids are number cells, no longer text.
+        assert_eq!(row[id], Data::Float(r.id.0 as f64));
         assert_eq!(row[email], Data::String(r.email.clone()));
         assert_eq!(row[zip], Data::String(r.global_attributes["zip"].clone()));
         assert_eq!(row[active], Data::Bool(r.active));
@@ -539,7 +556,7 @@ fn export_steps_report_every_problem_with_its_position_and_the_valid_choices() {
         lines,
         [
             format!(
-                "{f}:4:1: unknown key `formt` in [[export]] step 1; valid keys: `name`, `group`, `filter`, `rules`, `operator`, `activeonly`, `blacklist`, `type`, `out`, `format`, `columns`, `tags_separator`, `timestamps`, `delimiter`, `encoding`, `bom`, `quoting` or `orders_out`"
+                "{f}:4:1: unknown key `formt` in [[export]] step 1; valid keys: `name`, `group`, `filter`, `rules`, `operator`, `activeonly`, `blacklist`, `type`, `out`, `format`, `columns`, `tags_separator`, `timestamps`, `delimiter`, `encoding`, `bom`, `quoting`, `orders_out` or `incremental`"
             ),
             format!(
                 "{f}:5:8: unknown type \"sometimes\"; valid values: `all`, `active`, `inactive` or `bounce`"

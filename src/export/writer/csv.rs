@@ -18,6 +18,8 @@ pub struct CsvEncoder {
     quoting: Quoting,
     encoding: CsvEncoding,
     timestamps: Timestamps,
+    /// Tags are joined with this.
+    tags_separator: String,
 }
 
 /// Opens the file: the byte order mark if asked for, then the header.
@@ -31,6 +33,7 @@ pub fn create(path: &Path, layout: Layout) -> Result<ByteFile, WriteError> {
         quoting: layout.csv.quoting,
         encoding: layout.csv.encoding,
         timestamps: layout.timestamps,
+        tags_separator: layout.tags_separator.to_string(),
     });
     let header: Vec<Cell> = layout
         .names
@@ -73,7 +76,7 @@ impl Encode for CsvEncoder {
             .from_writer(Vec::new());
         for row in rows {
             let record = row.iter().map(|c| {
-                let text = text(c, timestamps);
+                let text = text(c, timestamps, &self.tags_separator);
                 match (encoding, text) {
                     (CsvEncoding::Utf8, Cow::Borrowed(s)) => Cow::Borrowed(s.as_bytes()),
                     (CsvEncoding::Utf8, Cow::Owned(s)) => Cow::Owned(s.into_bytes()),
@@ -102,6 +105,7 @@ mod tests {
             kinds: vec![],
             timestamps: Timestamps::Iso,
             csv: &opts,
+            tags_separator: ",",
         };
         let mut sink = Box::new(create(&path, layout).unwrap());
         sink.write(rows).unwrap();

@@ -108,6 +108,8 @@ pub struct Layout<'a> {
     pub kinds: Vec<Kind>,
     pub timestamps: Timestamps,
     pub csv: &'a CsvOptions,
+    /// CSV joins a receiver's tags with this (the typed formats keep a list).
+    pub tags_separator: &'a str,
 }
 
 /// Opens a writer of `format` on `path` (the temporary name) and writes the header.
@@ -124,9 +126,10 @@ pub fn open(
     })
 }
 
-/// A cell as text (CSV): timestamps as the step says, empty for none. A
-/// text cell is borrowed, not copied: most of an export's cells are text.
-pub fn text<'a>(cell: &'a Cell<'_>, timestamps: Timestamps) -> Cow<'a, str> {
+/// A cell as text (CSV): timestamps as the step says, empty for none, tags
+/// joined with `tags_separator`. A text cell is borrowed, not copied: most
+/// of an export's cells are text.
+pub fn text<'a>(cell: &'a Cell<'_>, timestamps: Timestamps, tags_separator: &str) -> Cow<'a, str> {
     match cell {
         Cell::Text(s) => Cow::Borrowed(s.as_ref()),
         Cell::Int(Some(n)) => Cow::Owned(n.to_string()),
@@ -137,5 +140,17 @@ pub fn text<'a>(cell: &'a Cell<'_>, timestamps: Timestamps) -> Cow<'a, str> {
             Timestamps::Iso => Cow::Owned(super::columns::iso(*t)),
             Timestamps::Unix => Cow::Owned(t.to_string()),
         },
+        Cell::Tags(tags) => Cow::Owned(tags.join(tags_separator)),
     }
+}
+
+/// A `number` attribute's text as a number: `None` when empty or not a
+/// finite number (the typed formats then write null, JSON lines the text).
+pub fn number(text: &str) -> Option<f64> {
+    text.trim().parse::<f64>().ok().filter(|n| n.is_finite())
+}
+
+/// A `date` attribute's text (`YYYY-MM-DD`, as imports store it) as a date.
+pub fn date(text: &str) -> Option<chrono::NaiveDate> {
+    chrono::NaiveDate::parse_from_str(text.trim(), "%Y-%m-%d").ok()
 }

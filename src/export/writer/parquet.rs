@@ -1,9 +1,17 @@
 //! Parquet through polars: each page becomes a typed DataFrame and one row
 //! group (polars' batched writer), so the file grows page by page and
-//! memory stays flat. Types: strings for text and identifiers, Int64 for
-//! points, quantities and timestamps (Unix seconds; null when never set,
-//! whatever `timestamps` says, since an integer column is the typed form),
-//! Float64 for prices, Boolean for `active`.
+//! memory stays flat. Types, each with its Parquet logical type so that a
+//! warehouse reads it without hints:
+//! - `id`, `group_id`, `points`, quantities: Int64;
+//! - timestamps (`registered`, `activated`, ... and an order's `stamp`):
+//!   Datetime(ms, UTC) (`TIMESTAMP(isAdjustedToUTC, MILLIS)`), whatever
+//!   `timestamps` says (that is for the text formats);
+//! - `date` attributes: Date; `number` attributes and prices: Float64;
+//! - `active`: Boolean; `tags`: List(String); everything else String.
+//!
+//! Empty is null, never an empty string: a timestamp of 0 ("never"), an
+//! empty attribute, and a `number`/`date` attribute whose text is not one
+//! (the text stays readable in the CSV and JSON lines exports).
 
 use super::{Chunk, Encode, Layout, Sink, WriteError, unexpected};
 use crate::export::columns::{Cell, Kind};
@@ -31,9 +39,25 @@ fn polars_error(e: PolarsError) -> WriteError {
 fn dtype(kind: Kind) -> DataType {
     match kind {
         Kind::Text => DataType::String,
-        Kind::Int | Kind::Time => DataType::Int64,
-        Kind::Float => DataType::Float64,
+        Kind::Int => DataType::Int64,
+        Kind::Time => DataType::Datetime(TimeUnit::Milliseconds, Some(TimeZone::UTC)),
+        Kind::Date => DataType::Date,
+        Kind::Float | Kind::Number => DataType::Float64,
         Kind::Bool => DataType::Boolean,
+        Kind::Tags => DataType::List(Box::new(DataType::String)),
+    }
+}
+
+/// Days from 1970-01-01 (Parquet's DATE).
+fn days(date: chrono::NaiveDate) -> i32 {
+    (date - chrono::NaiveDate::default()).num_days() as i32
+}
+
+/// A cell's text, `None` when empty.
+fn text_of<'a>(cell: Option<&'a Cell<'_>>) -> Option<&'a str> {
+    match cell {
+        Some(Cell::Text(s)) if !s.is_empty() => Some(s.as_ref()),
+        _ => None,
     }
 }
 
@@ -68,23 +92,40 @@ impl Encode for ParquetEncoder {
             let name: PlSmallStr = name.as_str().into();
             let cells = rows.iter().map(|r| r.get(i));
             let column = match kind {
-                Kind::Text => Column::new(
+                Kind::Text => Column::new(name, cells.map(text_of).collect::<Vec<_>>()),
+                Kind::Int => Column::new(
                     name,
                     cells
                         .map(|c| match c {
-                            Some(Cell::Text(s)) => s.as_ref(),
-                            _ => "",
-                        })
-                        .collect::<Vec<_>>(),
-                ),
-                Kind::Int | Kind::Time => Column::new(
-                    name,
-                    cells
-                        .map(|c| match c {
-                            Some(Cell::Int(n)) | Some(Cell::Time(n)) => *n,
+                            Some(Cell::Int(n)) => *n,
                             _ => None,
                         })
                         .collect::<Vec<Option<i64>>>(),
+                ),
+                Kind::Time => Column::new(
+                    name,
+                    cells
+                        .map(|c| match c {
+                            Some(Cell::Time(t)) => t.and_then(|t| t.checked_mul(1000)),
+                            _ => None,
+                        })
+                        .collect::<Vec<Option<i64>>>(),
+                )
+                .cast(&dtype(Kind::Time))
+                .map_err(polars_error)?,
+                Kind::Date => Column::new(
+                    name,
+                    cells
+                        .map(|c| text_of(c).and_then(super::date).map(days))
+                        .collect::<Vec<Option<i32>>>(),
+                )
+                .cast(&DataType::Date)
+                .map_err(polars_error)?,
+                Kind::Number => Column::new(
+                    name,
+                    cells
+                        .map(|c| text_of(c).and_then(super::number))
+                        .collect::<Vec<Option<f64>>>(),
                 ),
                 Kind::Float => Column::new(
                     name,
@@ -104,6 +145,18 @@ impl Encode for ParquetEncoder {
                         })
                         .collect::<Vec<Option<bool>>>(),
                 ),
+                Kind::Tags => {
+                    let mut list = ListStringChunkedBuilder::new(name, rows.len(), rows.len());
+                    for c in cells {
+                        match c {
+                            Some(Cell::Tags(tags)) => {
+                                list.append_values_iter(tags.iter().map(|t| t.as_ref()))
+                            }
+                            _ => list.append_null(),
+                        }
+                    }
+                    list.finish().into_series().into_column()
+                }
             };
             columns.push(column);
         }

@@ -1,8 +1,10 @@
 //! XLSX through rust_xlsxwriter in constant-memory mode (rows go to a temp
 //! file as they come, so memory stays flat): timestamps as real date-time
-//! cells (or numbers, with `timestamps = "unix"`), identifiers, zip codes
-//! and every other text as text cells (so `01067` keeps its zero), points
-//! as numbers, `active` as a boolean; the header row is bold and frozen.
+//! cells (or numbers, with `timestamps = "unix"`), `date` attributes as date
+//! cells (`yyyy-mm-dd`), `number` attributes, ids and points as numbers (a
+//! `number` attribute whose text is not a number stays text), zip codes and
+//! every other text as text cells (so `01067` keeps its zero), `active` as
+//! a boolean, tags joined as CSV joins them; the header row is bold and frozen.
 
 use super::{Chunk, Encode, Layout, Sink, WriteError, unexpected};
 use crate::export::columns::{Cell, Kind};
@@ -19,6 +21,9 @@ pub struct XlsxSink {
     path: PathBuf,
     timestamps: Timestamps,
     date: Format,
+    day: Format,
+    kinds: Vec<Kind>,
+    tags_separator: String,
     next_row: u32,
 }
 
@@ -51,6 +56,9 @@ impl XlsxSink {
             path: path.to_path_buf(),
             timestamps: layout.timestamps,
             date: Format::new().set_num_format("yyyy-mm-dd hh:mm:ss"),
+            day: Format::new().set_num_format("yyyy-mm-dd"),
+            kinds: layout.kinds,
+            tags_separator: layout.tags_separator.to_string(),
             next_row: 1,
         })
     }
@@ -89,9 +97,22 @@ impl Sink for XlsxSink {
         for row in rows {
             let r = self.next_row;
             for (c, cell) in row.iter().enumerate() {
+                let kind = self.kinds.get(c).copied().unwrap_or(Kind::Text);
                 let c = c as u16;
                 match cell {
                     Cell::Text(s) if s.is_empty() => continue,
+                    Cell::Text(s) if kind == Kind::Number => match super::number(s) {
+                        Some(n) => sheet.write_number(r, c, n).map(|_| ()),
+                        None => sheet.write_string(r, c, s.as_ref()).map(|_| ()),
+                    },
+                    Cell::Text(s) if kind == Kind::Date => match super::date(s) {
+                        Some(d) => sheet.write_date_with_format(r, c, d, &self.day).map(|_| ()),
+                        None => sheet.write_string(r, c, s.as_ref()).map(|_| ()),
+                    },
+                    Cell::Tags(tags) if tags.is_empty() => continue,
+                    Cell::Tags(tags) => sheet
+                        .write_string(r, c, tags.join(&self.tags_separator))
+                        .map(|_| ()),
                     Cell::Text(s) => sheet.write_string(r, c, s.as_ref()).map(|_| ()),
                     Cell::Int(Some(n)) => sheet.write_number(r, c, *n as f64).map(|_| ()),
                     Cell::Float(f) => sheet.write_number(r, c, *f).map(|_| ()),
