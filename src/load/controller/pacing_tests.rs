@@ -104,17 +104,18 @@ fn mean(v: &[f64]) -> f64 {
 fn a_real_limit_is_paced_at_its_limit() {
     let start = Instant::now();
     let c = course(400.0, 120, limited_to(100.0, start), start);
-    // Over the last minute: what went through is the limit, the pace a
-    // little over it (a step or two of probing), few requests refused.
+    // Over the last minute: what went through is the limit, the pace over
+    // it by a quarter at most (probing until 429s are a fifth of the
+    // answers: `SPORADIC_SHARE`), few requests refused.
     let accepted = c.accepted as f64 / 60.0;
     let refused = c.refused as f64 / (c.accepted + c.refused) as f64;
     assert!((97.0..=101.0).contains(&accepted), "{accepted} {c:?}");
     assert!(
-        (100.0..=115.0).contains(&mean(&c.rates)),
+        (100.0..=125.0).contains(&mean(&c.rates)),
         "{}",
         mean(&c.rates)
     );
-    assert!(refused < 0.1, "{refused}");
+    assert!(refused < 0.15, "{refused}");
     assert!(c.pauses <= 2, "{}", c.pauses);
 }
 
@@ -185,8 +186,9 @@ fn once_confirmed_the_rate_rises_by_equal_steps_and_never_falls_below_the_floor(
     }
     assert_eq!(b.rate, Some(RATE_FLOOR));
     // Then nothing refused: additive steps of the same size.
+    // (The first 80 answers only bring the recent 429s down to a fifth.)
     let mut rates = vec![RATE_FLOOR];
-    for _ in 0..200 {
+    for _ in 0..400 {
         now += Duration::from_millis(100);
         b.held = true;
         b.sent(now);

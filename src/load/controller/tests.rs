@@ -236,9 +236,10 @@ async fn a_later_429_lowers_the_rate_only_when_429s_are_a_share_of_the_answers()
     refused_at(&c, &clock, Some(1)).await;
     assert_eq!(learned(&c), (first * 100.0).round() / 100.0);
     assert_eq!((c.report().pauses, c.report().sporadic_429), (1, 1));
-    // Then the target refuses one in three: a limit. The rate goes down to
-    // what was accepted, and the run is not paused for it (a rate is known).
-    for _ in 0..12 {
+    // Then the target refuses one in three: a limit, once it is more than
+    // a fifth of the last 100 answers. The rate goes down to what was
+    // accepted, and the run is not paused for it (a rate is known).
+    for _ in 0..36 {
         accepted(&c, &mut clock, 2, Duration::from_millis(250)).await;
         refused_at(&c, &clock, Some(1)).await;
     }
@@ -271,13 +272,13 @@ async fn a_long_retry_after_is_the_window_a_rate_is_learned_over() {
     // The quota is spent: what is sent now is refused, one after another,
     // and once they are more than a sporadic share of the answers the
     // rate is learned.
-    for _ in 0..7 {
+    for _ in 0..20 {
         refused_at(&c, &clock, Some(30)).await;
     }
     assert_eq!(
         c.report().rate_limit_per_second,
         None,
-        "seven of 50: sporadic"
+        "20 of 100: sporadic"
     );
     refused_at(&c, &clock, Some(30)).await;
     let rate = learned(&c);
