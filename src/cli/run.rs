@@ -57,6 +57,10 @@ pub struct RunArgs {
     /// concurrency` (adaptive unless the file pins it).
     #[arg(long, value_parser = clap::value_parser!(u16).range(1..=1024))]
     pub concurrency: Option<u16>,
+    /// Export steps with `incremental = true` forget their cursors: they
+    /// write everything and record new ones (`export --full` for one step).
+    #[arg(long)]
+    pub full: bool,
 }
 
 /// Runs the pipeline; the exit code says how it went (see `cli::exit`).
@@ -167,7 +171,7 @@ pub async fn run(args: RunArgs) -> super::Outcome {
             break;
         }
         let span = tracing::info_span!("step", step = step.name());
-        match run_step(&pipeline, step, &conn, &opts)
+        match run_step(&pipeline, step, &conn, &opts, args.full)
             .instrument(span)
             .await
         {

@@ -44,6 +44,7 @@ pub(super) async fn run_step(
     step: &Step,
     conn: &target::Connected,
     opts: &WriteOptions,
+    full_exports: bool,
 ) -> Result<StepReport, StepError> {
     let mut report = StepReport {
         name: step.name().to_string(),
@@ -63,6 +64,7 @@ pub(super) async fn run_step(
             retries: opts.retries,
             progress: opts.progress,
             timeout: Duration::from_secs(pipeline.target.timeout_secs),
+            full: full_exports,
             ..Default::default()
         };
         let outcome = export::run(conn, s, &export_opts).await?;

@@ -292,6 +292,22 @@ async fn a_pipeline_step_with_incremental_and_placeholders_writes_each_run_to_it
     assert_eq!(export["incremental"]["since"], first_run.as_str());
     assert_eq!(emails(&rows(&t, second)), ["b@x.de"]);
     assert_eq!(emails(&rows(&t, &written)), ["a@x.de", "b@x.de"]);
+
+    // `run --full`: the step forgets its cursor and writes everything again.
+    let second_run = export["incremental"]["cursor"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    while chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ").to_string() == second_run {
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let (code, report, stderr) = crate::import::run(&t, &file, &["--full"]).await;
+    assert_eq!(code, 0, "{stderr}\n{report}");
+    let export = &report["steps"][0]["export"];
+    assert_eq!(export["rows"], 2);
+    assert_eq!(export["incremental"]["since"], Value::Null);
+    let third = export["file"].as_str().unwrap();
+    assert_eq!(emails(&rows(&t, third)), ["a@x.de", "b@x.de"]);
 }
 
 #[test]
