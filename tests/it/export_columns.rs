@@ -3,27 +3,15 @@
 //! globals other groups' imports made, another group's attributes);
 //! `--columns` still picks any of them.
 
-use crate::import::listpipe;
+use crate::import::spawn_export;
 use crate::support::TestServer;
 use listpipe::api::{AttributeInput, AttributeType, ReceiverInput};
 use std::collections::BTreeMap;
 
 async fn export(t: &TestServer, args: &[&str]) -> String {
-    let mut all = vec![
-        "export".to_string(),
-        "--target-url".into(),
-        t.base_url(),
-        "--token".into(),
-        t.client.token(),
-        "-q".into(),
-    ];
-    all.extend(args.iter().map(|s| s.to_string()));
-    let dir = t.dir.path().to_path_buf();
-    let out = tokio::task::spawn_blocking(move || {
-        listpipe(&dir, &all.iter().map(String::as_str).collect::<Vec<_>>())
-    })
-    .await
-    .unwrap();
+    let mut all = vec!["-q"];
+    all.extend(args);
+    let out = spawn_export(t, &all).await.unwrap();
     assert_eq!(
         out.status.code(),
         Some(0),

@@ -17,6 +17,23 @@ pub fn listpipe(dir: &Path, args: &[&str]) -> Output {
     listpipe_with(dir, args, &[])
 }
 
+/// `listpipe export --target-url URL --token TOKEN ARGS...` against the test
+/// server in its folder, on a blocking thread (the server goes on answering).
+pub fn spawn_export(t: &TestServer, args: &[&str]) -> tokio::task::JoinHandle<Output> {
+    let mut all = vec![
+        "export".to_string(),
+        "--target-url".into(),
+        t.base_url(),
+        "--token".into(),
+        t.client.token(),
+    ];
+    all.extend(args.iter().map(|s| s.to_string()));
+    let dir = t.dir.path().to_path_buf();
+    tokio::task::spawn_blocking(move || {
+        listpipe(&dir, &all.iter().map(String::as_str).collect::<Vec<_>>())
+    })
+}
+
 /// [`listpipe`] with environment variables set for the child only (the
 /// test process's own environment is shared by every test).
 pub fn listpipe_with(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {

@@ -4,7 +4,7 @@
 //! `--full` starts again; a failed run moves no cursor; a change landing
 //! while a run reads is in the next run.
 
-use crate::import::listpipe;
+use crate::import::{listpipe, spawn_export};
 use crate::support::TestServer;
 use listpipe::api::{GroupInput, Id, ReceiverInput};
 use serde_json::Value;
@@ -13,23 +13,14 @@ use std::process::Output;
 
 /// Runs `listpipe export --group Shop --incremental` with `args` in the test's folder.
 async fn export(t: &TestServer, args: &[&str]) -> Output {
-    let mut all = vec![
-        "export".to_string(),
-        "--target-url".into(),
-        t.base_url(),
-        "--token".into(),
-        t.client.token(),
-        "--group".into(),
-        "Shop".into(),
-        "--incremental".into(),
-    ];
-    all.extend(args.iter().map(|s| s.to_string()));
-    let dir = t.dir.path().to_path_buf();
-    tokio::task::spawn_blocking(move || {
-        listpipe(&dir, &all.iter().map(String::as_str).collect::<Vec<_>>())
-    })
-    .await
-    .unwrap()
+    spawn_incremental(t, args).await.unwrap()
+}
+
+/// [`export`], left running.
+fn spawn_incremental(t: &TestServer, args: &[&str]) -> tokio::task::JoinHandle<Output> {
+    let mut all = vec!["--group", "Shop", "--incremental"];
+    all.extend(args);
+    spawn_export(t, &all)
 }
 
 fn ok(out: &Output) -> String {
@@ -171,23 +162,7 @@ async fn a_change_landing_while_an_incremental_export_reads_is_in_the_next_run()
     let slow = ["--page-size", "1", "--concurrency", "1", "--full"];
     let mut args = vec!["--out", "run2.jsonl"];
     args.extend(slow);
-    let running = {
-        let mut all = vec![
-            "export".to_string(),
-            "--target-url".into(),
-            t.base_url(),
-            "--token".into(),
-            t.client.token(),
-            "--group".into(),
-            "Shop".into(),
-            "--incremental".into(),
-        ];
-        all.extend(args.iter().map(|s| s.to_string()));
-        let dir = t.dir.path().to_path_buf();
-        tokio::task::spawn_blocking(move || {
-            listpipe(&dir, &all.iter().map(String::as_str).collect::<Vec<_>>())
-        })
-    };
+    let running = spawn_incremental(&t, &args);
     // Wait until the run has written its temporary file and read its first pages.
     let started = || {
         std::fs::read_dir(t.dir.path()).unwrap().any(|e| {

@@ -5,7 +5,7 @@
 //! serde_json, XLSX through calamine; then the Parquet and JSON-lines files
 //! are imported into a second server and give back the same receivers.
 
-use crate::import::{listpipe, run};
+use crate::import::{listpipe, run, spawn_export};
 use crate::support::TestServer;
 use listpipe::api::Receiver;
 use polars::prelude::*;
@@ -67,23 +67,9 @@ async fn typed_group() -> TestServer {
 
 /// Runs `listpipe export --group Typed` with `args` (without blocking the server).
 async fn export(t: &TestServer, args: &[&str]) -> Output {
-    let mut all = vec![
-        "export".to_string(),
-        "--target-url".into(),
-        t.base_url(),
-        "--token".into(),
-        t.client.token(),
-        "--group".into(),
-        "Typed".into(),
-        "-q".into(),
-    ];
-    all.extend(args.iter().map(|s| s.to_string()));
-    let dir = t.dir.path().to_path_buf();
-    let out = tokio::task::spawn_blocking(move || {
-        listpipe(&dir, &all.iter().map(String::as_str).collect::<Vec<_>>())
-    })
-    .await
-    .unwrap();
+    let mut all = vec!["--group", "Typed", "-q"];
+    all.extend(args);
+    let out = spawn_export(t, &all).await.unwrap();
     assert_eq!(
         out.status.code(),
         Some(0),
