@@ -11,6 +11,7 @@ FROM rust:1.95-bookworm AS build
 WORKDIR /src
 COPY Cargo.toml Cargo.lock ./
 COPY src ./src
+COPY crates ./crates
 RUN cargo build --release --locked --bin listpipe
 
 # --- run: a small Debian with CA certificates (https:// sources and targets), non-root ---

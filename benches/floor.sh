@@ -20,7 +20,7 @@
 # run twice (a cold cluster, then warm). Prints the seconds and rows/s.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
-migrations=$here/src/server/store/migrations
+migrations=$here/crates/server/src/store/migrations
 engine=$1 rows=$2
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT

@@ -1,41 +1,31 @@
 //! listpipe moves subscriber data in and out of an email-marketing service
-//! through its REST API v3. The guided tour, in the order data flows:
+//! through its REST API v3. This crate is the command line (`cli`, `bench`)
+//! over the workspace's libraries, which it re-exports under one name so the
+//! commands and the tests read `listpipe::load`, `listpipe::server`. The
+//! layers, bottom up (ARCHITECTURE.md):
 //!
-//! - [`pipeline`]: pipeline files, parsed and checked into steps.
-//! - [`source`]: CSV and spreadsheet files read into polars frames.
-//! - [`remote`]: `http(s)://` sources downloaded for the run, with their ETags remembered.
-//! - [`prepare`]: mapping, validation and dedupe: rows to send and rejects.
-//! - [`email`]: addresses read once, as a careful sender checks them.
-//! - [`load`]: the target compared and written, with concurrency and retries.
-//! - [`export`]: groups, segments and blacklists read back out to files.
-//! - [`report`]: what a run did.
-//! - [`spill`]: a temporary on-disk table for state that grows with the input.
-//! - [`key_store`]: a set of addresses in bounded memory, spilled past a budget.
-//! - [`state_file`]: the one atomic-write path for the run's own files.
-//! - [`api`]: the v3 wire model, shared by the client and the server.
-//! - [`client`]: `ApiClient`, typed async calls to a v3 API over HTTP.
-//! - [`server`]: the built-in target server (axum + SQLite).
-//! - [`bench`]: the benchmark harness (`listpipe bench`).
-//! - [`cause`]: how an error and its causes are printed.
-//! - [`cli`]: one module per subcommand; `main.rs` only dispatches.
+//! - `listpipe-base`: [`cause`], [`hash`], [`state_file`], the output
+//!   streams and exit codes.
+//! - `listpipe-api`: the v3 wire model ([`api`]), addresses ([`email`]) and
+//!   dates as the contract reads them.
+//! - `listpipe-client`: [`client`], typed async calls over HTTP.
+//! - `listpipe-server`: [`server`], the built-in target (axum + SQLite or
+//!   PostgreSQL).
+//! - `listpipe-etl`: [`pipeline`], [`source`], [`remote`], [`prepare`],
+//!   [`load`], [`export`], [`init`], [`report`], and the bounded-memory
+//!   state ([`spill`], [`key_store`], [`credentials_lock`]).
+//! - here: [`cli`], one module per subcommand, and [`bench`], the
+//!   benchmark harness; `main.rs` only dispatches.
 
-pub mod api;
+pub use listpipe_api as api;
+pub use listpipe_api::email;
+pub use listpipe_base::{cause, errln, errtext, hash, outln, state_file};
+pub use listpipe_client as client;
+pub use listpipe_etl::{
+    credentials_lock, export, init, key_store, load, pipeline, prepare, remote, report, source,
+    spill,
+};
+pub use listpipe_server as server;
+
 pub mod bench;
-pub mod cause;
 pub mod cli;
-pub mod client;
-pub mod credentials_lock;
-pub mod email;
-pub mod export;
-pub mod hash;
-pub mod init;
-pub mod key_store;
-pub mod load;
-pub mod pipeline;
-pub mod prepare;
-pub mod remote;
-pub mod report;
-pub mod server;
-pub mod source;
-pub mod spill;
-pub mod state_file;

@@ -309,7 +309,7 @@ pub async fn run(args: ExportArgs) -> super::Outcome {
         token: args.token.clone(),
         concurrency: None,
     };
-    let conn = target::connect(&target, &overrides)
+    let conn = target::connect(&target, &overrides, &super::builtin::InProcess)
         .await
         .map_err(super::fail(exit::TARGET))?;
     let opts = ExportOptions {

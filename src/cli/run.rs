@@ -72,40 +72,40 @@ pub async fn run(args: RunArgs) -> super::Outcome {
         concurrency: args.concurrency.map(usize::from),
     };
     let started = chrono::Utc::now().to_rfc3339();
-    let conn = match target::connect(&pipeline.target, &overrides).await {
-        Ok(conn) => conn,
-        // Unreachable, or the token refused: the report still says so, with
-        // every step not run (a scheduler reads it like any other night's).
-        Err(e) => {
-            if let Some(path) = &args.report {
-                let mut report = RunReport {
-                    pipeline: pipeline.file.display().to_string(),
-                    target: args
-                        .target_url
-                        .clone()
-                        .unwrap_or_else(|| match &pipeline.target.url {
-                            pipeline::TargetUrl::Url(u) => u.clone(),
-                            _ => String::new(),
+    let conn =
+        match target::connect(&pipeline.target, &overrides, &super::builtin::InProcess).await {
+            Ok(conn) => conn,
+            // Unreachable, or the token refused: the report still says so, with
+            // every step not run (a scheduler reads it like any other night's).
+            Err(e) => {
+                if let Some(path) = &args.report {
+                    let mut report = RunReport {
+                        pipeline: pipeline.file.display().to_string(),
+                        target: args.target_url.clone().unwrap_or_else(|| {
+                            match &pipeline.target.url {
+                                pipeline::TargetUrl::Url(u) => u.clone(),
+                                _ => String::new(),
+                            }
                         }),
-                    dry_run: args.dry_run,
-                    started,
-                    finished: chrono::Utc::now().to_rfc3339(),
-                    exit_code: exit::TARGET,
-                    ..Default::default()
-                };
-                not_run(
-                    &mut report,
-                    &pipeline,
-                    "not run: the target could not be reached",
-                    args.dry_run,
-                );
-                if let Err(w) = write_report(path, &report) {
-                    cause::report_in("the run report", w.as_ref());
+                        dry_run: args.dry_run,
+                        started,
+                        finished: chrono::Utc::now().to_rfc3339(),
+                        exit_code: exit::TARGET,
+                        ..Default::default()
+                    };
+                    not_run(
+                        &mut report,
+                        &pipeline,
+                        "not run: the target could not be reached",
+                        args.dry_run,
+                    );
+                    if let Err(w) = write_report(path, &report) {
+                        cause::report_in("the run report", w.as_ref());
+                    }
                 }
+                return Err((exit::TARGET, e.into()));
             }
-            return Err((exit::TARGET, e.into()));
-        }
-    };
+        };
     // One run writing a group of a target at a time (a dry run writes
     // nothing and takes no lock); then the journals, which belong to one
     // target and group each. Neither is touched when the lock is refused.

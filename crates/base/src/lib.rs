@@ -1,0 +1,11 @@
+//! What every layer of listpipe uses and none owns: how an error and its
+//! causes are printed ([`cause`]), the hash maps of per-row work ([`hash`]),
+//! the one atomic-write path for files the tool keeps ([`state_file`]), and
+//! the process's two output streams with their exit codes ([`output`],
+//! [`exit`]).
+
+pub mod cause;
+pub mod exit;
+pub mod hash;
+pub mod output;
+pub mod state_file;

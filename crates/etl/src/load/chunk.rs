@@ -1,0 +1,267 @@
+//! One prepared chunk of an import step written: each row decided against
+//! what the target holds, sent alone or in batches with bounded
+//! concurrency, and its result folded into the step's counters. The step
+//! itself (set-up, the chain of chunks, mirror mode) is [`import`](super::import).
+
+use super::flow;
+use super::held::TargetIndex;
+use super::journal::Journal;
+use super::outcome::ImportOutcome;
+use super::rows::{Pending, RowResult, Rows};
+use super::target::Connected;
+use super::{Action, LoadError, PlanRow, WriteMode, WriteOptions};
+use crate::pipeline::{ImportStep, ReceiverField};
+use crate::prepare::{ImportChunk, PreparedRows};
+use futures::StreamExt;
+use listpipe_base::hash::FastSet;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+/// Rows per batch upsert: the most the extension takes. Against 500, a
+/// first import of 1M rows ran in 0.90 of the time (BENCHMARKS.md, issue
+/// 15, an eleventh session): half the requests, and each commit of the
+/// target's writer holds more rows. A batch the target finds too large
+/// (413) is sent again in halves.
+const BATCH_ROWS: usize = listpipe_api::batch::MAX_BATCH;
+/// Batches prepared and journalled ahead of their requests, at most: the
+/// controller decides how many of them are in flight.
+const BATCHES_QUEUED: usize = 16;
+
+/// The step's counters, fed one row result at a time.
+pub(super) struct Tally<'a> {
+    pub(super) out: &'a mut ImportOutcome,
+    /// Rows of the chunk taken (the rest were not started: a stop).
+    pub(super) seen: usize,
+    /// Refused rows of the chunk (index, reason): their rejects are made
+    /// from the chunk's source rows once it is written.
+    pub(super) failed_rows: Vec<(usize, String)>,
+    /// Outside a dry run: the chunk's addresses this run imported, for
+    /// the mirror ledger (appended once the chunk is written).
+    pub(super) imported: Option<Vec<String>>,
+    pub(super) plan_rows: &'a mut Vec<PlanRow>,
+    pub(super) dry_run: bool,
+    /// The group exists (a dry run may be about to create it).
+    pub(super) group_known: bool,
+}
+
+impl Tally<'_> {
+    fn imported(&mut self, email: &str) {
+        if let Some(l) = self.imported.as_mut() {
+            l.push(email.to_string());
+        }
+    }
+
+    /// Row `i` of the chunk whose addresses are `emails` and rows `cols`.
+    pub(super) fn add(
+        &mut self,
+        i: usize,
+        r: RowResult,
+        emails: &[String],
+        cols: &PreparedRows<'_>,
+    ) {
+        if matches!(r, RowResult::NotStarted) {
+            // Counted with the rows a stop left (`seen` is what was taken).
+            return;
+        }
+        self.seen += 1;
+        let out = &mut *self.out;
+        let (action, detail) = match r {
+            RowResult::Done(a, detail) => (a, detail),
+            RowResult::Resumed => {
+                out.resumed += 1;
+                self.imported(&emails[i]);
+                return;
+            }
+            RowResult::NotStarted => return,
+            RowResult::Failed { index, error } => {
+                out.failed_transient += u64::from(error.transient);
+                self.failed_rows.push((index, error.reason.clone()));
+                (Action::Failed, error.reason)
+            }
+        };
+        match action {
+            Action::Create => out.created += 1,
+            Action::Update => out.updated += 1,
+            Action::Unchanged => out.unchanged += 1,
+            Action::Blocked => out.blocked += 1,
+            Action::Failed => out.failed += 1,
+            Action::Invalid | Action::Duplicate | Action::Remove => {}
+        }
+        if matches!(action, Action::Create | Action::Update) && !self.dry_run {
+            self.imported(&emails[i]);
+        }
+        if self.dry_run {
+            let detail = match action {
+                Action::Create if !self.group_known => {
+                    "the group would be created first".to_string()
+                }
+                _ => detail,
+            };
+            self.plan_rows.push(PlanRow {
+                row_number: cols.row_number(i),
+                email: emails[i].clone(),
+                action,
+                detail,
+            });
+        }
+    }
+}
+
+/// A prepared chunk with the addresses of its rows.
+pub(super) struct Prepared {
+    pub(super) chunk: ImportChunk,
+    pub(super) emails: Vec<String>,
+}
+
+impl Prepared {
+    pub(super) fn new(step: &ImportStep, chunk: ImportChunk) -> Result<Self, LoadError> {
+        let emails = {
+            let cols = PreparedRows::new(step, &chunk.frame)
+                .map_err(|e| LoadError::step(e.to_string()))?;
+            (0..cols.len()).map(|i| cols.email(i)).collect()
+        };
+        Ok(Prepared { chunk, emails })
+    }
+}
+
+/// What every chunk of a step shares.
+pub(super) struct Shared<'a> {
+    pub(super) step: &'a ImportStep,
+    pub(super) conn: &'a Connected,
+    pub(super) opts: &'a WriteOptions,
+    pub(super) existing: &'a TargetIndex,
+    pub(super) create_only: &'a [ReceiverField],
+    pub(super) run_time: i64,
+    pub(super) gid: Option<listpipe_api::Id>,
+    pub(super) journal: Option<&'a Journal>,
+    pub(super) bar: &'a indicatif::ProgressBar,
+}
+
+/// The step's request counters, summed over its chunks.
+#[derive(Default)]
+pub(super) struct Counters {
+    /// False once the target answered the batch upsert with "no such route".
+    pub(super) batches: bool,
+    pub(super) retried: u64,
+    pub(super) orders_sent: u64,
+    pub(super) checked: u64,
+    pub(super) write_requests: u64,
+}
+
+/// Decides and writes one chunk's rows, with bounded concurrency; each
+/// row's result is folded into `tally` as it arrives.
+pub(super) async fn write_chunk(
+    shared: &Shared<'_>,
+    chunk: &Prepared,
+    blocked: &FastSet<String>,
+    tally: &mut Tally<'_>,
+    counters: &mut Counters,
+) -> Result<(), LoadError> {
+    let Shared {
+        step,
+        conn,
+        opts,
+        bar,
+        ..
+    } = *shared;
+    let cols =
+        PreparedRows::new(step, &chunk.chunk.frame).map_err(|e| LoadError::step(e.to_string()))?;
+    let emails = &chunk.emails;
+    // What the target holds for the chunk's rows, asked once.
+    let existing = shared.existing.chunk_off_thread(emails).await?;
+    // What an earlier run recorded of them, asked once (only on a resume).
+    let recorded = match shared.journal {
+        Some(j) if j.resumes() => {
+            let keys: Vec<_> = (0..emails.len())
+                .map(|i| (cols.file(i), cols.row_number(i), emails[i].clone()))
+                .collect();
+            j.recorded(&keys).await?
+        }
+        _ => Vec::new(),
+    };
+    let rows = Rows {
+        conn,
+        opts,
+        cols: &cols,
+        emails,
+        blocked,
+        existing: &existing,
+        orders: &chunk.chunk.orders,
+        create_only: shared.create_only,
+        run_time: shared.run_time,
+        gid: shared.gid,
+        journal: shared.journal,
+        recorded: &recorded,
+        batches: AtomicBool::new(counters.batches),
+        retried: AtomicU64::new(0),
+        orders_sent: AtomicU64::new(0),
+        checked: AtomicU64::new(0),
+        write_requests: AtomicU64::new(0),
+    };
+    // A stop (Ctrl-C, SIGTERM) takes no new row; rows whose request is on
+    // the wire finish, the rest are given up at once (rows.rs). The
+    // breaker opening takes no new row either, and its rows in flight fail
+    // at once.
+    let stop = opts.stop.clone();
+    let breaker = &conn.breaker;
+    let rows = &rows;
+    // The streams are bounded by the controller's maximum; each request
+    // then waits for its room in the controller (retry.rs), so the rows in
+    // flight follow the limit it sets as it moves.
+    let concurrency = opts.concurrency.max(1);
+    let ctl = &conn.controller;
+    let noted = std::sync::Mutex::new(std::time::Instant::now());
+    let note = || {
+        if !opts.progress {
+            return;
+        }
+        // The progress line's note, four times a second at most.
+        let mut last = noted.lock().unwrap_or_else(|p| p.into_inner());
+        if last.elapsed() >= std::time::Duration::from_millis(250) {
+            *last = std::time::Instant::now();
+            bar.set_message(ctl.progress());
+        }
+    };
+    let note = &note;
+    // Every future that can hold the controller's room is polled by the
+    // one loop below (flow.rs): a decision never waits unpolled behind
+    // sends that wait for its permit (the resume that hung, issue 41).
+    let taken = futures::stream::iter(0..emails.len())
+        .take_while(|_| futures::future::ready(!stop.is_set() && !breaker.is_open()));
+    let more = || !stop.is_set() && !breaker.is_open();
+    let decide = |i| rows.decide(i);
+    // Each row's result is folded into the step's counters as it arrives,
+    // so memory does not grow with the rows: only what must outlive the
+    // stream is kept per row (a refused row's reject, a dry run's plan, the
+    // ledger's addresses).
+    let cols = &cols;
+    let fold = |(i, r)| {
+        tally.add(i, r, emails, cols);
+        bar.inc(1);
+        note();
+        futures::future::ready(())
+    };
+    match opts.writes {
+        WriteMode::Single => {
+            let send = |p: Box<Pending>| rows.send_one(*p);
+            flow::one_by_one(taken, concurrency, decide, send)
+                .for_each(fold)
+                .await
+        }
+        // Rows that need a write go in batches of up to BATCH_ROWS, a few
+        // batches in flight: the target commits each in one transaction.
+        WriteMode::Auto => {
+            let send =
+                |batch: Vec<Box<Pending>>| rows.send_batch(batch.into_iter().map(|p| *p).collect());
+            let batches = concurrency.div_ceil(4).min(BATCHES_QUEUED);
+            flow::in_batches(taken, BATCH_ROWS, concurrency, batches, more, decide, send)
+                .for_each(fold)
+                .await
+        }
+    };
+    counters.batches = rows.batches.load(Ordering::Relaxed);
+    counters.retried += rows.retried.load(Ordering::Relaxed);
+    counters.orders_sent += rows.orders_sent.load(Ordering::Relaxed);
+    counters.checked += rows.checked.load(Ordering::Relaxed);
+    counters.write_requests += rows.write_requests.load(Ordering::Relaxed);
+    Ok(())
+}

@@ -1,0 +1,463 @@
+//! The run's request controller: one per connection, consulted by every
+//! request of the run (imports, reads of the target, blacklist batches,
+//! export pages) through [`super::retry::retrying`]. It holds
+//!
+//! - the concurrency limit, a semaphore whose permits follow the adaptive
+//!   [`Window`] (permits are added on an increase and forgotten on a
+//!   decrease, as they come back) or stay pinned;
+//! - one view of the target's rate limit: a 429's `Retry-After`, or an
+//!   exhausted `X-RateLimit-Remaining`, pauses every request of the run
+//!   until the reset, and a client-side token bucket (`governor`) keeps the
+//!   rate under `max_requests_per_second` or under what the 429s taught;
+//! - the figures of the report's `requests` section ([`RequestsReport`]).
+//!
+//! Decisions:
+//! - A permit is held from before the pause and the bucket until the
+//!   answer, and given back before a retry's backoff: a waiting retry takes
+//!   no room from requests that can go now. The RTT is timed from the send.
+//! - 429s of requests sent before the pause are the same event: they
+//!   teach no rate and do not shrink the window again.
+//! - A sporadic 429 (few among the recent answers) neither pauses the run
+//!   nor shrinks the window: the refused request alone waits its
+//!   `Retry-After`. How a 429 is judged, how a rate is learned, lowered
+//!   and raised again: [`rate`].
+//! - A graceful stop ([`super::Stop`]) ends every wait for a pause or the
+//!   rate, and every retry's backoff: a request not sent yet is not sent
+//!   (its row stays for `--resume`), so the stop takes about one request
+//!   timeout, whatever the rate or the pause. A wait for a place among
+//!   the requests in flight is not cut: they finish, and the rows a stop
+//!   finds started go out as before when nothing else holds them back.
+
+mod learn;
+mod rate;
+
+use super::requests::{self, ConcurrencyReport, Latencies, RequestsReport};
+use super::window::{Change, Window};
+use crate::pipeline::Concurrency;
+use listpipe_client::{ClientError, RateHeaders};
+use rate::Bucket;
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::time::Instant;
+
+/// Where the adaptive limit starts: the old fixed batch concurrency, low
+/// enough for a limited target, and doubled within a few round trips.
+pub const ADAPTIVE_START: usize = 4;
+/// The longest pause a server may ask for.
+const MAX_PAUSE: Duration = Duration::from_secs(300);
+
+/// Locks a mutex, taking over a poisoned one (a panic elsewhere is a bug
+/// reported by its own task; the figures here stay usable).
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+pub struct Controller {
+    mode: &'static str,
+    max: usize,
+    sem: Arc<Semaphore>,
+    limit: AtomicUsize,
+    sending: AtomicUsize,
+    state: Mutex<State>,
+    pause: Mutex<Pause>,
+    bucket: Mutex<Bucket>,
+    stats: Mutex<Stats>,
+    stop: super::Stop,
+}
+
+struct State {
+    window: Window,
+    /// Permits to forget as they come back (a decrease below what is in flight).
+    to_forget: usize,
+}
+
+#[derive(Default)]
+struct Pause {
+    until: Option<Instant>,
+    count: u64,
+    total: Duration,
+}
+
+#[derive(Default)]
+struct Stats {
+    sent: u64,
+    first: Option<Instant>,
+    last: Option<Instant>,
+    latencies: Latencies,
+    retries: BTreeMap<&'static str, u64>,
+    /// Milliseconds spent at each limit.
+    at_limit: BTreeMap<usize, u64>,
+    since: Option<Instant>,
+}
+
+/// A request's place: hold it while the request is in flight.
+pub struct Ticket {
+    permit: Option<OwnedSemaphorePermit>,
+    started: Instant,
+}
+
+impl Controller {
+    pub fn new(concurrency: Concurrency, max_requests_per_second: Option<u32>) -> Self {
+        let (mode, window) = match concurrency {
+            Concurrency::Adaptive => (
+                "adaptive",
+                Window::new(ADAPTIVE_START, 1, crate::pipeline::ADAPTIVE_MAX),
+            ),
+            Concurrency::Fixed(n) => ("fixed", Window::new(n, n, n)),
+        };
+        let limit = window.limit();
+        let bucket = Bucket::new(max_requests_per_second.map(f64::from), Instant::now());
+        Controller {
+            mode,
+            max: concurrency.max(),
+            sem: Arc::new(Semaphore::new(limit)),
+            limit: AtomicUsize::new(limit),
+            sending: AtomicUsize::new(0),
+            state: Mutex::new(State {
+                window,
+                to_forget: 0,
+            }),
+            pause: Mutex::new(Pause::default()),
+            bucket: Mutex::new(bucket),
+            stats: Mutex::new(Stats::default()),
+            stop: super::Stop::default(),
+        }
+    }
+
+    /// The run's graceful stop: setting it ends every wait for a pause, the
+    /// rate or a backoff ([`Controller::acquire_unless_stopped`]).
+    pub fn stop_signal(&self) -> super::Stop {
+        self.stop.clone()
+    }
+
+    /// The most requests ever in flight (the adaptive bound, or the pinned number).
+    pub fn max(&self) -> usize {
+        self.max
+    }
+
+    /// The requests in flight allowed now.
+    pub fn limit(&self) -> usize {
+        self.limit.load(Ordering::Relaxed)
+    }
+
+    /// Waits for room: a permit, the end of a pause, a token of the bucket.
+    pub async fn acquire(&self) -> Ticket {
+        let permit = self.permit().await;
+        self.turn().await;
+        self.start(permit)
+    }
+
+    /// [`Controller::acquire`], unless a graceful stop comes while the
+    /// request waits for its turn (a pause, the rate): then it is not sent.
+    /// A place among the requests in flight is still waited for, as they
+    /// finish: the rows a stop finds started go out as before when nothing
+    /// else holds them back.
+    pub async fn acquire_unless_stopped(&self) -> Result<Ticket, ClientError> {
+        let permit = self.permit().await;
+        tokio::select! {
+            biased;
+            () = self.turn() => Ok(self.start(permit)),
+            () = self.stopped() => Err(ClientError::Interrupted),
+        }
+    }
+
+    async fn permit(&self) -> Option<OwnedSemaphorePermit> {
+        // The semaphore is never closed; without a permit the request
+        // would go unlimited rather than never.
+        self.sem.clone().acquire_owned().await.ok()
+    }
+
+    /// Waits for the end of a pause and a token of the bucket.
+    async fn turn(&self) {
+        self.paused().await;
+        let limiter = lock(&self.bucket).limiter();
+        if let Some(l) = limiter
+            && l.check().is_err()
+        {
+            // The rate holds this request back: it may rise (see `rate`).
+            lock(&self.bucket).held = true;
+            l.until_ready().await;
+            // A 429 may have paused the run while this waited for a token.
+            self.paused().await;
+        }
+    }
+
+    /// The request goes now, in the place `permit` holds.
+    fn start(&self, permit: Option<OwnedSemaphorePermit>) -> Ticket {
+        let sending = self.sending.fetch_add(1, Ordering::Relaxed) + 1;
+        if sending >= self.limit() {
+            lock(&self.state).window.reached();
+        }
+        let now = Instant::now();
+        let mut s = lock(&self.stats);
+        s.sent += 1;
+        s.first.get_or_insert(now);
+        drop(s);
+        lock(&self.bucket).sent(now);
+        Ticket {
+            permit,
+            started: now,
+        }
+    }
+
+    async fn paused(&self) {
+        loop {
+            let until = lock(&self.pause).until;
+            match until {
+                Some(t) if t > Instant::now() => tokio::time::sleep_until(t).await,
+                _ => return,
+            }
+        }
+    }
+
+    /// The request of `ticket` ended: `error` is `None` on success. Frees
+    /// its place and adjusts the limit, the pause and the bucket.
+    pub fn finish(
+        &self,
+        ticket: Ticket,
+        error: Option<&ClientError>,
+        headers: Option<RateHeaders>,
+    ) {
+        self.finish_at(Instant::now(), ticket, error, headers);
+    }
+
+    /// [`Controller::finish`] at `now` (tests pass synthetic times).
+    fn finish_at(
+        &self,
+        now: Instant,
+        ticket: Ticket,
+        error: Option<&ClientError>,
+        headers: Option<RateHeaders>,
+    ) {
+        let rtt = now.saturating_duration_since(ticket.started);
+        self.sending.fetch_sub(1, Ordering::Relaxed);
+        let answered = !error.is_some_and(ClientError::is_transport);
+        // A 429 of a request sent before the pause is the event already
+        // seen: it neither teaches a rate nor shrinks the window again.
+        let new_429 = match error.filter(|e| e.status() == Some(429)) {
+            Some(e) => self.rate_limited(now, ticket.started, e.retry_after()),
+            None => {
+                if answered && let Some(rate) = lock(&self.bucket).answered(now, false) {
+                    tracing::debug!(target: log_target!(), rate, "requests per second raised: no limiting 429");
+                }
+                false
+            }
+        };
+        let back_pressure = match error {
+            None => false,
+            Some(e) => e.is_transport() || matches!(e.status(), Some(408 | 503 | 504)) || new_429,
+        };
+        {
+            let mut s = lock(&self.stats);
+            if answered {
+                s.latencies.record(rtt);
+            }
+            s.last = Some(now);
+            let since = s.since.replace(now).unwrap_or(now);
+            let ms = now.saturating_duration_since(since).as_millis() as u64;
+            *s.at_limit.entry(self.limit()).or_default() += ms;
+        }
+        if let Some(h) = headers
+            && h.remaining == Some(0)
+            && let Some(reset) = h.reset_secs
+        {
+            self.pause_until(now, now + Duration::from_secs(reset));
+        }
+        let mut st = lock(&self.state);
+        let old = st.window.limit();
+        if let Some(change) =
+            st.window
+                .observe(now.into_std(), answered.then_some(rtt), back_pressure)
+        {
+            let new = st.window.limit();
+            tracing::debug!(target: log_target!(), ?change, old, new, "concurrency limit");
+            match change {
+                Change::Increased => {
+                    let back = (new - old).min(st.to_forget);
+                    st.to_forget -= back;
+                    self.sem.add_permits(new - old - back);
+                }
+                Change::Decreased => {
+                    let forgotten = self.sem.forget_permits(old - new);
+                    st.to_forget += old - new - forgotten;
+                }
+            }
+            self.limit.store(new, Ordering::Relaxed);
+        }
+        drop(st);
+        self.release(ticket.permit);
+    }
+
+    /// The request of `ticket` was dropped unanswered (the breaker opened).
+    pub fn abandon(&self, ticket: Ticket) {
+        self.sending.fetch_sub(1, Ordering::Relaxed);
+        self.release(ticket.permit);
+    }
+
+    /// Gives a place back, or forgets it when the limit went down.
+    fn release(&self, permit: Option<OwnedSemaphorePermit>) {
+        let mut st = lock(&self.state);
+        if let Some(p) = permit
+            && st.to_forget > 0
+        {
+            st.to_forget -= 1;
+            p.forget();
+        }
+    }
+
+    /// A retry is about to wait and go again, for `cause`.
+    pub fn retrying(&self, e: &ClientError) {
+        *lock(&self.stats)
+            .retries
+            .entry(requests::cause(e))
+            .or_default() += 1;
+    }
+
+    fn pause_until(&self, now: Instant, until: Instant) {
+        let until = until.min(now + MAX_PAUSE);
+        let mut p = lock(&self.pause);
+        let from = p.until.filter(|t| *t > now);
+        if from.is_some_and(|t| t >= until) {
+            return;
+        }
+        // A pause extended counts its added time only.
+        p.total += until.saturating_duration_since(from.unwrap_or(now));
+        if from.is_none() {
+            p.count += 1;
+            tracing::info!(target: log_target!(),
+                secs = (until - now).as_secs_f64(),
+                "the target asked to wait: every request pauses"
+            );
+        }
+        p.until = Some(until);
+    }
+
+    /// A 429 answered the request sent at `sent`. A limiting one lowers the
+    /// rate (learns one, the first time) and, while no rate was learned or
+    /// the 429s are most answers, pauses the run for the `Retry-After`; a
+    /// sporadic one only counts. True for a new limiting event.
+    fn rate_limited(&self, now: Instant, sent: Instant, retry_after: Option<u64>) -> bool {
+        let wait = Duration::from_secs(retry_after.unwrap_or(1).max(1));
+        // Still paused: a request sent before the pause, the same event.
+        // (The pause is read before the bucket is locked: `report` takes
+        // them in that order.)
+        let paused = lock(&self.pause).until.is_some_and(|t| t > now);
+        let decision = lock(&self.bucket).refused_answer(now, sent, wait, paused);
+        if decision.pause {
+            self.pause_until(now, now + wait);
+        }
+        if !decision.limiting && !paused {
+            tracing::debug!(target: log_target!(), "a sporadic 429: the refused request waits its Retry-After alone");
+        }
+        if let Some(rate) = decision.lowered {
+            tracing::info!(target: log_target!(),
+                rate = (rate * 100.0).round() / 100.0,
+                refused_share = (decision.share * 100.0).round() / 100.0,
+                "requests per second lowered: the target answers 429 Too Many Requests"
+            );
+        }
+        decision.limiting
+    }
+
+    /// Waits for a graceful stop (see [`Controller::stop_signal`]).
+    pub async fn stopped(&self) {
+        self.stop.stopped().await
+    }
+
+    /// The report's `requests` section.
+    pub fn report(&self) -> RequestsReport {
+        let s = lock(&self.stats);
+        let p = lock(&self.pause);
+        let b = lock(&self.bucket);
+        let (rate, sporadic) = (b.rate, b.sporadic);
+        let paced = b.pacing.as_ref().map(|pacing| requests::Paced {
+            after_ms: s.first.map_or(0, |first| {
+                pacing.since.saturating_duration_since(first).as_millis() as u64
+            }),
+            why: why_paced(pacing, b.configured),
+            first_per_second: (pacing.learned > 0.0)
+                .then(|| (pacing.learned * 100.0).round() / 100.0),
+        });
+        drop(b);
+        let span = match (s.first, s.last) {
+            (Some(a), Some(b)) => b.saturating_duration_since(a).as_secs_f64(),
+            _ => 0.0,
+        };
+        let total: u64 = s.at_limit.values().sum();
+        let median = s
+            .at_limit
+            .iter()
+            .scan(0, |acc, (l, ms)| {
+                *acc += ms;
+                Some((*l, *acc))
+            })
+            .find(|(_, acc)| *acc * 2 >= total)
+            .map_or(self.limit(), |(l, _)| l);
+        let spent = || {
+            s.at_limit
+                .iter()
+                .filter(|(_, ms)| **ms > 0)
+                .map(|(l, _)| *l)
+        };
+        RequestsReport {
+            sent: s.sent,
+            per_second: if span > 0.0 {
+                (s.sent as f64 / span * 10.0).round() / 10.0
+            } else {
+                0.0
+            },
+            concurrency: ConcurrencyReport {
+                mode: self.mode,
+                min: spent().min().unwrap_or(self.limit()),
+                median,
+                max: spent().max().unwrap_or(self.limit()),
+                last: self.limit(),
+            },
+            retries: s.retries.clone(),
+            latency_ms: s.latencies.percentiles(),
+            pauses: p.count,
+            paused_ms: p.total.as_millis() as u64,
+            rate_limit_per_second: rate.map(|r| (r * 100.0).round() / 100.0),
+            paced,
+            sporadic_429: sporadic,
+        }
+    }
+
+    /// For the progress line: the limit and requests per second so far.
+    pub fn progress(&self) -> String {
+        let s = lock(&self.stats);
+        let rate = match s.first {
+            Some(first) => s.sent as f64 / first.elapsed().as_secs_f64().max(0.001),
+            None => 0.0,
+        };
+        drop(s);
+        let line = format!("{} in flight max, {rate:.0} req/s", self.limit());
+        let b = lock(&self.bucket);
+        match (b.rate, &b.pacing) {
+            (Some(r), Some(p)) => format!(
+                "{line}, paced at {r:.1} req/s: {}",
+                why_paced(p, b.configured)
+            ),
+            _ => line,
+        }
+    }
+}
+
+/// Why the run is paced, in words (the progress line, the summary, the report).
+fn why_paced(p: &rate::Pacing, configured: Option<f64>) -> String {
+    match (p.configured, configured) {
+        (true, Some(c)) => format!("max_requests_per_second = {c} in the pipeline file"),
+        _ => format!(
+            "the target answered 429 Too Many Requests to {:.0}% of recent requests",
+            p.share * 100.0
+        ),
+    }
+}
+
+#[cfg(test)]
+mod pacing_tests;
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,367 @@
+//! The built-in target server: every endpoint of the v3 API and its OAuth
+//! token service on an embedded SQLite database, so pipelines can be
+//! rehearsed and tested without the real service.
+//!
+//! Request path: [`wire::normalize`] (path suffixes, body decoding, XML
+//! answers) → router → [`auth::require_token`] for `/v3` → the resource's
+//! route → its store module. [`start`] binds, bootstraps a first account and
+//! serves until stopped; tests call it with port 0 and a temp database.
+
+/// The target of this module's log events, named as the module was before
+/// the crates were split (`listpipe::server::...`): what `LISTPIPE_LOG` filters on and log
+/// lines show stay as they were.
+macro_rules! log_target {
+    () => {
+        const_format::str_replace!(module_path!(), "listpipe_server", "listpipe::server")
+    };
+}
+
+pub mod auth;
+pub mod auth_failures;
+pub mod connections;
+pub mod error;
+pub mod faults;
+pub mod html;
+pub mod openapi;
+pub mod overload;
+pub mod ratelimit;
+pub mod routes;
+pub mod store;
+pub mod wire;
+
+use axum::Router;
+use axum::middleware::{from_fn, from_fn_with_state};
+use error::ApiError;
+use listpipe_api::TokenResponse;
+use listpipe_api::oauth::Credentials;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use store::{Store, StoreError, accounts};
+use tokio::sync::oneshot;
+use tower::Layer;
+
+/// Lifetime of an access token unless `serve --token-ttl` says otherwise.
+pub const DEFAULT_TOKEN_TTL_SECS: i64 = 3600;
+/// The name of the account created on first start.
+pub const DEFAULT_ACCOUNT: &str = "default";
+
+#[derive(Clone)]
+pub struct AppState {
+    pub store: Store,
+    /// Where this server is reached (for links it writes, such as confirmation links).
+    pub base_url: String,
+    /// Access-token lifetime in seconds.
+    pub token_ttl: i64,
+    /// Authorization-code lifetime in seconds (`serve --code-ttl`).
+    pub code_ttl: i64,
+    /// `serve --rate-limit`: requests per second per account; `None` is no limit.
+    pub rate_limit: Option<std::sync::Arc<ratelimit::RateLimit>>,
+    /// `serve --faults`: injected failures for tests; `None` (the default) is none.
+    pub faults: Option<std::sync::Arc<faults::Faults>>,
+    /// Tokens recently checked (see [`auth::TokenCache`]).
+    pub tokens: auth::TokenCache,
+    /// Failed client authentications at the token endpoint (see [`auth_failures`]).
+    pub auth_failures: std::sync::Arc<auth_failures::AuthFailures>,
+    /// Serve the spec's endpoints only, without the live service's extensions.
+    pub spec_only: bool,
+}
+
+/// The whole application: routes, the token check on `/v3`, the error body
+/// for unknown routes. Wrap it with [`wire::normalize`] to serve (see [`start`]).
+pub fn app(state: AppState) -> Router {
+    // Layers run outermost first: faults, the token check, the rate limit.
+    let (v3, mut ops) = routes::v3(!state.spec_only).into_parts();
+    ops.extend(routes::oauth::operations());
+    ops.extend(routes::forms::public_operations());
+    let openapi = std::sync::Arc::new(openapi::document(&ops));
+    let v3 = v3
+        .route_layer(from_fn_with_state(state.clone(), ratelimit::limit))
+        .route_layer(from_fn_with_state(state.clone(), auth::require_token))
+        .route_layer(from_fn_with_state(state.clone(), faults::inject));
+    Router::new()
+        .merge(v3)
+        .route(
+            listpipe_api::paths::OPENAPI,
+            axum::routing::get(move || async move { axum::Json((*openapi).clone()) }),
+        )
+        .merge(routes::old_versions())
+        .merge(routes::oauth::router())
+        .merge(routes::forms::public_router())
+        .merge(routes::authorize::router())
+        .fallback(|| async { ApiError::not_found("no such endpoint") })
+        .method_not_allowed_fallback(|| async {
+            ApiError::new(
+                axum::http::StatusCode::METHOD_NOT_ALLOWED,
+                "Method Not Allowed: not on this path",
+            )
+        })
+        .layer(tower_http::catch_panic::CatchPanicLayer::new())
+        .with_state(state)
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    #[error("database: {0}")]
+    Store(#[from] StoreError),
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        addr: String,
+        source: std::io::Error,
+    },
+    #[error("cannot read the events file {path}: {source}")]
+    Events {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot write credentials to {path}: {source}")]
+    Credentials {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+pub struct ServeOptions {
+    pub db: PathBuf,
+    pub listen: String,
+    pub credentials: Option<PathBuf>,
+    pub token_ttl: i64,
+    /// Lifetime of authorization codes in seconds (at least 1).
+    pub code_ttl: i64,
+    /// Record the base URL in the database, for `accounts` commands to
+    /// print (off for the in-process target, whose port is ephemeral).
+    pub remember_url: bool,
+    /// A JSON-lines file of mailing events to record on start (see `store::events`).
+    pub events: Option<PathBuf>,
+    /// Requests per second allowed per account on `/v3`; `None` (the default) is no limit.
+    pub rate_limit: Option<std::num::NonZeroU32>,
+    /// FOR TESTS ONLY: failures to inject on `/v3` (see [`faults`]); `None`,
+    /// the default, injects nothing. Only `serve --faults` sets it.
+    pub faults: Option<faults::FaultSpec>,
+    /// The seed of the fault draws (the same seed, the same faults for
+    /// requests sent one after another).
+    pub fault_seed: u64,
+    /// Serve the spec's endpoints only: the live service's extensions
+    /// (batch upsert, activate...) answer 404, as on a target without them.
+    pub spec_only: bool,
+    /// Requests handled at once; more are answered 503 with `Retry-After` (see [`overload`]).
+    pub max_in_flight: usize,
+    /// How long a request may take before it is answered 503.
+    pub request_timeout: std::time::Duration,
+    /// Header-read and idle timeouts, and the cap on open connections (see [`connections`]).
+    pub connections: connections::Limits,
+}
+
+impl ServeOptions {
+    pub fn new(db: impl Into<PathBuf>, listen: impl Into<String>) -> Self {
+        ServeOptions {
+            db: db.into(),
+            listen: listen.into(),
+            credentials: None,
+            token_ttl: DEFAULT_TOKEN_TTL_SECS,
+            code_ttl: accounts::CODE_TTL_SECS,
+            remember_url: true,
+            events: None,
+            rate_limit: None,
+            faults: None,
+            fault_seed: 0,
+            spec_only: false,
+            max_in_flight: overload::DEFAULT_MAX_IN_FLIGHT,
+            request_timeout: std::time::Duration::from_secs(overload::DEFAULT_REQUEST_TIMEOUT_SECS),
+            connections: connections::Limits::default(),
+        }
+    }
+}
+
+/// A server running in the background of this process.
+pub struct RunningServer {
+    pub addr: SocketAddr,
+    pub base_url: String,
+    /// Set when this start created the default account (the first start).
+    pub credentials: Option<Credentials>,
+    /// Connections open at once at most: `--max-connections`, or fewer
+    /// when the open-file limit is lower.
+    pub max_connections: usize,
+    /// The open-file limit, found and raised at start (`None`: unknown).
+    pub open_files: Option<connections::OpenFiles>,
+    pub store: Store,
+    shutdown: Option<oneshot::Sender<()>>,
+    task: tokio::task::JoinHandle<std::io::Result<()>>,
+}
+
+impl RunningServer {
+    /// Stops taking connections, lets requests in flight finish, and waits.
+    pub async fn stop(mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+        let _ = (&mut self.task).await;
+    }
+
+    /// Serves until the task ends (for `listpipe serve`).
+    pub async fn wait(self) -> std::io::Result<()> {
+        let _keep_running = self.shutdown;
+        self.task
+            .await
+            .unwrap_or_else(|e| Err(std::io::Error::other(e)))
+    }
+}
+
+/// Opens the database, binds, creates the default account on first start
+/// (writing its credentials where asked), and serves in the background.
+pub async fn start(opts: ServeOptions) -> Result<RunningServer, ServeError> {
+    let open_files = connections::raise_open_file_limit();
+    let max_connections = match open_files {
+        Some(files) => files.cap(opts.connections.max_connections),
+        None => opts.connections.max_connections.max(1),
+    };
+    if max_connections < opts.connections.max_connections {
+        tracing::warn!(target: log_target!(),
+            max_connections,
+            asked = opts.connections.max_connections,
+            "fewer connections than asked: the open-file limit is lower"
+        );
+    }
+    let store = Store::open(&opts.db)?;
+    let listener = tokio::net::TcpListener::bind(&opts.listen)
+        .await
+        .map_err(|source| ServeError::Bind {
+            addr: opts.listen.clone(),
+            source,
+        })?;
+    let addr = listener.local_addr().map_err(|source| ServeError::Bind {
+        addr: opts.listen.clone(),
+        source,
+    })?;
+    let host = if addr.ip().is_unspecified() {
+        "127.0.0.1".to_string()
+    } else {
+        addr.ip().to_string()
+    };
+    let base_url = match addr {
+        SocketAddr::V6(_) if !addr.ip().is_unspecified() => {
+            format!("http://[{host}]:{}", addr.port())
+        }
+        _ => format!("http://{host}:{}", addr.port()),
+    };
+
+    let ttl = opts.token_ttl;
+    let url = base_url.clone();
+    let remember_url = opts.remember_url;
+    let credentials = store
+        .write(move |c| {
+            if remember_url {
+                store::set_setting(c, "base_url", &url)?;
+            }
+            if accounts::account_count(c)? > 0 {
+                return Ok(None);
+            }
+            // On PostgreSQL another server process may make it since the
+            // count: that start then created it, and this one did not.
+            let (app, secret) = match accounts::create_account(c, DEFAULT_ACCOUNT) {
+                Err(StoreError::Conflict(_)) => return Ok(None),
+                made => made?,
+            };
+            // The login of `listpipe auth login` works out of the box.
+            accounts::set_app_name(c, &app, "listpipe")?;
+            store::redirect_uris::register(c, app.id, store::redirect_uris::LOGIN_CALLBACK)?;
+            let (email, password) = store::users::create_first(c, app.account)?;
+            let tokens = accounts::issue_pair(c, app.account, app.id, ttl)?;
+            let mut creds = credentials_of(&url, &app.client_id, &secret, tokens);
+            creds.user_email = Some(email);
+            creds.user_password = Some(password);
+            Ok(Some(creds))
+        })
+        .await?;
+    if let (Some(creds), Some(path)) = (&credentials, &opts.credentials) {
+        write_credentials(path, creds)?;
+    }
+
+    if let Some(path) = &opts.events {
+        let text = std::fs::read_to_string(path).map_err(|source| ServeError::Events {
+            path: path.clone(),
+            source,
+        })?;
+        let loaded = store.write(move |c| store::events::load(c, &text)).await?;
+        for skipped in &loaded.skipped {
+            tracing::warn!(target: log_target!(), file = %path.display(), "event skipped: {skipped}");
+        }
+        tracing::info!(target: log_target!(), file = %path.display(), events = loaded.events, "mailing events recorded");
+    }
+    if let Some(spec) = &opts.faults {
+        tracing::warn!(target: log_target!(), faults = %spec, seed = opts.fault_seed, "FAULT INJECTION IS ON: requests fail on purpose");
+    }
+    let state = AppState {
+        store: store.clone(),
+        base_url: base_url.clone(),
+        token_ttl: ttl,
+        code_ttl: opts.code_ttl.max(1),
+        rate_limit: opts
+            .rate_limit
+            .map(|n| std::sync::Arc::new(ratelimit::RateLimit::per_second(n))),
+        faults: opts
+            .faults
+            .clone()
+            .map(|spec| std::sync::Arc::new(faults::Faults::new(spec, opts.fault_seed))),
+        tokens: auth::TokenCache::default(),
+        auth_failures: Default::default(),
+        spec_only: opts.spec_only,
+    };
+    // Outermost: the bounds, so a refused request costs no decoding at all.
+    let bounds = overload::Bounds::new(opts.max_in_flight, opts.request_timeout);
+    let service = from_fn_with_state(bounds, overload::bound)
+        .layer(from_fn(wire::normalize).layer(app(state)));
+    let (tx, rx) = oneshot::channel::<()>();
+    let limits = opts.connections;
+    let task = tokio::spawn(connections::serve(
+        listener,
+        service,
+        limits,
+        max_connections,
+        async {
+            let _ = rx.await;
+        },
+    ));
+    tracing::debug!(target: log_target!(), %base_url, db = %opts.db.display(), "serving the v3 API");
+    Ok(RunningServer {
+        addr,
+        base_url,
+        credentials,
+        max_connections,
+        open_files,
+        store,
+        shutdown: Some(tx),
+        task,
+    })
+}
+
+pub fn credentials_of(
+    base_url: &str,
+    client_id: &str,
+    secret: &str,
+    tokens: TokenResponse,
+) -> Credentials {
+    Credentials {
+        base_url: base_url.to_string(),
+        client_id: client_id.to_string(),
+        client_secret: secret.to_string(),
+        access_token: tokens.access_token,
+        refresh_token: tokens.refresh_token,
+        expires_in: tokens.expires_in,
+        ..Credentials::default()
+    }
+}
+
+/// Writes credentials as JSON readable by the owner only (mode 0600),
+/// atomically ([`listpipe_base::state_file`]): a kill during a token refresh leaves
+/// the old tokens or the new ones, never a cut file without its refresh token.
+pub fn write_credentials(path: &Path, creds: &Credentials) -> Result<(), ServeError> {
+    let err = |source| ServeError::Credentials {
+        path: path.to_path_buf(),
+        source,
+    };
+    let json = creds
+        .file_bytes()
+        .map_err(|e| err(std::io::Error::other(e)))?;
+    listpipe_base::state_file::write(path, &json, listpipe_base::state_file::Access::Private)
+        .map_err(|e| err(e.source))
+}

@@ -1,0 +1,452 @@
+//! The built-in server's storage: one database holding every account, a
+//! SQLite file (WAL; the default) or a PostgreSQL database shared by any
+//! number of server processes ([`pg`]). Each submodule owns the queries and
+//! the rules of one resource, written once against [`Db`] for both
+//! backends; routes call them through [`Store::read`], [`Store::write`] and
+//! [`Store::call`], which run the closure on a blocking thread.
+//!
+//! Every query binds its values as parameters; no user input is pasted into
+//! SQL text. Multi-step writes run in one transaction.
+
+pub mod accounts;
+pub mod attributes;
+pub mod blacklist;
+pub mod clients;
+pub mod db;
+mod error;
+pub mod events;
+pub mod filters;
+pub mod forms;
+pub mod groups;
+mod pg;
+mod plans;
+pub mod rates;
+pub mod receivers;
+pub mod redirect_uris;
+pub mod tags;
+pub mod tokens;
+pub mod users;
+mod writer;
+
+pub use db::{Backend, Db};
+pub use error::{RETRY_AFTER_SECS, StoreError, StoreResult, conflict, invalid, not_found};
+use rusqlite::Connection;
+use rusqlite::config::DbConfig;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+/// The schema, one migration per file, applied in order; `user_version`
+/// records how many have run.
+const MIGRATIONS: &[&str] = &[
+    include_str!("migrations/001_core.sql"),
+    include_str!("migrations/002_filters.sql"),
+    include_str!("migrations/003_clients_forms.sql"),
+    include_str!("migrations/004_users.sql"),
+    include_str!("migrations/005_list_order.sql"),
+    include_str!("migrations/006_order_key.sql"),
+    include_str!("migrations/007_token_families.sql"),
+];
+
+/// What a contact carries that is deleted with it (`receivers`, `groups`).
+/// The store deletes them itself: on PostgreSQL these tables have no foreign
+/// key to cascade (migration 003); on SQLite the cascade then finds nothing
+/// left.
+pub(crate) const CONTACT_PARTS: [&str; 3] = ["attribute_values", "tags", "orders"];
+
+/// Field size limits (docs/server.md, "Wire format"): a longer value is a 400 naming the
+/// field, so absurd sizes never reach the database.
+pub const MAX_NAME_CHARS: usize = 255;
+/// Free text: group `receiver_info`, blacklist comments, attribute
+/// descriptions, previews and defaults, receiver `source`, `last_*`, order fields,
+/// filter conditions.
+pub const MAX_TEXT_CHARS: usize = 10_000;
+pub const MAX_TAG_CHARS: usize = 255;
+/// Tags in one write (a create, an update or a tag add).
+pub const MAX_TAGS_PER_WRITE: usize = 1_000;
+/// Orders in one write.
+pub const MAX_ORDERS_PER_WRITE: usize = 1_000;
+/// Rules of one filter.
+pub const MAX_FILTER_RULES: usize = 100;
+
+/// A 400 when `value` has more than `max` characters.
+pub fn check_len(field: &str, value: &str, max: usize) -> StoreResult<()> {
+    if value.len() > max && value.chars().count() > max {
+        return invalid(format!(
+            "Bad Request: {field} is longer than {max} characters"
+        ));
+    }
+    Ok(())
+}
+
+/// A 400 when a list has more than `max` items.
+pub fn check_count(field: &str, n: usize, max: usize) -> StoreResult<()> {
+    if n > max {
+        return invalid(format!("Bad Request: {field} holds more than {max} items"));
+    }
+    Ok(())
+}
+
+/// The id of the account a token belongs to: every query is scoped by it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AccountId(pub i64);
+
+/// The database: SQLite in one file (the default) or a PostgreSQL server
+/// (`--db postgres://...`, see [`pg`]); store functions see either as a
+/// [`Db`].
+#[derive(Clone)]
+pub struct Store {
+    kind: Kind,
+}
+
+#[derive(Clone)]
+enum Kind {
+    Lite(Lite),
+    Pg(Arc<pg::Pool>),
+}
+
+/// SQLite: one connection that writes (SQLite has one writer at a time)
+/// and a few that only read, so that reads (pages of receivers, token
+/// checks, exports) run beside writes and beside each other (WAL).
+#[derive(Clone)]
+struct Lite {
+    conn: Arc<Mutex<Connection>>,
+    readers: Arc<Readers>,
+    /// The writer thread's queue (see [`writer`]), bounded.
+    writes: std::sync::mpsc::SyncSender<writer::Job>,
+    /// Single creates waiting for the writer, written as one batch.
+    creates: Arc<writer::Merge<receivers::NewReceiver, listpipe_api::Receiver>>,
+}
+
+/// Read-only connections, handed out round robin.
+struct Readers {
+    conns: Vec<Mutex<Connection>>,
+    next: std::sync::atomic::AtomicUsize,
+}
+
+/// Counts calls on the writing connection (bumped after each), so that
+/// what a reader remembers of earlier reads (see `receivers::read`) is
+/// dropped once anything may have changed.
+pub static WRITES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Reading connections per store.
+const READERS: usize = 4;
+/// Page cache per reading connection, KiB. Decision: 8 MiB, not the
+/// writer's 32: a page of receivers reads rows spread over the whole
+/// database, so each reader's cache filled to its limit and four of them
+/// were most of the server's memory during an export (issue 15: under 256
+/// MiB); pages past it come from the operating system's file cache.
+const READER_CACHE_KIB: i64 = 8_192;
+/// Prepared statements kept per connection: every hot query stays prepared.
+const STATEMENT_CACHE: usize = 256;
+
+/// Opens a connection with the settings every connection of the store uses.
+fn connect(path: &Path) -> StoreResult<Connection> {
+    let conn = Connection::open(path)?;
+    conn.pragma_update(None, "foreign_keys", "ON")?;
+    conn.busy_timeout(std::time::Duration::from_secs(10))?;
+    conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
+    // Plans that never look at bound values. Without it SQLite marks some
+    // statements (an `OR` over a parameter, a join with a parameter on its
+    // key) as planned for their values, and such a statement is re-parsed
+    // and re-planned each time the statement cache clears its bindings:
+    // every use. That was a third of the writer's time for single creates
+    // (perf, issue 15). Decision: no plan here depends on a value (no
+    // `LIKE` prefix, no ANALYZE statistics), so nothing is lost.
+    conn.set_db_config(DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true)?;
+    // 32 MiB of page cache for the writer (SQLite's default is 2 MiB): the
+    // indexes a write touches stay in memory for a million receivers.
+    // Readers get less (below).
+    conn.pragma_update(None, "cache_size", -32_768)?;
+    conn.pragma_update(None, "temp_store", "MEMORY")?;
+    Ok(conn)
+}
+
+impl Store {
+    /// Opens the database `db` names, a SQLite file or a `postgres://` URL,
+    /// creating what is missing, and brings its schema up to date.
+    pub fn open(db: &Path) -> StoreResult<Store> {
+        if let Some(url) = pg::url(db) {
+            return Ok(Store {
+                kind: Kind::Pg(Arc::new(pg::Pool::open(url)?)),
+            });
+        }
+        Self::open_sqlite(db)
+    }
+
+    fn open_sqlite(path: &Path) -> StoreResult<Store> {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|source| StoreError::Io {
+                what: format!("create {}", dir.display()),
+                source,
+            })?;
+        }
+        let mut conn = connect(path)?;
+        conn.pragma_update(None, "journal_mode", "WAL")?;
+        // NORMAL in WAL mode survives a crash of the process (not of the
+        // machine's power), which is what "acknowledged is kept" needs here.
+        conn.pragma_update(None, "synchronous", "NORMAL")?;
+        migrate(&mut conn)?;
+        let conns = (0..READERS)
+            .map(|_| {
+                let r = connect(path)?;
+                // A reader never writes, whatever a caller asks of it.
+                r.pragma_update(None, "query_only", "ON")?;
+                r.pragma_update(None, "cache_size", -READER_CACHE_KIB)?;
+                Ok(Mutex::new(r))
+            })
+            .collect::<StoreResult<Vec<_>>>()?;
+        let conn = Arc::new(Mutex::new(conn));
+        Ok(Store {
+            kind: Kind::Lite(Lite {
+                writes: writer::start(conn.clone()).map_err(|source| StoreError::Io {
+                    what: "start the database writer".into(),
+                    source,
+                })?,
+                conn,
+                creates: writer::Merge::new(receivers::create_many),
+                readers: Arc::new(Readers {
+                    conns,
+                    next: Default::default(),
+                }),
+            }),
+        })
+    }
+
+    /// Which database this store runs on.
+    pub fn backend(&self) -> Backend {
+        match self.kind {
+            Kind::Lite(_) => Backend::Sqlite,
+            Kind::Pg(_) => Backend::Postgres,
+        }
+    }
+
+    /// Runs `f`, which only reads, on a reading connection on a blocking
+    /// thread. It sees every write committed before it starts, in one
+    /// snapshot.
+    pub async fn read<T, F>(&self, f: F) -> StoreResult<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Db) -> StoreResult<T> + Send + 'static,
+    {
+        let readers = match &self.kind {
+            Kind::Lite(l) => l.readers.clone(),
+            Kind::Pg(pool) => {
+                let pool = pool.clone();
+                return tokio::task::spawn_blocking(move || pool.read(f)).await?;
+            }
+        };
+        tokio::task::spawn_blocking(move || {
+            let n = readers.conns.len();
+            let start = readers
+                .next
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            // A free connection if there is one, else wait for the next in turn.
+            let guard = (0..n)
+                .find_map(|i| readers.conns[(start + i) % n].try_lock().ok())
+                .unwrap_or_else(|| {
+                    readers.conns[start % n]
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                });
+            in_one_snapshot(&guard, f)
+        })
+        .await?
+    }
+
+    /// Runs `f` with the writing connection on a blocking thread, outside
+    /// the writer's group commits (on PostgreSQL, in its own transaction,
+    /// run again if it lost a race, as [`Store::write`]).
+    pub async fn call<T, F>(&self, f: F) -> StoreResult<T>
+    where
+        T: Send + 'static,
+        F: Fn(&Db) -> StoreResult<T> + Send + 'static,
+    {
+        let conn = match &self.kind {
+            Kind::Lite(l) => l.conn.clone(),
+            Kind::Pg(pool) => {
+                let pool = pool.clone();
+                return tokio::task::spawn_blocking(move || pool.write(f)).await?;
+            }
+        };
+        tokio::task::spawn_blocking(move || {
+            // A panic in another call poisons the lock but leaves the
+            // connection usable (its transaction was rolled back on drop).
+            let guard = conn.lock().unwrap_or_else(|p| p.into_inner());
+            let out = f(&Db::Lite(&guard));
+            WRITES.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            out
+        })
+        .await?
+    }
+
+    /// Runs `f` as one all-or-nothing write, answered once committed. On
+    /// SQLite, writes waiting at the same time are committed together
+    /// ([`writer`]); on PostgreSQL a write that lost a race with another
+    /// (two processes creating one address) is rolled back and run again,
+    /// so `f` may run more than once and must not consume what it captures.
+    pub async fn write<T, F>(&self, f: F) -> StoreResult<T>
+    where
+        T: Send + 'static,
+        F: Fn(&Db) -> StoreResult<T> + Send + 'static,
+    {
+        let writes = match &self.kind {
+            Kind::Lite(l) => &l.writes,
+            Kind::Pg(pool) => {
+                let pool = pool.clone();
+                return tokio::task::spawn_blocking(move || pool.write(f)).await?;
+            }
+        };
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        writes
+            .try_send(writer::Job::new(f, tx))
+            .map_err(|e| writer::refused(&e))?;
+        rx.await
+            .map_err(|_| StoreError::Internal("the store's writer dropped a write".into()))?
+    }
+
+    /// `POST /groups/{g}/receivers`: creates a receiver, answering as
+    /// [`receivers::create`]. On SQLite the creates that wait for the
+    /// writer together are written as one batch
+    /// ([`receivers::create_many`]): a set-based statement per table
+    /// instead of some twenty statements a receiver.
+    pub async fn create_receiver(
+        &self,
+        account: AccountId,
+        group: i64,
+        input: listpipe_api::ReceiverInput,
+    ) -> StoreResult<listpipe_api::Receiver> {
+        match &self.kind {
+            Kind::Lite(l) => {
+                let item = receivers::NewReceiver {
+                    account,
+                    group,
+                    input,
+                };
+                l.creates.write(&l.writes, item).await
+            }
+            Kind::Pg(_) => {
+                self.write(move |c| receivers::create(c, account, group, &input))
+                    .await
+            }
+        }
+    }
+
+    /// Single creates waiting for the SQLite writer, for tests.
+    #[cfg(test)]
+    pub(crate) fn creates_waiting(&self) -> usize {
+        match &self.kind {
+            Kind::Lite(l) => l.creates.waiting(),
+            Kind::Pg(_) => 0,
+        }
+    }
+
+    /// The SQLite writer's connection, for tests that hold it.
+    #[cfg(test)]
+    pub(crate) fn lite_conn(&self) -> std::sync::MutexGuard<'_, Connection> {
+        match &self.kind {
+            Kind::Lite(l) => l.conn.lock().unwrap(),
+            Kind::Pg(_) => panic!("not a SQLite store"),
+        }
+    }
+}
+
+/// Runs a read inside one read transaction: its statements (a page's list,
+/// attribute values, tags and orders; a blacklist check per address) see
+/// one snapshot, and the WAL's read lock is taken once per read instead of
+/// once per statement (a check of 500 addresses took 1,000).
+fn in_one_snapshot<T>(conn: &Connection, f: impl FnOnce(&Db) -> StoreResult<T>) -> StoreResult<T> {
+    // A read that panicked left its transaction open; end it first.
+    if !conn.is_autocommit() {
+        conn.execute_batch("ROLLBACK")?;
+    }
+    conn.prepare_cached("BEGIN")?.execute([])?;
+    let out = f(&Db::Lite(conn));
+    // Nothing was written: ending the snapshot cannot lose anything.
+    let end = conn
+        .prepare_cached("COMMIT")
+        .and_then(|mut s| s.execute([]));
+    let out = out?;
+    end?;
+    Ok(out)
+}
+
+fn migrate(conn: &mut Connection) -> StoreResult<()> {
+    let done: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
+    for (i, sql) in MIGRATIONS.iter().enumerate().skip(done.max(0) as usize) {
+        let tx = conn.transaction()?;
+        tx.execute_batch(sql)?;
+        tx.pragma_update(None, "user_version", (i + 1) as i64)?;
+        tx.commit()?;
+    }
+    Ok(())
+}
+
+/// Whether `--db` names a PostgreSQL database (a `postgres://` URL).
+pub fn is_postgres(db: &Path) -> bool {
+    pg::url(db).is_some()
+}
+
+/// How messages name the database `--db` gives: the file's path, or the
+/// PostgreSQL URL without its password.
+pub fn shown(db: &Path) -> String {
+    match pg::url(db) {
+        Some(url) => pg::redacted(url),
+        None => db.display().to_string(),
+    }
+}
+
+/// The current time in Unix seconds.
+pub fn now() -> i64 {
+    chrono::Utc::now().timestamp()
+}
+
+/// Reads a setting kept in the database (for example the last base URL).
+pub fn setting(db: &Db, key: &str) -> StoreResult<Option<String>> {
+    db.opt_row(
+        "SELECT value FROM settings WHERE key = ?1",
+        db::params![key],
+        |r| r.get(0),
+    )
+}
+
+pub fn set_setting(db: &Db, key: &str, value: &str) -> StoreResult<()> {
+    db.exec(
+        "INSERT INTO settings (key, value) VALUES (?1, ?2)
+         ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+        db::params![key, value],
+    )?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A statement whose plan SQLite would tie to its values (an `OR` over
+    /// a parameter, a join on a parameter) is parsed and planned once, not
+    /// again on each use through the statement cache.
+    #[test]
+    fn cached_statements_are_planned_once_whatever_their_values() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("s.db")).unwrap();
+        let conn = store.lite_conn();
+        let queries = [
+            "SELECT id FROM attributes WHERE account_id = ?1 AND name = ?2
+             AND (group_id = 0 OR group_id = ?3)",
+            "SELECT r.id FROM receivers r JOIN contacts c ON c.id = r.contact_id
+             WHERE r.id = ?1 AND r.account_id = ?2 AND ?3 IS NOT NULL",
+        ];
+        for sql in queries {
+            for n in 0..5 {
+                let mut stmt = conn.prepare_cached(sql).unwrap();
+                let rows = stmt
+                    .query_map(rusqlite::params![n, format!("name {n}"), n], |_| Ok(()))
+                    .unwrap();
+                assert_eq!(rows.count(), 0);
+            }
+            let stmt = conn.prepare_cached(sql).unwrap();
+            let replanned = stmt.get_status(rusqlite::StatementStatus::RePrepare);
+            assert_eq!(replanned, 0, "{sql}");
+        }
+    }
+}
