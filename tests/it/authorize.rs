@@ -398,16 +398,16 @@ async fn a_form_without_its_csrf_token_or_cookie_is_refused() {
     assert_eq!(res.status(), 303);
 }
 
-/// A server whose codes live `code_ttl` seconds.
+/// A server whose codes live `code_ttl` seconds, on a test clock.
 async fn start_with_code_ttl(code_ttl: i64) -> TestServer {
-    TestServer::start_with(|o| o.code_ttl = code_ttl).await
+    TestServer::start_on_test_clock(|o| o.code_ttl = code_ttl).await
 }
 
 #[tokio::test]
 async fn a_code_expires_after_the_servers_code_ttl() {
     let t = start_with_code_ttl(1).await;
     let q = query_of(&approve(&t, CALLBACK, "s1").await);
-    tokio::time::sleep(std::time::Duration::from_millis(2100)).await;
+    t.advance(2);
     let c = &t.creds;
     let err = oauth::authorization_code(
         &c.base_url,
@@ -591,11 +591,11 @@ async fn users_are_added_and_reset_from_the_command_line_and_log_in() {
 async fn auth_status_shows_the_account_and_refreshes_an_expired_token() {
     // Tokens live 8 s: long enough for the refreshed one to reach whoami on a
     // loaded machine (1 s and then 3 s were seen to expire in between, the
-    // second under the whole suite on two cores), short enough to wait out
-    // (a token lives its TTL into the second after it: whole seconds).
-    let t = TestServer::start_with_ttl(8).await;
+    // second under the whole suite on two cores); the server's clock is moved
+    // past it (a token lives its TTL into the second after it: whole seconds).
+    let t = TestServer::start_on_test_clock(|o| o.token_ttl = 8).await;
     let path = t.dir.path().join("credentials.json");
-    tokio::time::sleep(std::time::Duration::from_millis(9100)).await;
+    t.advance(9);
     let before: Credentials = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
     let out = tokio::task::spawn_blocking({
         let path = path.clone();

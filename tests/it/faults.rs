@@ -15,6 +15,7 @@ async fn restart_with(t: &mut TestServer, set: impl FnOnce(&mut ServeOptions)) {
         s.stop().await;
     }
     let mut opts = ServeOptions::new(t.db(), "127.0.0.1:0");
+    opts.clock = t.clock();
     set(&mut opts);
     let s = server::start(opts).await.expect("server restarts");
     t.client = ApiClient::new(&s.base_url, &t.creds.access_token).expect("client");
@@ -43,7 +44,7 @@ async fn statuses(client: &ApiClient, n: usize) -> Vec<u16> {
 
 #[tokio::test]
 async fn over_the_rate_limit_a_token_gets_429_with_retry_after() {
-    let mut t = TestServer::start().await;
+    let mut t = TestServer::start_on_test_clock(|_| {}).await;
     let other = t.other_tenant("second").await;
     restart_with(&mut t, |o| o.rate_limit = NonZeroU32::new(5)).await;
     let other = ApiClient::new(&t.base_url(), &other.token()).unwrap();
@@ -68,7 +69,7 @@ async fn over_the_rate_limit_a_token_gets_429_with_retry_after() {
     }
     // Another token has its own quota; the first one's comes back in time.
     assert!(other.validate().await.unwrap());
-    tokio::time::sleep(Duration::from_millis(1100)).await;
+    t.advance(1);
     assert!(t.client.validate().await.unwrap());
 }
 

@@ -419,7 +419,7 @@ async fn an_unreachable_target_or_a_bad_token_exits_3_and_a_bad_file_exits_2() {
 
 #[tokio::test]
 async fn an_expired_token_is_refreshed_from_the_credentials_file_and_saved() {
-    let t = TestServer::start_with_ttl(1).await;
+    let t = TestServer::start_on_test_clock(|o| o.token_ttl = 1).await;
     let dir = t.dir.path();
     std::fs::write(dir.join("in.csv"), "email\na@example.com\n").unwrap();
     let pipeline = format!(
@@ -427,7 +427,7 @@ async fn an_expired_token_is_refreshed_from_the_credentials_file_and_saved() {
         t.base_url()
     );
     std::fs::write(dir.join("p.toml"), pipeline).unwrap();
-    tokio::time::sleep(std::time::Duration::from_millis(2100)).await;
+    t.advance(2);
     let d = dir.to_path_buf();
     let out = tokio::task::spawn_blocking(move || {
         listpipe(&d, &["run", d.join("p.toml").to_str().unwrap()])
@@ -591,7 +591,24 @@ async fn consent_is_not_invented_and_now_timestamps_are_set_once() {
     )
     .unwrap();
     run(&t, &dir.join("now.toml"), &[]).await;
-    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    // The first import's time, moved an hour back in the target, so that it
+    // differs from any later run's "now" without waiting for the clock to
+    // turn a second: a later run that sent its "now" would change it.
+    let g = t.group_named("Now").await;
+    let mut first = Vec::new();
+    for email in ["a@example.com", "b@example.com"] {
+        let r = t.client.group_receiver(g.id, email, 0).await.unwrap();
+        let earlier = listpipe::api::ReceiverInput {
+            registered: Some(r.registered - 3600),
+            activated: Some(r.activated - 3600),
+            ..Default::default()
+        };
+        t.client
+            .update_receiver(g.id, email, &earlier)
+            .await
+            .unwrap();
+        first.push(r.activated - 3600);
+    }
     let (_, report, _) = run(&t, &dir.join("now.toml"), &[]).await;
     assert_eq!(
         (
@@ -600,6 +617,10 @@ async fn consent_is_not_invented_and_now_timestamps_are_set_once() {
         ),
         (Some(0), Some(2))
     );
+    for (email, first) in ["a@example.com", "b@example.com"].into_iter().zip(first) {
+        let r = t.client.group_receiver(g.id, email, 0).await.unwrap();
+        assert_eq!(r.activated, first, "{email}");
+    }
 }
 
 /// The rejects file of `step` of the repository's quickstart run from

@@ -233,7 +233,7 @@ async fn exchanges_of_one_token_at_once_make_one_new_pair() {
 
 #[tokio::test]
 async fn every_v3_operation_needs_a_live_token_in_any_of_three_places() {
-    let t = TestServer::start_with_ttl(2).await;
+    let t = TestServer::start_on_test_clock(|o| o.token_ttl = 2).await;
     let (http, base, token) = t.raw();
     let whoami = format!("{base}/v3/debug/whoami");
     assert_eq!(
@@ -287,7 +287,7 @@ async fn every_v3_operation_needs_a_live_token_in_any_of_three_places() {
         );
     }
 
-    tokio::time::sleep(std::time::Duration::from_millis(3100)).await;
+    t.advance(3);
     assert_eq!(
         http.get(&whoami)
             .bearer_auth(&token)

@@ -1359,7 +1359,7 @@ async fn no_token_secret_or_password_reaches_the_log_even_at_trace() {
 async fn tokens_expire_on_time_and_no_grant_crosses_accounts() {
     use listpipe::client::oauth;
     use listpipe::server::store::accounts;
-    let t = TestServer::start_with_ttl(1).await;
+    let t = TestServer::start_on_test_clock(|o| o.token_ttl = 1).await;
     let h = Http::new(&t.base_url());
     let (base, c) = (t.base_url(), t.creds.clone());
     let store = t.server.as_ref().unwrap().store.clone();
@@ -1394,7 +1394,7 @@ async fn tokens_expire_on_time_and_no_grant_crosses_accounts() {
             .0,
         200
     );
-    tokio::time::sleep(std::time::Duration::from_millis(2100)).await;
+    t.advance(2);
     for place in ["bearer", "query", "header"] {
         let res = match place {
             "bearer" => h

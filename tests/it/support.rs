@@ -9,6 +9,7 @@
 use listpipe::api::oauth::Credentials;
 use listpipe::api::{Group, GroupInput};
 use listpipe::client::ApiClient;
+use listpipe::server::store::Clock;
 use listpipe::server::{self, RunningServer, ServeOptions};
 use std::path::PathBuf;
 
@@ -20,6 +21,9 @@ pub struct TestServer {
     db: PathBuf,
     /// The test's own PostgreSQL server, stopped after the test's server.
     _pg: Option<crate::pg::PgServer>,
+    /// The server's clock, kept across restarts: real unless the test
+    /// started on a test clock ([`TestServer::start_on_test_clock`]).
+    clock: Clock,
     pub dir: tempfile::TempDir,
 }
 
@@ -71,6 +75,17 @@ impl TestServer {
         Self::start_with(|o| o.token_ttl = ttl).await
     }
 
+    /// A server on a test clock, which [`TestServer::advance`] moves on
+    /// (tokens and codes expire, rate-limit quotas refill, without waiting),
+    /// started with options of the test's choosing.
+    pub async fn start_on_test_clock(configure: impl FnOnce(&mut ServeOptions)) -> TestServer {
+        Self::start_with(|o| {
+            o.clock = Clock::test();
+            configure(o);
+        })
+        .await
+    }
+
     /// A server started with options of the test's choosing.
     pub async fn start_with(configure: impl FnOnce(&mut ServeOptions)) -> TestServer {
         let dir = tempfile::tempdir().expect("temp dir");
@@ -78,6 +93,7 @@ impl TestServer {
         let mut opts = ServeOptions::new(db.clone(), "127.0.0.1:0");
         configure(&mut opts);
         opts.credentials = Some(dir.path().join("credentials.json"));
+        let clock = opts.clock.clone();
         let server = server::start(opts).await.expect("server starts");
         let creds = server
             .credentials
@@ -90,8 +106,20 @@ impl TestServer {
             client,
             db,
             _pg: pg,
+            clock,
             dir,
         }
+    }
+
+    /// The server's clock (give it to the options of a restart).
+    pub fn clock(&self) -> Clock {
+        self.clock.clone()
+    }
+
+    /// Moves the server's clock `secs` seconds on (a server started with
+    /// [`TestServer::start_on_test_clock`] only).
+    pub fn advance(&self, secs: u64) {
+        self.clock.advance(secs);
     }
 
     /// The database's `--db`: the SQLite file, or a PostgreSQL URL.
@@ -108,9 +136,9 @@ impl TestServer {
         if let Some(s) = self.server.take() {
             s.stop().await;
         }
-        let s = server::start(ServeOptions::new(self.db(), "127.0.0.1:0"))
-            .await
-            .expect("server restarts");
+        let mut opts = ServeOptions::new(self.db(), "127.0.0.1:0");
+        opts.clock = self.clock();
+        let s = server::start(opts).await.expect("server restarts");
         assert!(
             s.credentials.is_none(),
             "a restart must not create a new default account"

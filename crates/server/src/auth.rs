@@ -83,11 +83,12 @@ impl TokenCache {
         self.0.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    fn get(&self, token: &str) -> Option<Caller> {
+    /// The caller of `token` if cached, and live at second `now` (the server's clock).
+    fn get(&self, token: &str, now: i64) -> Option<Caller> {
         self.lock()
             .tokens
             .get(&Self::key(token))
-            .filter(|(c, until)| Instant::now() < *until && c.is_live())
+            .filter(|(c, until)| Instant::now() < *until && c.is_live_at(now))
             .map(|(c, _)| c.clone())
     }
 
@@ -136,7 +137,7 @@ pub async fn require_token(
     // with word of every revocation (LISTEN/NOTIFY); one lookup by primary
     // key per request is the price.
     let cached = state.store.backend() == Backend::Sqlite;
-    if cached && let Some(caller) = state.tokens.get(&token) {
+    if cached && let Some(caller) = state.tokens.get(&token, state.store.clock().now()) {
         req.extensions_mut().insert(caller);
         return next.run(req).await;
     }
@@ -188,6 +189,7 @@ impl<S: Send + Sync> FromRequestParts<S> for Auth {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::now;
 
     fn caller() -> Caller {
         Caller {
@@ -209,15 +211,15 @@ mod tests {
         cache.revoked();
         // ...and the lookup's answer comes too late to be cached.
         cache.put("token", &caller(), began);
-        assert!(cache.get("token").is_none());
+        assert!(cache.get("token", now()).is_none());
     }
 
     #[test]
     fn a_revocation_empties_the_cache() {
         let cache = TokenCache::default();
         cache.put("token", &caller(), cache.generation());
-        assert!(cache.get("token").is_some());
+        assert!(cache.get("token", now()).is_some());
         cache.revoked();
-        assert!(cache.get("token").is_none());
+        assert!(cache.get("token", now()).is_none());
     }
 }

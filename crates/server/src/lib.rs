@@ -149,6 +149,9 @@ pub struct ServeOptions {
     pub request_timeout: std::time::Duration,
     /// Header-read and idle timeouts, and the cap on open connections (see [`connections`]).
     pub connections: connections::Limits,
+    /// The time tokens, codes, stamps and the rate limit go by: real by
+    /// default; tests give a [`store::Clock::test`] and move it on.
+    pub clock: store::Clock,
 }
 
 impl ServeOptions {
@@ -168,6 +171,7 @@ impl ServeOptions {
             max_in_flight: overload::DEFAULT_MAX_IN_FLIGHT,
             request_timeout: std::time::Duration::from_secs(overload::DEFAULT_REQUEST_TIMEOUT_SECS),
             connections: connections::Limits::default(),
+            clock: store::Clock::real(),
         }
     }
 }
@@ -221,7 +225,7 @@ pub async fn start(opts: ServeOptions) -> Result<RunningServer, ServeError> {
             "fewer connections than asked: the open-file limit is lower"
         );
     }
-    let store = Store::open(&opts.db)?;
+    let store = Store::open_with_clock(&opts.db, opts.clock.clone())?;
     let listener = tokio::net::TcpListener::bind(&opts.listen)
         .await
         .map_err(|source| ServeError::Bind {
@@ -297,7 +301,7 @@ pub async fn start(opts: ServeOptions) -> Result<RunningServer, ServeError> {
         code_ttl: opts.code_ttl.max(1),
         rate_limit: opts
             .rate_limit
-            .map(|n| std::sync::Arc::new(ratelimit::RateLimit::per_second(n))),
+            .map(|n| std::sync::Arc::new(ratelimit::RateLimit::per_second(n, &opts.clock))),
         faults: opts
             .faults
             .clone()

@@ -13,18 +13,25 @@
 //!
 //! On PostgreSQL the quota is kept in the database (`store::rates`), so it
 //! holds across every server process sharing it.
+//!
+//! The in-process limiter runs on governor's clock moved on by the server's
+//! ([`store::Clock`]): the same on the real clock, and a test that advances
+//! the server's clock refills the quota as the time would.
 
 use super::AppState;
 use super::error::ApiError;
 use super::store::accounts::Caller;
-use super::store::{Backend, rates};
+use super::store::{self, Backend, rates};
 use axum::extract::{Request, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use governor::clock::Clock;
-use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
+use governor::clock::{Clock, QuantaClock, QuantaInstant};
+use governor::nanos::Nanos;
+use governor::state::keyed::DefaultKeyedStateStore;
+use governor::{Quota, RateLimiter};
 use std::num::NonZeroU32;
+use std::time::Duration;
 
 /// Above this many tracked accounts, the ones back at their full quota are
 /// forgotten (they would pass anyway), so the table stays small.
@@ -32,14 +39,40 @@ const RETAIN_ABOVE: usize = 10_000;
 
 pub struct RateLimit {
     per_second: NonZeroU32,
-    limiter: DefaultKeyedRateLimiter<String>,
+    limiter: RateLimiter<String, DefaultKeyedStateStore<String>, LimiterClock>,
+}
+
+/// Governor's default clock, as far ahead as the server's clock is of the
+/// real time (not at all on the real clock).
+#[derive(Clone)]
+struct LimiterClock {
+    real: QuantaClock,
+    server: store::Clock,
+}
+
+impl Clock for LimiterClock {
+    type Instant = QuantaInstant;
+
+    fn now(&self) -> QuantaInstant {
+        let ahead = u64::try_from(self.server.ahead_secs()).unwrap_or(0);
+        self.real.now() + Nanos::from(Duration::from_secs(ahead))
+    }
 }
 
 impl RateLimit {
-    pub fn per_second(per_second: NonZeroU32) -> Self {
+    /// The limit of `per_second` requests per second, on the server's `clock`.
+    pub fn per_second(per_second: NonZeroU32, clock: &store::Clock) -> Self {
+        let clock = LimiterClock {
+            real: QuantaClock::default(),
+            server: clock.clone(),
+        };
         RateLimit {
             per_second,
-            limiter: RateLimiter::keyed(Quota::per_second(per_second)),
+            limiter: RateLimiter::new(
+                Quota::per_second(per_second),
+                DefaultKeyedStateStore::default(),
+                clock,
+            ),
         }
     }
 
@@ -70,8 +103,12 @@ pub async fn limit(State(state): State<AppState>, req: Request, next: Next) -> R
     let checked = match state.store.backend() {
         Backend::Sqlite => rate.check(&key),
         Backend::Postgres => {
-            let n = rate.per_second.get();
-            match state.store.write(move |db| rates::take(db, &key, n)).await {
+            let (n, ahead) = (rate.per_second.get(), state.store.clock().ahead_secs());
+            match state
+                .store
+                .write(move |db| rates::take(db, &key, n, ahead))
+                .await
+            {
                 Ok(checked) => checked,
                 Err(e) => return ApiError::from(e).into_response(),
             }
@@ -103,11 +140,26 @@ mod tests {
 
     #[test]
     fn a_key_gets_its_burst_then_waits_while_another_key_goes_on() {
-        let rate = RateLimit::per_second(NonZeroU32::new(3).unwrap());
+        let rate = RateLimit::per_second(NonZeroU32::new(3).unwrap(), &store::Clock::real());
         for _ in 0..3 {
             assert_eq!(rate.check("a"), Ok(()));
         }
         assert_eq!(rate.check("a"), Err(1));
         assert_eq!(rate.check("b"), Ok(()));
+    }
+
+    #[test]
+    fn advancing_the_servers_clock_a_second_gives_a_key_its_burst_again() {
+        let clock = store::Clock::test();
+        let rate = RateLimit::per_second(NonZeroU32::new(3).unwrap(), &clock);
+        for _ in 0..3 {
+            assert_eq!(rate.check("a"), Ok(()));
+        }
+        assert_eq!(rate.check("a"), Err(1));
+        clock.advance(1);
+        for _ in 0..3 {
+            assert_eq!(rate.check("a"), Ok(()));
+        }
+        assert_eq!(rate.check("a"), Err(1));
     }
 }

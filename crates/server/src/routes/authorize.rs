@@ -15,7 +15,7 @@ mod page;
 
 use crate::AppState;
 use crate::store::accounts::{self, AppListing};
-use crate::store::{StoreResult, now, redirect_uris, users};
+use crate::store::{StoreResult, redirect_uris, users};
 use crate::wire::RawInput;
 use axum::Router;
 use axum::extract::{RawQuery, State};
@@ -228,13 +228,14 @@ fn wrong_response_type(r: &Resolved, p: &Params) -> Option<Response> {
 }
 
 fn login_page(
+    s: &AppState,
     r: &Resolved,
     p: &Params,
     nonce: &str,
     status: StatusCode,
     error: Option<&str>,
 ) -> Response {
-    let token = csrf::issue(&r.key, nonce, &r.binding(p), now());
+    let token = csrf::issue(&r.key, nonce, &r.binding(p), s.store.clock().now());
     let body = page::login(&page::LoginForm {
         app_name: &r.app_name(),
         account_name: &r.listing.account_name,
@@ -270,7 +271,7 @@ async fn show(State(s): State<AppState>, headers: HeaderMap, RawQuery(q): RawQue
         Ok(n) => n,
         Err(e) => return server_failed(e),
     };
-    login_page(&r, &p, &nonce, StatusCode::OK, None)
+    login_page(&s, &r, &p, &nonce, StatusCode::OK, None)
 }
 
 /// `POST`: the form's answer.
@@ -293,7 +294,7 @@ async fn submit(
         nonce.as_deref(),
         p.csrf.as_deref(),
         &r.binding(&p),
-        now(),
+        s.store.clock().now(),
     ) {
         return problem(
             StatusCode::FORBIDDEN,
@@ -330,6 +331,7 @@ async fn submit(
     let password = p.password.clone().unwrap_or_default();
     if email.trim().is_empty() || password.is_empty() {
         return login_page(
+            &s,
             &r,
             &p,
             &nonce,
@@ -354,6 +356,7 @@ async fn submit(
     let Some(user) = user.filter(|_| ok) else {
         tracing::info!(target: log_target!(), client_id = %r.listing.app.client_id, "authorization: wrong email or password");
         return login_page(
+            &s,
             &r,
             &p,
             &nonce,

@@ -4,7 +4,7 @@ use crate::AppState;
 use crate::auth::Auth;
 use crate::error::{ApiError, ApiResult};
 use crate::openapi::Routes;
-use crate::store::{accounts, now, tokens};
+use crate::store::{accounts, tokens};
 use axum::Json;
 use axum::extract::State;
 use listpipe_api::client_info::ClientInfo;
@@ -55,12 +55,12 @@ async fn exchange(State(s): State<AppState>, Auth(caller): Auth) -> ApiResult<Js
     }
 }
 
-async fn ttl(Auth(caller): Auth) -> Json<Ttl> {
+async fn ttl(State(s): State<AppState>, Auth(caller): Auth) -> Json<Ttl> {
     let date = chrono::DateTime::from_timestamp(caller.expires, 0)
         .map(|d| d.to_rfc3339())
         .unwrap_or_default();
     Json(Ttl {
-        ttl: (caller.expires - now()).max(0),
+        ttl: (caller.expires - s.store.clock().now()).max(0),
         date,
     })
 }

@@ -32,7 +32,9 @@ pub use db::{Backend, Db};
 pub use error::{RETRY_AFTER_SECS, StoreError, StoreResult, conflict, invalid, not_found};
 use rusqlite::Connection;
 use rusqlite::config::DbConfig;
+use std::cell::RefCell;
 use std::path::Path;
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// The schema, one migration per file, applied in order; `user_version`
@@ -96,6 +98,8 @@ pub struct AccountId(pub i64);
 #[derive(Clone)]
 pub struct Store {
     kind: Kind,
+    /// The time its functions read ([`now`]).
+    clock: Clock,
 }
 
 #[derive(Clone)]
@@ -165,15 +169,23 @@ impl Store {
     /// Opens the database `db` names, a SQLite file or a `postgres://` URL,
     /// creating what is missing, and brings its schema up to date.
     pub fn open(db: &Path) -> StoreResult<Store> {
+        Self::open_with_clock(db, Clock::real())
+    }
+
+    /// [`Store::open`] on `clock`: the time every store function reads
+    /// ([`now`]) while it runs through [`Store::read`], [`Store::write`] or
+    /// [`Store::call`].
+    pub fn open_with_clock(db: &Path, clock: Clock) -> StoreResult<Store> {
         if let Some(url) = pg::url(db) {
             return Ok(Store {
                 kind: Kind::Pg(Arc::new(pg::Pool::open(url)?)),
+                clock,
             });
         }
-        Self::open_sqlite(db)
+        Self::open_sqlite(db, clock)
     }
 
-    fn open_sqlite(path: &Path) -> StoreResult<Store> {
+    fn open_sqlite(path: &Path, clock: Clock) -> StoreResult<Store> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).map_err(|source| StoreError::Io {
                 what: format!("create {}", dir.display()),
@@ -198,9 +210,11 @@ impl Store {
         let conn = Arc::new(Mutex::new(conn));
         Ok(Store {
             kind: Kind::Lite(Lite {
-                writes: writer::start(conn.clone()).map_err(|source| StoreError::Io {
-                    what: "start the database writer".into(),
-                    source,
+                writes: writer::start(conn.clone(), clock.clone()).map_err(|source| {
+                    StoreError::Io {
+                        what: "start the database writer".into(),
+                        source,
+                    }
                 })?,
                 conn,
                 creates: writer::Merge::new(receivers::create_many),
@@ -209,7 +223,13 @@ impl Store {
                     next: Default::default(),
                 }),
             }),
+            clock,
         })
+    }
+
+    /// The clock its functions read.
+    pub fn clock(&self) -> &Clock {
+        &self.clock
     }
 
     /// Which database this store runs on.
@@ -228,11 +248,12 @@ impl Store {
         T: Send + 'static,
         F: FnOnce(&Db) -> StoreResult<T> + Send + 'static,
     {
+        let clock = self.clock.clone();
         let readers = match &self.kind {
             Kind::Lite(l) => l.readers.clone(),
             Kind::Pg(pool) => {
                 let pool = pool.clone();
-                return tokio::task::spawn_blocking(move || pool.read(f)).await?;
+                return tokio::task::spawn_blocking(move || clock.enter(|| pool.read(f))).await?;
             }
         };
         tokio::task::spawn_blocking(move || {
@@ -248,7 +269,7 @@ impl Store {
                         .lock()
                         .unwrap_or_else(|p| p.into_inner())
                 });
-            in_one_snapshot(&guard, f)
+            clock.enter(|| in_one_snapshot(&guard, f))
         })
         .await?
     }
@@ -261,18 +282,19 @@ impl Store {
         T: Send + 'static,
         F: Fn(&Db) -> StoreResult<T> + Send + 'static,
     {
+        let clock = self.clock.clone();
         let conn = match &self.kind {
             Kind::Lite(l) => l.conn.clone(),
             Kind::Pg(pool) => {
                 let pool = pool.clone();
-                return tokio::task::spawn_blocking(move || pool.write(f)).await?;
+                return tokio::task::spawn_blocking(move || clock.enter(|| pool.write(f))).await?;
             }
         };
         tokio::task::spawn_blocking(move || {
             // A panic in another call poisons the lock but leaves the
             // connection usable (its transaction was rolled back on drop).
             let guard = conn.lock().unwrap_or_else(|p| p.into_inner());
-            let out = f(&Db::Lite(&guard));
+            let out = clock.enter(|| f(&Db::Lite(&guard)));
             WRITES.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
             out
         })
@@ -292,8 +314,8 @@ impl Store {
         let writes = match &self.kind {
             Kind::Lite(l) => &l.writes,
             Kind::Pg(pool) => {
-                let pool = pool.clone();
-                return tokio::task::spawn_blocking(move || pool.write(f)).await?;
+                let (pool, clock) = (pool.clone(), self.clock.clone());
+                return tokio::task::spawn_blocking(move || clock.enter(|| pool.write(f))).await?;
             }
         };
         let (tx, rx) = tokio::sync::oneshot::channel();
@@ -395,9 +417,90 @@ pub fn shown(db: &Path) -> String {
     }
 }
 
-/// The current time in Unix seconds.
+/// The current time in Unix seconds on the clock of the store this thread
+/// runs a function of ([`Clock::enter`]); elsewhere, the real time.
 pub fn now() -> i64 {
-    chrono::Utc::now().timestamp()
+    CURRENT.with(|c| c.borrow().now())
+}
+
+/// The server's clock, in Unix seconds: the real time, or for tests the real
+/// time plus an offset a test moves forward ([`Clock::advance`]), so that
+/// tokens, codes and rate-limit windows run out without waiting. Clones
+/// share the offset. Set with `ServeOptions::clock`; real by default.
+///
+/// Decision: store functions read it through [`now`], which the store sets
+/// for the thread that runs them ([`Clock::enter`]: in [`Store::read`],
+/// [`Store::call`], [`Store::write`] and for its writer thread), rather than
+/// from an argument: some fifty reads of the time across the store's
+/// modules stay as they are, and each store, with its own clock, still
+/// answers to it alone (servers of tests running side by side in one
+/// process do not share a clock). Code outside a store function (the
+/// routes, the token cache, the rate limit) asks the clock itself
+/// ([`Store::clock`]).
+#[derive(Clone, Debug, Default)]
+pub struct Clock {
+    /// Seconds ahead of the real time; `None` on the real clock.
+    ahead: Option<Arc<AtomicI64>>,
+}
+
+thread_local! {
+    /// The clock [`now`] reads on this thread (see [`Clock::enter`]).
+    static CURRENT: RefCell<Clock> = const { RefCell::new(Clock { ahead: None }) };
+}
+
+impl Clock {
+    /// The real time.
+    pub fn real() -> Clock {
+        Clock::default()
+    }
+
+    /// FOR TESTS: a clock at the real time until [`Clock::advance`] moves it
+    /// on (it keeps flowing with the real time after).
+    pub fn test() -> Clock {
+        Clock {
+            ahead: Some(Arc::default()),
+        }
+    }
+
+    /// The current time in Unix seconds.
+    pub fn now(&self) -> i64 {
+        chrono::Utc::now().timestamp() + self.ahead_secs()
+    }
+
+    /// How many seconds this clock is ahead of the real time (0 on the real
+    /// clock).
+    pub fn ahead_secs(&self) -> i64 {
+        self.ahead.as_ref().map_or(0, |a| a.load(Ordering::SeqCst))
+    }
+
+    /// Moves a test clock `secs` seconds on, for every holder of a clone.
+    ///
+    /// # Panics
+    ///
+    /// On the real clock, which no one moves.
+    pub fn advance(&self, secs: u64) {
+        let ahead = self
+            .ahead
+            .as_ref()
+            .expect("only a test clock (`Clock::test`) can be advanced");
+        ahead.fetch_add(i64::try_from(secs).unwrap_or(i64::MAX), Ordering::SeqCst);
+    }
+
+    /// Runs `f` with this clock as the one [`now`] reads on this thread,
+    /// and puts the one before back after (also when `f` panics).
+    fn enter<T>(&self, f: impl FnOnce() -> T) -> T {
+        struct Restore(Option<Clock>);
+        impl Drop for Restore {
+            fn drop(&mut self) {
+                if let Some(before) = self.0.take() {
+                    CURRENT.with(|c| *c.borrow_mut() = before);
+                }
+            }
+        }
+        let before = CURRENT.with(|c| c.replace(self.clone()));
+        let _restore = Restore(Some(before));
+        f()
+    }
 }
 
 /// Reads a setting kept in the database (for example the last base URL).
@@ -421,6 +524,39 @@ pub fn set_setting(db: &Db, key: &str, value: &str) -> StoreResult<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every way into a store reads its own clock; another store beside it
+    /// (another test's server) and code outside a store read the real time.
+    #[tokio::test]
+    async fn a_store_runs_its_functions_on_its_own_clock() {
+        let dir = tempfile::tempdir().unwrap();
+        let clock = Clock::test();
+        let ahead = Store::open_with_clock(&dir.path().join("a.db"), clock.clone()).unwrap();
+        let real = Store::open(&dir.path().join("r.db")).unwrap();
+        clock.advance(1000);
+        let before = chrono::Utc::now().timestamp();
+        let reads = [
+            ahead.read(|_| Ok(now())).await.unwrap(),
+            ahead.call(|_| Ok(now())).await.unwrap(),
+            ahead.write(|_| Ok(now())).await.unwrap(),
+            ahead.clock().now(),
+        ];
+        for t in reads {
+            assert!(
+                (before + 1000..before + 1010).contains(&t),
+                "{t} vs {before}"
+            );
+        }
+        let reads = [
+            real.read(|_| Ok(now())).await.unwrap(),
+            real.write(|_| Ok(now())).await.unwrap(),
+            now(),
+        ];
+        for t in reads {
+            assert!((before..before + 10).contains(&t), "{t} vs {before}");
+        }
+        assert_eq!((clock.ahead_secs(), real.clock().ahead_secs()), (1000, 0));
+    }
 
     /// A statement whose plan SQLite would tie to its values (an `OR` over
     /// a parameter, a join on a parameter) is parsed and planned once, not

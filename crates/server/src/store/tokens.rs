@@ -32,9 +32,9 @@ pub struct Caller {
 }
 
 impl Caller {
-    /// Whether the token is still live: see [`live_at`].
-    pub fn is_live(&self) -> bool {
-        live_at(self.expires, now())
+    /// Whether the token is live at second `now`: see [`live_at`].
+    pub fn is_live_at(&self, now: i64) -> bool {
+        live_at(self.expires, now)
     }
 }
 

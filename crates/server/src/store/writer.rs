@@ -188,12 +188,16 @@ impl<I: Send + 'static, O: Send + 'static> Merge<I, O> {
     }
 }
 
-/// Starts the writer thread on `conn`; it ends when every sender is dropped.
-pub(super) fn start(conn: Arc<Mutex<Connection>>) -> std::io::Result<SyncSender<Job>> {
+/// Starts the writer thread on `conn`, its writes on `clock`; it ends when
+/// every sender is dropped.
+pub(super) fn start(
+    conn: Arc<Mutex<Connection>>,
+    clock: super::Clock,
+) -> std::io::Result<SyncSender<Job>> {
     let (tx, rx) = std::sync::mpsc::sync_channel::<Job>(QUEUE);
     std::thread::Builder::new()
         .name("listpipe-store-writer".into())
-        .spawn(move || run(&conn, &rx))?;
+        .spawn(move || clock.enter(|| run(&conn, &rx)))?;
     Ok(tx)
 }
 
