@@ -14,7 +14,10 @@ pub mod output;
 mod rejects;
 pub mod run;
 pub mod serve;
+pub mod settings;
 mod step;
+
+pub use settings::Settings;
 
 use clap::{Parser, Subcommand};
 
