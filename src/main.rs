@@ -71,11 +71,13 @@ fn main() -> ExitCode {
             return ExitCode::from(exit::TARGET);
         }
     };
+    // The tuning knobs, read from the environment here and nowhere else.
+    let settings = cli::Settings::from_env();
     // One convention for every command (see `cli::Outcome`).
     let result: cli::Outcome = runtime.block_on(async {
         match cli.command {
-            Command::Run(args) => cli::run::run(args).await,
-            Command::Check(args) => cli::check::run(args),
+            Command::Run(args) => cli::run::run(args, settings).await,
+            Command::Check(args) => cli::check::run(args, settings),
             Command::Init(args) => cli::init::run(args).await,
             Command::Export(args) => cli::export::run(*args).await,
             Command::Serve(args) => cli::serve::run(args).await,

@@ -20,7 +20,7 @@ pub struct CheckArgs {
     pub preview: usize,
 }
 
-pub fn run(args: CheckArgs) -> super::Outcome {
+pub fn run(args: CheckArgs, settings: super::Settings) -> super::Outcome {
     let pipeline = pipeline::load(&args.pipeline).map_err(super::fail(exit::USAGE))?;
     // The file's verdict first; the rows' comes last, with its counts.
     let steps = pipeline.steps.len();
@@ -72,11 +72,8 @@ pub fn run(args: CheckArgs) -> super::Outcome {
                     mirror: None,
                     ..s.clone()
                 };
-                let summary = prepare::import_chunks(
-                    s,
-                    &pipeline.base_dir,
-                    prepare::Budget::from_env(),
-                    &mut |c| {
+                let summary =
+                    prepare::import_chunks(s, &pipeline.base_dir, settings.budget, &mut |c| {
                         rejects.chunk(&c.table, &c.rejects);
                         receivers += c.frame.height();
                         if preview.len() < args.preview {
@@ -99,8 +96,7 @@ pub fn run(args: CheckArgs) -> super::Outcome {
                             }
                         }
                         true
-                    },
-                );
+                    });
                 summary.map(|p| {
                     crate::outln!("\n[{}] import into {}", s.name, s.group);
                     for line in crate::report::workbook_lines(&p.workbooks) {
@@ -128,7 +124,7 @@ pub fn run(args: CheckArgs) -> super::Outcome {
                 let summary = prepare::blacklist_chunks(
                     s,
                     &pipeline.base_dir,
-                    prepare::Budget::from_env(),
+                    settings.budget,
                     &mut |chunk| {
                         rejects.chunk(&chunk.table, &chunk.rejects);
                         entries += chunk.entries.len();

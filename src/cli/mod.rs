@@ -15,7 +15,10 @@ pub use listpipe_base::output;
 mod rejects;
 pub mod run;
 pub mod serve;
+pub mod settings;
 mod step;
+
+pub use settings::Settings;
 
 use clap::{Parser, Subcommand};
 

@@ -64,7 +64,7 @@ pub struct RunArgs {
 }
 
 /// Runs the pipeline; the exit code says how it went (see `cli::exit`).
-pub async fn run(args: RunArgs) -> super::Outcome {
+pub async fn run(args: RunArgs, settings: super::Settings) -> super::Outcome {
     let pipeline = pipeline::load(&args.pipeline).map_err(fail(exit::USAGE))?;
     let overrides = TargetOverrides {
         url: args.target_url.clone(),
@@ -148,10 +148,10 @@ pub async fn run(args: RunArgs) -> super::Outcome {
             resume: args.resume,
             target: conn.resolved.clone(),
             stop: stop.clone(),
-            spill_after: crate::spill::spill_after(),
+            spill_after: settings.budget.spill_after,
         }),
         stop,
-        spill_after: crate::spill::target_spill_after(),
+        spill_after: settings.target_spill_after,
     };
     let signals = tokio::spawn(stop_on_signal(opts.stop.clone()));
     let mut report = RunReport {
@@ -171,7 +171,7 @@ pub async fn run(args: RunArgs) -> super::Outcome {
             break;
         }
         let span = tracing::info_span!("step", step = step.name());
-        match run_step(&pipeline, step, &conn, &opts, args.full)
+        match run_step(&pipeline, step, &conn, &opts, settings.budget, args.full)
             .instrument(span)
             .await
         {

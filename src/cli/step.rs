@@ -44,6 +44,7 @@ pub(super) async fn run_step(
     step: &Step,
     conn: &target::Connected,
     opts: &WriteOptions,
+    budget: prepare::Budget,
     full_exports: bool,
 ) -> Result<StepReport, StepError> {
     let mut report = StepReport {
@@ -120,9 +121,11 @@ pub(super) async fn run_step(
         None
     };
     match step {
-        Step::Import(s) => import_step(pipeline, s, conn, opts, &mut report, plan.as_mut()).await?,
+        Step::Import(s) => {
+            import_step(pipeline, s, conn, opts, budget, &mut report, plan.as_mut()).await?
+        }
         Step::Blacklist(s) => {
-            blacklist_step(pipeline, s, conn, opts, &mut report, plan.as_mut()).await?
+            blacklist_step(pipeline, s, conn, opts, budget, &mut report, plan.as_mut()).await?
         }
         Step::Export(_) => unreachable!("exports return above"),
     }
@@ -173,6 +176,7 @@ async fn import_step(
     s: &crate::pipeline::ImportStep,
     conn: &target::Connected,
     opts: &WriteOptions,
+    budget: prepare::Budget,
     report: &mut StepReport,
     plan: Option<&mut PlanFile>,
 ) -> Result<(), StepError> {
@@ -180,7 +184,6 @@ async fn import_step(
     let (rejects, dry_run) = (StepRejects::new(&s.rejects, s.rejects_bom), opts.dry_run);
     let (mut chunks, preparing) = produce(move |send| {
         let mut rejects = rejects;
-        let budget = prepare::Budget::from_env();
         let summary = prepare::import_chunks(&step, &base_dir, budget, &mut |mut c| {
             rejects.take(&c.table, &mut c.rejects, dry_run);
             send(c)
@@ -233,6 +236,7 @@ async fn blacklist_step(
     s: &crate::pipeline::BlacklistStep,
     conn: &target::Connected,
     opts: &WriteOptions,
+    budget: prepare::Budget,
     report: &mut StepReport,
     mut plan: Option<&mut PlanFile>,
 ) -> Result<(), StepError> {
@@ -240,7 +244,6 @@ async fn blacklist_step(
     let (rejects, dry_run) = (StepRejects::new(&s.rejects, s.rejects_bom), opts.dry_run);
     let (mut chunks, preparing) = produce(move |send| {
         let mut rejects = rejects;
-        let budget = prepare::Budget::from_env();
         let summary = prepare::blacklist_chunks(&step, &base_dir, budget, &mut |mut c| {
             rejects.take(&c.table, &mut c.rejects, dry_run);
             send(c)

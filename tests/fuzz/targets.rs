@@ -70,7 +70,11 @@ pub fn source_and_prepare(format: &str, data: &[u8]) {
     };
     for step in &pipeline.steps {
         if let listpipe::pipeline::Step::Import(s) = step {
-            let _ = listpipe::prepare::prepare_import(s, &pipeline.base_dir);
+            let _ = listpipe::prepare::prepare_import(
+                s,
+                &pipeline.base_dir,
+                listpipe::prepare::Budget::default(),
+            );
         }
     }
 }

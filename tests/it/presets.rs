@@ -546,7 +546,9 @@ fn date_format_reads_an_exports_regional_dates_for_every_mapping_of_the_step() {
     let pipeline::Step::Import(step) = &p.steps[0] else {
         panic!("an import step");
     };
-    let prepared = listpipe::prepare::prepare_import(step, &p.base_dir).unwrap();
+    let prepared =
+        listpipe::prepare::prepare_import(step, &p.base_dir, listpipe::prepare::Budget::default())
+            .unwrap();
     assert_eq!(prepared.summary.stats.rejected_total(), 0);
     let rows = listpipe::prepare::PreparedRows::new(step, &prepared.chunk.frame).unwrap();
     let r = rows.input(0, None);

@@ -3,11 +3,15 @@
 //! is rejected (the usual wrong column mapping) writes every row, in order,
 //! with its row number; a dry run's plan lists every row in row order.
 
-use crate::import::run;
+use crate::import::run_with;
 use crate::support::TestServer;
 
-/// Rows in a chunk are 65,536: these make five chunks.
-const ROWS: usize = 300_000;
+/// Rows in a chunk for these runs (the child's `LISTPIPE_CHUNK_ROWS`; the
+/// default is 65,536): a few thousand rows then cross several chunks.
+const CHUNK: [(&str, &str); 1] = [("LISTPIPE_CHUNK_ROWS", "1000")];
+
+/// Five chunks of [`CHUNK`]'s 1,000 rows, the last one partial.
+const ROWS: usize = 4_500;
 
 fn write_pipeline(dir: &std::path::Path, csv: &str) -> std::path::PathBuf {
     std::fs::write(dir.join("people.csv"), csv).unwrap();
@@ -30,7 +34,7 @@ async fn a_source_whose_every_row_is_rejected_writes_every_row_to_the_rejects_fi
         csv.push_str(&format!("not-an-address-{i},N{i}\n"));
     }
     let path = write_pipeline(dir, &csv);
-    let (code, report, stderr) = run(&t, &path, &[]).await;
+    let (code, report, stderr) = run_with(&t, &path, &[], &CHUNK).await;
     assert_eq!(code, 1, "rows were rejected\n{stderr}");
     let step = &report["steps"][0];
     assert_eq!(step["prepare"]["rows_read"], ROWS);
@@ -59,7 +63,7 @@ async fn a_source_whose_every_row_is_rejected_writes_every_row_to_the_rejects_fi
 
     // Fixed, the source rejects nothing: the old rejects file goes.
     let path = write_pipeline(dir, "email,name\na@example.com,Ann\n");
-    let (code, _, stderr) = run(&t, &path, &[]).await;
+    let (code, _, stderr) = run_with(&t, &path, &[], &CHUNK).await;
     assert_eq!(code, 0, "{stderr}");
     assert!(
         !dir.join(".listpipe/rejects/wide/people.rejects.csv")
@@ -72,9 +76,9 @@ async fn a_dry_run_plan_of_several_chunks_lists_every_row_in_row_order() {
     let t = TestServer::start().await;
     let dir = t.dir.path();
     // Every third row invalid, and the last rows repeat the first ones'
-    // addresses (duplicates chunks apart).
+    // addresses (duplicates chunks apart): three chunks of [`CHUNK`]'s rows.
     let mut csv = String::from("email,name\n");
-    let rows: usize = 150_000;
+    let rows: usize = 2_500;
     for i in 0..rows {
         match i {
             _ if i.is_multiple_of(3) => csv.push_str(&format!("bad-{i},N{i}\n")),
@@ -85,7 +89,7 @@ async fn a_dry_run_plan_of_several_chunks_lists_every_row_in_row_order() {
         }
     }
     let path = write_pipeline(dir, &csv);
-    let (code, report, stderr) = run(&t, &path, &["--dry-run"]).await;
+    let (code, report, stderr) = run_with(&t, &path, &["--dry-run"], &CHUNK).await;
     assert_eq!(code, 1, "rows were rejected\n{stderr}");
     let plan = std::fs::read_to_string(dir.join(report["steps"][0]["plan_file"].as_str().unwrap()))
         .unwrap();

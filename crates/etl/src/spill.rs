@@ -39,7 +39,9 @@ const CACHE_KIB: i64 = 8 * 1024;
 /// about 75 to 170 MB for these kinds. Reading a spill is several times
 /// slower than memory (measured: `check` of 1M rows with every store spilled,
 /// about 4x), so the default keeps the inputs of a usual run (a million rows
-/// and their orders) in memory and bounds the ten-million-row ones.
+/// and their orders) in memory and bounds the ten-million-row ones. The
+/// stages take their budget as a value; `LISTPIPE_SPILL_AFTER`, read by the
+/// CLI (`cli::Settings`), replaces this and [`TARGET_SPILL_AFTER`].
 pub const SPILL_AFTER: usize = 2_000_000;
 
 /// Receivers of the target's group a re-import keeps in memory before they
@@ -50,29 +52,6 @@ pub const SPILL_AFTER: usize = 2_000_000;
 /// took about 500 MB just before it spilled, over the 512 MiB a run of ten
 /// million rows is meant to stay under.
 pub const TARGET_SPILL_AFTER: usize = 1_000_000;
-
-/// `LISTPIPE_SPILL_AFTER`, when set to a positive number: every kind then
-/// keeps that many entries in memory at most (fewer keeps less in memory
-/// and reads more from disk). The tests set it tiny to run every spill path
-/// on small inputs.
-fn from_env() -> Option<usize> {
-    // A tuning knob: unset, empty or not a positive number means the
-    // default, deliberately (the run's results are the same either way).
-    std::env::var("LISTPIPE_SPILL_AFTER")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .filter(|n: &usize| *n > 0)
-}
-
-/// [`SPILL_AFTER`], or `LISTPIPE_SPILL_AFTER`.
-pub fn spill_after() -> usize {
-    from_env().unwrap_or(SPILL_AFTER)
-}
-
-/// [`TARGET_SPILL_AFTER`], or `LISTPIPE_SPILL_AFTER`.
-pub fn target_spill_after() -> usize {
-    from_env().unwrap_or(TARGET_SPILL_AFTER)
-}
 
 #[derive(Debug, thiserror::Error)]
 pub enum SpillError {

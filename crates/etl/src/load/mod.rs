@@ -168,7 +168,7 @@ pub struct WriteOptions {
     pub stop: Stop,
     /// Receivers of a target's group kept in memory for the diff; past
     /// this they go to a temporary file (`load/held.rs`). Set once by the
-    /// CLI ([`crate::spill::target_spill_after`]).
+    /// CLI ([`crate::spill::TARGET_SPILL_AFTER`], or `LISTPIPE_SPILL_AFTER`).
     pub spill_after: usize,
 }
 

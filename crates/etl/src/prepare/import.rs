@@ -72,10 +72,15 @@ pub struct PreparedImport {
     pub summary: ImportSummary,
 }
 
-/// Maps, validates and deduplicates one import step's source, whole.
-pub fn prepare_import(step: &ImportStep, base_dir: &Path) -> Result<PreparedImport, PrepareError> {
+/// Maps, validates and deduplicates one import step's source, whole: the
+/// budget's `chunk_rows` is not used, its `spill_after` is.
+pub fn prepare_import(
+    step: &ImportStep,
+    base_dir: &Path,
+    budget: Budget,
+) -> Result<PreparedImport, PrepareError> {
     let mut whole = None;
-    let budget = Budget::from_env().with_chunk_rows(usize::MAX);
+    let budget = budget.with_chunk_rows(usize::MAX);
     let summary = import_chunks(step, base_dir, budget, &mut |c| {
         whole = Some(c);
         true

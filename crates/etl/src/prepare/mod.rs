@@ -45,7 +45,7 @@ pub mod value;
 
 use crate::source::{self, Table};
 pub use blacklist::{BlacklistChunk, BlacklistSummary, blacklist_chunks};
-pub use budget::{Budget, chunk_rows};
+pub use budget::Budget;
 pub use columns::RejectLookup;
 pub use import::{ImportChunk, ImportSummary, PreparedImport, import_chunks, prepare_import};
 pub use joined::OrderRejects;
