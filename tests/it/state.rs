@@ -25,8 +25,15 @@ fn people(dir: &Path, n: usize, extra: &str) -> PathBuf {
     pipeline
 }
 
-fn journal(dir: &Path) -> PathBuf {
-    dir.join(".listpipe/journal/people/people.jsonl")
+/// The journal of `people.toml`'s step against `target` ([`TestServer::resolved`]):
+/// keyed by the target and group since issue 41 (was `.listpipe/journal/people/people.jsonl`).
+fn journal(dir: &Path, target: &str) -> PathBuf {
+    dir.join(journal_name(target))
+}
+
+/// [`journal`] from the working directory, as messages name it.
+fn journal_name(target: &str) -> PathBuf {
+    listpipe::load::journal::path("people", "people", target, "group \"People\"")
 }
 
 /// Every address of group "People", sorted (a receiver twice shows twice).
@@ -53,15 +60,18 @@ async fn a_journal_that_cannot_be_written_stops_the_run_with_exit_74_naming_the_
     let t = TestServer::start().await;
     let dir = t.dir.path();
     let pipeline = people(dir, 20, "");
+    let target = t.resolved().await;
+    let journal = journal(dir, &target);
     // A real failing device in the journal's place: every write is ENOSPC.
-    std::fs::create_dir_all(journal(dir).parent().unwrap()).unwrap();
-    std::os::unix::fs::symlink("/dev/full", journal(dir)).unwrap();
+    std::fs::create_dir_all(journal.parent().unwrap()).unwrap();
+    std::os::unix::fs::symlink("/dev/full", &journal).unwrap();
     let (code, _, stderr) = run(&t, &pipeline, &["--resume"]).await;
     assert_eq!(code, 74, "{stderr}");
     assert!(
-        stderr.contains(
-            "listpipe: people: cannot write .listpipe/journal/people/people.jsonl: No space left on device"
-        ),
+        stderr.contains(&format!(
+            "listpipe: people: cannot write {}: No space left on device",
+            journal_name(&target).display()
+        )),
         "{stderr}"
     );
     assert!(
@@ -69,7 +79,7 @@ async fn a_journal_that_cannot_be_written_stops_the_run_with_exit_74_naming_the_
         "no row is sent without its journal"
     );
     // Fixed (the device replaced), the run resumes and completes.
-    std::fs::remove_file(journal(dir)).unwrap();
+    std::fs::remove_file(&journal).unwrap();
     let (code, _, stderr) = run(&t, &pipeline, &["--resume"]).await;
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(held(&t).await, expected(20));
@@ -173,7 +183,7 @@ async fn killed_run(n: usize) -> (TestServer, PathBuf) {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let j = journal(&dir);
+    let j = journal(&dir, &t.resolved().await);
     let confirmed = move || {
         listpipe::load::journal::read_events(&j)
             .iter()
@@ -222,7 +232,8 @@ async fn resume_is_refused_against_another_server_and_resends_what_a_restored_on
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(
         stderr.contains(&format!(
-            "listpipe: the journal .listpipe/journal/people/people.jsonl belongs to group \"People\" of http://localhost:{port} (account "
+            "listpipe: the journal {} belongs to group \"People\" of http://localhost:{port} (account ",
+            journal_name(&t.resolved().await).display()
         )),
         "{stderr}"
     );
@@ -252,10 +263,11 @@ async fn damaged_journal_lines_are_counted_in_a_warning_and_the_report() {
     let n = 60;
     let (t, pipeline) = killed_run(n).await;
     let dir = t.dir.path().to_path_buf();
+    let journal = journal(&dir, &t.resolved().await);
     // A line of binary garbage, then a line torn by a kill.
-    let mut bytes = std::fs::read(journal(&dir)).unwrap();
+    let mut bytes = std::fs::read(&journal).unwrap();
     bytes.extend_from_slice(b"\x00\xff\xfe garbage \x01\n{\"ev\":\"done\",\"file\":0,\"ro");
-    std::fs::write(journal(&dir), bytes).unwrap();
+    std::fs::write(&journal, bytes).unwrap();
     let (code, report, stderr) = run(&t, &pipeline, &["--resume"]).await;
     assert_eq!(code, 0, "{stderr}");
     assert!(
@@ -305,3 +317,4 @@ fn credentials_rewritten_over_and_over_are_always_a_whole_usable_document() {
     let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
     assert_eq!(names.len(), 1, "no temporary file is left behind");
 }
+
