@@ -137,7 +137,8 @@ pub async fn run(args: RunArgs) -> super::Outcome {
     let opts = WriteOptions {
         concurrency: conn.controller.max(),
         writes: args.writes,
-        pipeline: pipeline.name.clone(),
+        pipeline: pipeline.state.clone(),
+        pipeline_name: pipeline.name.clone(),
         target: conn.resolved.clone(),
         allow_mass_removal: args.allow_mass_removal,
         retries: pipeline.target.retries,

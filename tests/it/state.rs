@@ -318,3 +318,110 @@ fn credentials_rewritten_over_and_over_are_always_a_whole_usable_document() {
     assert_eq!(names.len(), 1, "no temporary file is left behind");
 }
 
+/// `<folder>/nightly.toml`, a mirror step `people` deleting what left its
+/// source, `<folder>/people.csv` holding `emails`, into the group "Shared".
+fn shared_nightly(root: &Path, folder: &str, emails: &[String]) -> PathBuf {
+    let dir = root.join(folder);
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut csv = String::from("email\n");
+    emails.iter().for_each(|e| csv.push_str(&format!("{e}\n")));
+    std::fs::write(dir.join("people.csv"), csv).unwrap();
+    let pipeline = dir.join("nightly.toml");
+    std::fs::write(
+        &pipeline,
+        "[[import]]\nname = \"people\"\nsource = \"people.csv\"\ngroup = \"Shared\"\ncreate_group = true\n\
+         mode = \"mirror\"\nremoval = \"delete\"\n[import.receiver]\nemail = \"email\"\n",
+    )
+    .unwrap();
+    pipeline
+}
+
+/// Every line of the one ledger file under `folder` but its header, sorted.
+fn ledger_lines(folder: &Path) -> Vec<String> {
+    let files: Vec<PathBuf> = std::fs::read_dir(folder)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(files.len(), 1, "{files:?}");
+    let mut lines: Vec<String> = std::fs::read_to_string(&files[0])
+        .unwrap()
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .map(String::from)
+        .collect();
+    lines.sort();
+    lines
+}
+
+#[tokio::test]
+async fn plans_and_ledgers_of_two_same_named_pipelines_of_two_folders_stay_apart() {
+    let t = TestServer::start().await;
+    let root = t.dir.path().to_path_buf();
+    let of = |folder: &str| -> Vec<String> {
+        (0..10)
+            .map(|i| format!("{folder}{i}@example.com"))
+            .collect()
+    };
+    let a = shared_nightly(&root, "a", &of("a"));
+    let b = shared_nightly(&root, "b", &of("b"));
+
+    // Dry runs: each plan under its pipeline's path (was
+    // `.listpipe/plans/nightly/people.plan.csv`, one file for both).
+    for (folder, pipeline) in [("a", &a), ("b", &b)] {
+        let (code, report, stderr) = run(&t, pipeline, &["--dry-run"]).await;
+        assert_eq!(code, 0, "{stderr}");
+        let plan_file = format!(".listpipe/plans/{folder}/nightly/people.plan.csv");
+        assert_eq!(report["steps"][0]["plan_file"], plan_file.as_str());
+        let plan = std::fs::read_to_string(root.join(&plan_file)).unwrap();
+        assert_eq!(plan.lines().count(), 11, "{plan}");
+        assert!(
+            of(folder)
+                .iter()
+                .all(|e| plan.contains(&format!(",{e},create,"))),
+            "{plan}"
+        );
+    }
+    let plan_a = std::fs::read_to_string(root.join(".listpipe/plans/a/nightly/people.plan.csv"));
+    assert!(
+        !plan_a.unwrap().contains("b0@example.com"),
+        "b's plan is its own"
+    );
+
+    // Both import into one group of one target. One ledger per pipeline:
+    // with one ledger for both, b's mirror step took a's ten for its own
+    // and planned to delete them (half the group: refused by the guard).
+    for pipeline in [&a, &b] {
+        let (code, _, stderr) = run(&t, pipeline, &[]).await;
+        assert_eq!(code, 0, "{stderr}");
+    }
+    assert_eq!(t.receivers_of("Shared").await.len(), 20);
+    assert_eq!(
+        ledger_lines(&root.join(".listpipe/ledger/a/nightly")),
+        of("a")
+    );
+    assert_eq!(
+        ledger_lines(&root.join(".listpipe/ledger/b/nightly")),
+        of("b")
+    );
+    assert!(!root.join(".listpipe/ledger/nightly").exists());
+
+    // a0 leaves a's source: a's mirror deletes a0, and nothing of b's.
+    let a = shared_nightly(&root, "a", &of("a")[1..]);
+    let (code, report, stderr) = run(&t, &a, &[]).await;
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(report["steps"][0]["import"]["removed"], 1, "{report}");
+    let mut held: Vec<String> = t
+        .receivers_of("Shared")
+        .await
+        .into_iter()
+        .map(|r| r.email)
+        .collect();
+    held.sort();
+    let mut want: Vec<String> = of("a")[1..].to_vec();
+    want.extend(of("b"));
+    want.sort();
+    assert_eq!(held, want);
+    let (code, report, stderr) = run(&t, &b, &[]).await;
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(report["steps"][0]["import"]["removed"], 0, "{report}");
+}
