@@ -137,7 +137,8 @@ pub async fn run(args: RunArgs, settings: super::Settings) -> super::Outcome {
     let opts = WriteOptions {
         concurrency: conn.controller.max(),
         writes: args.writes,
-        pipeline: pipeline.name.clone(),
+        pipeline: pipeline.state.clone(),
+        pipeline_name: pipeline.name.clone(),
         target: conn.resolved.clone(),
         allow_mass_removal: args.allow_mass_removal,
         retries: pipeline.target.retries,
@@ -274,19 +275,23 @@ pub async fn run(args: RunArgs, settings: super::Settings) -> super::Outcome {
         unfinished = true;
     }
     if !args.dry_run {
+        let steps = journal_steps(&pipeline);
+        let keys = step_keys(&steps);
         if unfinished {
+            // The journals are this target's: the resume names it.
+            let again = again(&args);
             if code == exit::STOPPED {
+                crate::errln!("listpipe: stopped; resume with: {}", again.with("--resume"));
+            } else if !journal::found(&pipeline.state, &opts.target, &keys)
+                .own
+                .is_empty()
+            {
                 crate::errln!(
-                    "listpipe: stopped; resume with: listpipe run {} --resume",
-                    args.pipeline.display()
-                );
-            } else if !journal::leftover(&pipeline.state).is_empty() {
-                crate::errln!(
-                    "listpipe: the run did not finish; resume with: listpipe run {} --resume",
-                    args.pipeline.display()
+                    "listpipe: the run did not finish; resume with: {}",
+                    again.with("--resume")
                 );
             }
-        } else if let Err(e) = journal::discard(&pipeline.state, &import_steps(&pipeline)) {
+        } else if let Err(e) = journal::discard(&pipeline.state, &opts.target, &keys) {
             cause::report(
                 anyhow::Error::from(e)
                     .context("cannot remove the journal")
@@ -305,16 +310,33 @@ pub async fn run(args: RunArgs, settings: super::Settings) -> super::Outcome {
     Ok(code)
 }
 
-/// The names of the pipeline's import steps: the journals a run writes.
-fn import_steps(pipeline: &Pipeline) -> Vec<&str> {
+/// The pipeline's import steps, each with the group it writes (as the
+/// file names it): the journals a run writes, with its target.
+fn journal_steps(pipeline: &Pipeline) -> Vec<(&str, String)> {
     pipeline
         .steps
         .iter()
         .filter_map(|s| match s {
-            Step::Import(i) => Some(i.name.as_str()),
+            Step::Import(i) => Some((i.name.as_str(), i.group.to_string())),
             _ => None,
         })
         .collect()
+}
+
+fn step_keys<'a>(steps: &'a [(&'a str, String)]) -> Vec<journal::StepKey<'a>> {
+    steps
+        .iter()
+        .map(|(step, group)| journal::StepKey { step, group })
+        .collect()
+}
+
+/// How messages name this run again: its file, and the `--target-url` it
+/// was given (a journal belongs to one target).
+fn again(args: &RunArgs) -> journal::Again<'_> {
+    journal::Again {
+        pipeline_file: &args.pipeline,
+        target_url: args.target_url.as_deref(),
+    }
 }
 
 /// Writes the run report as JSON; a report that cannot be made is an
@@ -386,45 +408,58 @@ fn written_groups(pipeline: &Pipeline) -> Vec<String> {
         .collect()
 }
 
-/// A leftover journal means an earlier run did not finish: continue it
-/// (`--resume`, against the target and group it belongs to) or drop it
-/// (`--discard-journal`), never write past it. `Err`: the exit code and
-/// the message.
+/// A leftover journal of this run's (this pipeline, this target, a step's
+/// group) means an earlier run did not finish: continue it (`--resume`) or
+/// drop it (`--discard-journal`), never write past it. Journals of other
+/// targets, accounts or groups are not this run's: kept as they are and
+/// said, and a `--resume` that finds only those is refused, naming them.
+/// `Err`: the exit code and the message.
 fn leftover_journals(
     args: &RunArgs,
     pipeline: &Pipeline,
     target: &str,
 ) -> Result<(), (u8, String)> {
-    let found = journal::leftover(&pipeline.state);
+    let steps = journal_steps(pipeline);
+    let keys = step_keys(&steps);
+    let found = journal::found(&pipeline.state, target, &keys);
+    let again = again(args);
+    let notes = || {
+        found
+            .others
+            .iter()
+            .filter_map(|o| journal::kept_note(o, target, &again))
+            .for_each(|line| crate::errln!("{line}"));
+    };
     if args.discard_journal {
-        return journal::discard_leftover(&pipeline.state).map_err(|e| {
+        journal::discard_own(&pipeline.state, &found).map_err(|e| {
             (
                 exit::IO,
                 format!("listpipe: cannot discard the journal: {e}"),
             )
-        });
+        })?;
+        notes();
+        return Ok(());
     }
-    if found.is_empty() {
+    if found.own.is_empty() {
+        if args.resume
+            && let Some(message) = found
+                .others
+                .iter()
+                .find_map(|o| journal::belongs_elsewhere(o, target, &again))
+        {
+            return Err((exit::USAGE, message));
+        }
+        notes();
         return Ok(());
     }
     if !args.resume {
         return Err((
             exit::USAGE,
-            journal::leftover_message(&args.pipeline, &found),
+            journal::leftover_message(&again, &found.own_paths()),
         ));
     }
-    for path in &found {
-        let step = path.file_stem().map(|s| s.to_string_lossy().into_owned());
-        let group = pipeline.steps.iter().find_map(|s| match s {
-            Step::Import(i) if Some(&i.name) == step.as_ref() => Some(i.group.to_string()),
-            _ => None,
-        });
-        if let Some(message) =
-            journal::belongs_elsewhere(path, target, group.as_deref(), &args.pipeline)
-        {
-            return Err((exit::USAGE, message));
-        }
-    }
+    journal::adopt(&found).map_err(|e| (exit::IO, format!("listpipe: {e}")))?;
+    notes();
     Ok(())
 }
 

@@ -82,7 +82,7 @@ pub(super) async fn run_step(
     report.kind = kind;
     let context = remote::Context {
         state_dir: Path::new(STATE_DIR),
-        pipeline: &pipeline.name,
+        pipeline: &pipeline.state,
         step: step.name(),
         timeout: Duration::from_secs(pipeline.target.timeout_secs),
     };
@@ -112,9 +112,11 @@ pub(super) async fn run_step(
     };
     // A dry run's plan, written as the chunks are decided.
     let mut plan = if opts.dry_run {
+        // Under the pipeline's path, as journals and rejects: two
+        // same-named pipelines of two folders keep two plans.
         let path = Path::new(STATE_DIR)
             .join("plans")
-            .join(&pipeline.name)
+            .join(&pipeline.state)
             .join(format!("{}.plan.csv", step.name()));
         Some(PlanFile::create(&path)?)
     } else {

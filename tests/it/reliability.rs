@@ -155,7 +155,7 @@ fn journal_dir(dir: &Path) -> PathBuf {
 
 /// The emails the journal shows as confirmed by the target.
 fn confirmed(dir: &Path) -> Vec<String> {
-    listpipe::load::journal::read_events(&journal_dir(dir).join("people.jsonl"))
+    listpipe::load::journal::read_events(&crate::support::journal_of_step(dir, "people", "people"))
         .into_iter()
         .filter(|(ev, _)| ev == "done")
         .map(|(_, email)| email)
@@ -420,7 +420,9 @@ async fn sigterm_then_resume(chunk_rows: Option<usize>) {
     assert!(counted <= n as u64, "{import}");
     assert_eq!(json["exit_code"], 130);
     // Nothing was left in flight: every started row was confirmed.
-    let events = listpipe::load::journal::read_events(&journal_dir(&dir).join("people.jsonl"));
+    let events = listpipe::load::journal::read_events(&crate::support::journal_of_step(
+        &dir, "people", "people",
+    ));
     let started = events.iter().filter(|(e, _)| e == "start").count();
     assert_eq!(started, confirmed(&dir).len());
 

@@ -257,6 +257,49 @@ async fn a_url_source_imports_what_the_file_does_and_an_unchanged_one_is_skipped
 }
 
 #[tokio::test]
+async fn two_same_named_pipelines_of_two_folders_remember_their_url_sources_apart() {
+    let t = TestServer::start().await;
+    let (base, _hits) = file_server().await;
+    let dir = t.dir.path();
+    let pipeline = |folder: &str, group: &str| {
+        std::fs::create_dir_all(dir.join(folder)).unwrap();
+        let path = dir.join(folder).join("p.toml");
+        std::fs::write(
+            &path,
+            import_step("web", &format!("{base}/export.csv"), group),
+        )
+        .unwrap();
+        path
+    };
+    let (a, b) = (pipeline("a", "Web A"), pipeline("b", "Web B"));
+    let (code, _, stderr) = run(&t, &a, &[]).await;
+    assert_eq!(code, 0, "{stderr}");
+    // b's step has never imported the URL: a's download must not skip it
+    // (one `.listpipe/remote/p/web.json` for both once did).
+    let (code, report, stderr) = run(&t, &b, &[]).await;
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(report["steps"][0]["import"]["created"], 3, "{report}");
+    assert_eq!(people(&t, "Web B").await, people(&t, "Web A").await);
+    for folder in ["a", "b"] {
+        assert!(
+            dir.join(format!(".listpipe/remote/{folder}/p/web.json"))
+                .exists()
+        );
+    }
+    assert!(!dir.join(".listpipe/remote/p").exists());
+    // Each remembers its own: a's next run is skipped, unchanged.
+    let (code, report, stderr) = run(&t, &a, &[]).await;
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        report["steps"][0]["skipped"]
+            .as_str()
+            .is_some_and(|s| s.starts_with("source unchanged since")),
+        "{report}"
+    );
+    assert_eq!(downloads_left(dir), 0);
+}
+
+#[tokio::test]
 async fn a_server_error_is_retried_and_the_file_imported_once() {
     let t = TestServer::start().await;
     let (base, hits) = file_server().await;

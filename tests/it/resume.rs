@@ -32,15 +32,22 @@ fn source(dir: &Path, n: usize, target: &str) -> PathBuf {
     pipeline
 }
 
-/// The journal of the step `people` of the pipeline `people.toml`.
-fn journal(dir: &Path) -> PathBuf {
-    dir.join(".listpipe/journal/people/people.jsonl")
+/// The journal of the step `people` of the pipeline `people.toml` against
+/// `target` (as [`TestServer::resolved`] names it): keyed by the target
+/// and group since issue 41 (was `.listpipe/journal/people/people.jsonl`).
+fn journal(dir: &Path, target: &str) -> PathBuf {
+    dir.join(listpipe::load::journal::path(
+        "people",
+        "people",
+        target,
+        "group \"Resumed\"",
+    ))
 }
 
 /// A journal as a run killed with `kill -9` leaves it: the first
 /// `in_flight` rows of the source started, none confirmed (and, as a kill
 /// can leave it, its last line torn).
-fn killed_journal(dir: &Path, in_flight: usize) {
+fn killed_journal(dir: &Path, target: &str, in_flight: usize) {
     let mut text = String::new();
     for i in 0..in_flight {
         text.push_str(&format!(
@@ -49,7 +56,7 @@ fn killed_journal(dir: &Path, in_flight: usize) {
         ));
     }
     text.push_str("{\"ev\":\"start\",\"fi");
-    let path = journal(dir);
+    let path = journal(dir, target);
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
     std::fs::write(path, text).unwrap();
 }
@@ -61,7 +68,18 @@ fn spawn(t: &TestServer, pipeline: &Path, extra: &[&str]) -> Child {
 
 /// [`spawn`] with environment variables of the child's own.
 fn spawn_with(t: &TestServer, pipeline: &Path, extra: &[&str], env: &[(&str, &str)]) -> Child {
-    let dir = t.dir.path();
+    spawn_in(t.dir.path(), t, pipeline, extra, env)
+}
+
+/// [`spawn_with`] in the folder `dir` (its `.listpipe/`, its report),
+/// against `t`, which may be another server than the folder's.
+fn spawn_in(
+    dir: &Path,
+    t: &TestServer,
+    pipeline: &Path,
+    extra: &[&str],
+    env: &[(&str, &str)],
+) -> Child {
     Command::new(env!("CARGO_BIN_EXE_listpipe"))
         .current_dir(dir)
         .args(["run", pipeline.to_str().unwrap(), "--quiet"])
@@ -143,7 +161,8 @@ async fn journals_with_rows_in_flight_resume_to_the_end_on_every_write_path_and_
                 let t = TestServer::start().await;
                 let dir = t.dir.path();
                 let pipeline = source(dir, n, "");
-                killed_journal(dir, in_flight);
+                let target = t.resolved().await;
+                killed_journal(dir, &target, in_flight);
                 let mut extra = vec!["--resume", "--writes", writes];
                 extra.extend_from_slice(flags);
                 let what = format!("a resume of {in_flight} rows in flight, {writes}, {mode}");
@@ -157,7 +176,10 @@ async fn journals_with_rows_in_flight_resume_to_the_end_on_every_write_path_and_
                 assert_eq!(import["created"], n as u64, "{what}: {import}");
                 assert_eq!(import["in_flight_checked"], in_flight as u64, "{what}");
                 assert_eq!(import["journal_unreadable_lines"], 1, "{what}: {import}");
-                assert!(!journal(dir).exists(), "{what}: a finished run removes it");
+                assert!(
+                    !journal(dir, &target).exists(),
+                    "{what}: a finished run removes it"
+                );
                 assert_eq!(held(&t, n).await, n, "{what}");
             }
         }
@@ -165,8 +187,8 @@ async fn journals_with_rows_in_flight_resume_to_the_end_on_every_write_path_and_
 }
 
 /// Lines of the journal per event.
-fn events(dir: &Path, ev: &str) -> usize {
-    listpipe::load::journal::read_events(&journal(dir))
+fn events(journal: &Path, ev: &str) -> usize {
+    listpipe::load::journal::read_events(journal)
         .iter()
         .filter(|(e, _)| e == ev)
         .count()
@@ -190,10 +212,11 @@ async fn stop_at_a_slow_rate(writes: &str) {
     let t = TestServer::start().await;
     let dir = t.dir.path().to_path_buf();
     let pipeline = source(&dir, n, "max_requests_per_second = 2");
+    let journal = journal(&dir, &t.resolved().await);
     let child = spawn(&t, &pipeline, &["--writes", writes]);
     let pid = child.id().to_string();
     let deadline = Instant::now() + Duration::from_secs(60);
-    while !journal(&dir).exists() || events(&dir, "start") == 0 {
+    while !journal.exists() || events(&journal, "start") == 0 {
         assert!(Instant::now() < deadline, "the run never started a row");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
@@ -211,11 +234,11 @@ async fn stop_at_a_slow_rate(writes: &str) {
     );
     // Every row started was confirmed, or said never sent.
     assert_eq!(
-        events(&dir, "start"),
-        events(&dir, "done") + events(&dir, "unsent"),
+        events(&journal, "start"),
+        events(&journal, "done") + events(&journal, "unsent"),
         "{what}"
     );
-    assert!(events(&dir, "done") < n, "{what}: stopped midway");
+    assert!(events(&journal, "done") < n, "{what}: stopped midway");
 
     let pipeline = source(&dir, n, "");
     let resumed = spawn(&t, &pipeline, &["--resume", "--writes", writes]);
@@ -260,8 +283,18 @@ async fn two_same_named_pipelines_of_two_folders_keep_their_state_apart_through_
     let root = t.dir.path().to_path_buf();
     let a = nightly(&root, "a", n, 200, "Nightly A");
     let b = nightly(&root, "b", n, 30, "Nightly B");
-    let journal_of =
-        |folder: &str| root.join(format!(".listpipe/journal/{folder}/nightly/people.jsonl"));
+    // Keyed by the target and group too since issue 41 (was
+    // `.listpipe/journal/{folder}/nightly/people.jsonl`).
+    let target = t.resolved().await;
+    let journal_of = |folder: &str| {
+        let group = format!("group \"Nightly {}\"", folder.to_uppercase());
+        root.join(listpipe::load::journal::path(
+            &format!("{folder}/nightly"),
+            "people",
+            &target,
+            &group,
+        ))
+    };
     let rejects_of = |folder: &str| {
         root.join(format!(
             ".listpipe/rejects/{folder}/nightly/people.rejects.csv"
@@ -320,7 +353,9 @@ async fn two_same_named_pipelines_of_two_folders_keep_their_state_apart_through_
     // a, refused without --resume (its own journal), resumes and finishes.
     let (code, stderr) = finishes(spawn(&t, &a, &[]), Duration::from_secs(60), "a").await;
     assert_eq!(code, 2, "{stderr}");
-    assert!(stderr.contains("a/nightly/people.jsonl"), "{stderr}");
+    let a_journal = journal_of("a");
+    let a_name = a_journal.strip_prefix(&root).unwrap();
+    assert!(stderr.contains(&a_name.display().to_string()), "{stderr}");
     let (code, stderr) = finishes(
         spawn(&t, &a, &["--resume"]),
         Duration::from_secs(120),
@@ -345,20 +380,121 @@ async fn two_same_named_pipelines_of_two_folders_keep_their_state_apart_through_
 }
 
 #[tokio::test]
+async fn a_pipeline_killed_against_one_target_runs_against_another_and_its_journal_stays_and_resumes()
+ {
+    let n = 1_500;
+    let a = TestServer::start_with(|o| o.faults = Some("delay=20ms@1".parse().unwrap())).await;
+    let b = TestServer::start().await;
+    let dir = a.dir.path().to_path_buf();
+    let pipeline = source(&dir, n, "concurrency = 4");
+    let (target_a, target_b) = (a.resolved().await, b.resolved().await);
+    assert_ne!(target_a, target_b);
+    let (journal_a, journal_b) = (journal(&dir, &target_a), journal(&dir, &target_b));
+    assert_eq!(
+        journal_a.parent(),
+        journal_b.parent(),
+        "one pipeline's folder"
+    );
+
+    // Killed (SIGKILL) against A midway.
+    let mut run = spawn(&a, &pipeline, &["--writes", "single"]);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while events(&journal_a, "done") < 20 {
+        assert!(Instant::now() < deadline, "the run made no progress");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    run.kill().unwrap();
+    run.wait().unwrap();
+    let a_left = std::fs::read(&journal_a).unwrap();
+    assert!(events(&journal_a, "done") < n, "killed midway");
+
+    // The same pipeline, from the same folder, against B (`--target-url`):
+    // A's journal is not B's, so the run is not refused; it finishes,
+    // removes its own journal, says A's is kept and leaves it as it was.
+    let (code, stderr) = finishes(
+        spawn_in(&dir, &b, &pipeline, &[], &[]),
+        Duration::from_secs(120),
+        "the run against B",
+    )
+    .await;
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(held(&b, n).await, n);
+    assert!(
+        !journal_b.exists(),
+        "B's finished run removes its own journal"
+    );
+    assert_eq!(std::fs::read(&journal_a).unwrap(), a_left, "and never A's");
+    let a_name = journal_a.strip_prefix(&dir).unwrap().display().to_string();
+    assert!(
+        stderr.contains(&format!(
+            "listpipe: note: the journal {a_name} of an unfinished run into group \"Resumed\" of {target_a} is kept; \
+             resume it with: listpipe run {} --resume --target-url {}",
+            pipeline.display(),
+            listpipe::load::identity::canonical_url(&a.base_url())
+        )),
+        "{stderr}"
+    );
+    // `--discard-journal` against B discards B's journals only: A's stays.
+    let (code, stderr) = finishes(
+        spawn_in(&dir, &b, &pipeline, &["--discard-journal"], &[]),
+        Duration::from_secs(120),
+        "a run against B discarding its journal",
+    )
+    .await;
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(
+        std::fs::read(&journal_a).unwrap(),
+        a_left,
+        "A's is not B's to discard"
+    );
+
+    // Against A, its journal still stops a plain run, naming it, then resumes.
+    let (code, stderr) = finishes(spawn(&a, &pipeline, &[]), Duration::from_secs(60), "A").await;
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains(&a_name), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "continue it with: listpipe run {} --resume --target-url {}",
+            pipeline.display(),
+            a.base_url()
+        )),
+        "{stderr}"
+    );
+    let (code, stderr) = finishes(
+        spawn(&a, &pipeline, &["--resume"]),
+        Duration::from_secs(120),
+        "A's resume",
+    )
+    .await;
+    assert_eq!(code, 0, "{stderr}");
+    let report: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("report.json")).unwrap()).unwrap();
+    let import = &report["steps"][0]["import"];
+    assert!(import["resumed"].as_u64().unwrap() > 0, "{import}");
+    assert!(
+        !journal_a.exists(),
+        "A's finished resume removes its journal"
+    );
+    assert_eq!(held(&a, n).await, n);
+    assert_eq!(held(&b, n).await, n);
+}
+
+#[tokio::test]
 async fn a_killed_run_resumes_with_its_journal_spilled_past_a_small_budget() {
     let n = 800;
     let t = TestServer::start_with(|o| o.faults = Some("delay=10ms@1".parse().unwrap())).await;
     let dir = t.dir.path().to_path_buf();
     let pipeline = source(&dir, n, "concurrency = 8");
+    let journal = journal(&dir, &t.resolved().await);
     let mut run = spawn(&t, &pipeline, &["--writes", "single"]);
     let deadline = Instant::now() + Duration::from_secs(60);
-    while events(&dir, "done") < 200 {
+    while events(&journal, "done") < 200 {
         assert!(Instant::now() < deadline, "the run made no progress");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     run.kill().unwrap(); // SIGKILL
     run.wait().unwrap();
-    let confirmed = events(&dir, "done");
+    let confirmed = events(&journal, "done");
     assert!(confirmed < n, "killed midway");
 
     // Ten rows of the journal in memory: the rest goes to a temporary file.

@@ -41,9 +41,10 @@ async fn a_second_run_of_the_same_pipeline_against_the_same_target_is_refused() 
     let mut first = run(&t.base_url(), true).spawn().unwrap();
     let pid = first.id();
     // The first run holds the lock once its journal has a confirmed row.
-    let journal = dir.join(".listpipe/journal/nightly/import-1.jsonl");
+    // (Named by the target and group since issue 41: was `import-1.jsonl`.)
+    let journal = || crate::support::journal_of_step(dir, "nightly", "import-1");
     let deadline = Instant::now() + Duration::from_secs(30);
-    while !std::fs::read_to_string(&journal).is_ok_and(|s| s.contains("\"ev\":\"done\"")) {
+    while !std::fs::read_to_string(journal()).is_ok_and(|s| s.contains("\"ev\":\"done\"")) {
         assert!(Instant::now() < deadline, "the first run never wrote a row");
         std::thread::sleep(Duration::from_millis(20));
     }

@@ -25,8 +25,15 @@ fn people(dir: &Path, n: usize, extra: &str) -> PathBuf {
     pipeline
 }
 
-fn journal(dir: &Path) -> PathBuf {
-    dir.join(".listpipe/journal/people/people.jsonl")
+/// The journal of `people.toml`'s step against `target` ([`TestServer::resolved`]):
+/// keyed by the target and group since issue 41 (was `.listpipe/journal/people/people.jsonl`).
+fn journal(dir: &Path, target: &str) -> PathBuf {
+    dir.join(journal_name(target))
+}
+
+/// [`journal`] from the working directory, as messages name it.
+fn journal_name(target: &str) -> PathBuf {
+    listpipe::load::journal::path("people", "people", target, "group \"People\"")
 }
 
 /// Every address of group "People", sorted (a receiver twice shows twice).
@@ -53,15 +60,18 @@ async fn a_journal_that_cannot_be_written_stops_the_run_with_exit_74_naming_the_
     let t = TestServer::start().await;
     let dir = t.dir.path();
     let pipeline = people(dir, 20, "");
+    let target = t.resolved().await;
+    let journal = journal(dir, &target);
     // A real failing device in the journal's place: every write is ENOSPC.
-    std::fs::create_dir_all(journal(dir).parent().unwrap()).unwrap();
-    std::os::unix::fs::symlink("/dev/full", journal(dir)).unwrap();
+    std::fs::create_dir_all(journal.parent().unwrap()).unwrap();
+    std::os::unix::fs::symlink("/dev/full", &journal).unwrap();
     let (code, _, stderr) = run(&t, &pipeline, &["--resume"]).await;
     assert_eq!(code, 74, "{stderr}");
     assert!(
-        stderr.contains(
-            "listpipe: people: cannot write .listpipe/journal/people/people.jsonl: No space left on device"
-        ),
+        stderr.contains(&format!(
+            "listpipe: people: cannot write {}: No space left on device",
+            journal_name(&target).display()
+        )),
         "{stderr}"
     );
     assert!(
@@ -69,7 +79,7 @@ async fn a_journal_that_cannot_be_written_stops_the_run_with_exit_74_naming_the_
         "no row is sent without its journal"
     );
     // Fixed (the device replaced), the run resumes and completes.
-    std::fs::remove_file(journal(dir)).unwrap();
+    std::fs::remove_file(&journal).unwrap();
     let (code, _, stderr) = run(&t, &pipeline, &["--resume"]).await;
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(held(&t).await, expected(20));
@@ -173,7 +183,7 @@ async fn killed_run(n: usize) -> (TestServer, PathBuf) {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let j = journal(&dir);
+    let j = journal(&dir, &t.resolved().await);
     let confirmed = move || {
         listpipe::load::journal::read_events(&j)
             .iter()
@@ -222,7 +232,8 @@ async fn resume_is_refused_against_another_server_and_resends_what_a_restored_on
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(
         stderr.contains(&format!(
-            "listpipe: the journal .listpipe/journal/people/people.jsonl belongs to group \"People\" of http://localhost:{port} (account "
+            "listpipe: the journal {} belongs to group \"People\" of http://localhost:{port} (account ",
+            journal_name(&t.resolved().await).display()
         )),
         "{stderr}"
     );
@@ -252,10 +263,11 @@ async fn damaged_journal_lines_are_counted_in_a_warning_and_the_report() {
     let n = 60;
     let (t, pipeline) = killed_run(n).await;
     let dir = t.dir.path().to_path_buf();
+    let journal = journal(&dir, &t.resolved().await);
     // A line of binary garbage, then a line torn by a kill.
-    let mut bytes = std::fs::read(journal(&dir)).unwrap();
+    let mut bytes = std::fs::read(&journal).unwrap();
     bytes.extend_from_slice(b"\x00\xff\xfe garbage \x01\n{\"ev\":\"done\",\"file\":0,\"ro");
-    std::fs::write(journal(&dir), bytes).unwrap();
+    std::fs::write(&journal, bytes).unwrap();
     let (code, report, stderr) = run(&t, &pipeline, &["--resume"]).await;
     assert_eq!(code, 0, "{stderr}");
     assert!(
@@ -304,4 +316,112 @@ fn credentials_rewritten_over_and_over_are_always_a_whole_usable_document() {
     assert!(reader.join().unwrap() > 0);
     let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
     assert_eq!(names.len(), 1, "no temporary file is left behind");
+}
+
+/// `<folder>/nightly.toml`, a mirror step `people` deleting what left its
+/// source, `<folder>/people.csv` holding `emails`, into the group "Shared".
+fn shared_nightly(root: &Path, folder: &str, emails: &[String]) -> PathBuf {
+    let dir = root.join(folder);
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut csv = String::from("email\n");
+    emails.iter().for_each(|e| csv.push_str(&format!("{e}\n")));
+    std::fs::write(dir.join("people.csv"), csv).unwrap();
+    let pipeline = dir.join("nightly.toml");
+    std::fs::write(
+        &pipeline,
+        "[[import]]\nname = \"people\"\nsource = \"people.csv\"\ngroup = \"Shared\"\ncreate_group = true\n\
+         mode = \"mirror\"\nremoval = \"delete\"\n[import.receiver]\nemail = \"email\"\n",
+    )
+    .unwrap();
+    pipeline
+}
+
+/// Every line of the one ledger file under `folder` but its header, sorted.
+fn ledger_lines(folder: &Path) -> Vec<String> {
+    let files: Vec<PathBuf> = std::fs::read_dir(folder)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(files.len(), 1, "{files:?}");
+    let mut lines: Vec<String> = std::fs::read_to_string(&files[0])
+        .unwrap()
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .map(String::from)
+        .collect();
+    lines.sort();
+    lines
+}
+
+#[tokio::test]
+async fn plans_and_ledgers_of_two_same_named_pipelines_of_two_folders_stay_apart() {
+    let t = TestServer::start().await;
+    let root = t.dir.path().to_path_buf();
+    let of = |folder: &str| -> Vec<String> {
+        (0..10)
+            .map(|i| format!("{folder}{i}@example.com"))
+            .collect()
+    };
+    let a = shared_nightly(&root, "a", &of("a"));
+    let b = shared_nightly(&root, "b", &of("b"));
+
+    // Dry runs: each plan under its pipeline's path (was
+    // `.listpipe/plans/nightly/people.plan.csv`, one file for both).
+    for (folder, pipeline) in [("a", &a), ("b", &b)] {
+        let (code, report, stderr) = run(&t, pipeline, &["--dry-run"]).await;
+        assert_eq!(code, 0, "{stderr}");
+        let plan_file = format!(".listpipe/plans/{folder}/nightly/people.plan.csv");
+        assert_eq!(report["steps"][0]["plan_file"], plan_file.as_str());
+        let plan = std::fs::read_to_string(root.join(&plan_file)).unwrap();
+        assert_eq!(plan.lines().count(), 11, "{plan}");
+        assert!(
+            of(folder)
+                .iter()
+                .all(|e| plan.contains(&format!(",{e},create,"))),
+            "{plan}"
+        );
+    }
+    let plan_a = std::fs::read_to_string(root.join(".listpipe/plans/a/nightly/people.plan.csv"));
+    assert!(
+        !plan_a.unwrap().contains("b0@example.com"),
+        "b's plan is its own"
+    );
+
+    // Both import into one group of one target. One ledger per pipeline:
+    // with one ledger for both, b's mirror step took a's ten for its own
+    // and planned to delete them (half the group: refused by the guard).
+    for pipeline in [&a, &b] {
+        let (code, _, stderr) = run(&t, pipeline, &[]).await;
+        assert_eq!(code, 0, "{stderr}");
+    }
+    assert_eq!(t.receivers_of("Shared").await.len(), 20);
+    assert_eq!(
+        ledger_lines(&root.join(".listpipe/ledger/a/nightly")),
+        of("a")
+    );
+    assert_eq!(
+        ledger_lines(&root.join(".listpipe/ledger/b/nightly")),
+        of("b")
+    );
+    assert!(!root.join(".listpipe/ledger/nightly").exists());
+
+    // a0 leaves a's source: a's mirror deletes a0, and nothing of b's.
+    let a = shared_nightly(&root, "a", &of("a")[1..]);
+    let (code, report, stderr) = run(&t, &a, &[]).await;
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(report["steps"][0]["import"]["removed"], 1, "{report}");
+    let mut held: Vec<String> = t
+        .receivers_of("Shared")
+        .await
+        .into_iter()
+        .map(|r| r.email)
+        .collect();
+    held.sort();
+    let mut want: Vec<String> = of("a")[1..].to_vec();
+    want.extend(of("b"));
+    want.sort();
+    assert_eq!(held, want);
+    let (code, report, stderr) = run(&t, &b, &[]).await;
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(report["steps"][0]["import"]["removed"], 0, "{report}");
 }

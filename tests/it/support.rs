@@ -131,6 +131,17 @@ impl TestServer {
         self.server.as_ref().expect("running").base_url.clone()
     }
 
+    /// This server as a run given `--target-url` [`Self::base_url`] and
+    /// the client's token resolves it (canonical URL and account): what
+    /// journals and ledgers are keyed by.
+    pub async fn resolved(&self) -> String {
+        let who = self.client.whoami().await.expect("whoami");
+        listpipe::load::identity::resolved(
+            &listpipe::load::identity::canonical_url(&self.base_url()),
+            &who.id.to_string(),
+        )
+    }
+
     /// Stops the server and starts it again on the same database.
     pub async fn restart(&mut self) {
         if let Some(s) = self.server.take() {
@@ -240,4 +251,27 @@ pub async fn wait_up(url: &str, token: &str) -> ApiClient {
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
     client
+}
+
+/// The journal of `step` of the pipeline keyed `pipeline` under `dir`
+/// when one target and group wrote it: journals are named
+/// `<step>-<16 hex of the target and group>.jsonl` since issue 41 (were
+/// `<step>.jsonl`). A path that does not exist while there is none.
+pub fn journal_of_step(dir: &std::path::Path, pipeline: &str, step: &str) -> PathBuf {
+    let folder = dir.join(".listpipe/journal").join(pipeline);
+    let mut found: Vec<PathBuf> = std::fs::read_dir(&folder)
+        .into_iter()
+        .flatten()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            let name = p.file_name().unwrap().to_string_lossy();
+            name.strip_prefix(&format!("{step}-"))
+                .and_then(|rest| rest.strip_suffix(".jsonl"))
+                .is_some_and(|key| key.len() == 16 && key.bytes().all(|b| b.is_ascii_hexdigit()))
+        })
+        .collect();
+    assert!(found.len() <= 1, "journals of several targets: {found:?}");
+    found
+        .pop()
+        .unwrap_or_else(|| folder.join(format!("{step}-none-yet.jsonl")))
 }

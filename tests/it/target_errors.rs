@@ -230,9 +230,10 @@ async fn a_target_killed_mid_import_stops_the_run_with_3_and_resume_completes_it
 
     let child = run_child(dir, &pipeline, &url, &token, false);
     // Kill the target once some rows are in the journal.
-    let journal = dir.join(".listpipe/journal/people/people.jsonl");
+    // (Named by the target and group since issue 41: was `people/people.jsonl`.)
+    let journal = || crate::support::journal_of_step(dir, "people", "people");
     let deadline = Instant::now() + Duration::from_secs(60);
-    while std::fs::metadata(&journal).map_or(0, |m| m.len()) < 20_000 {
+    while std::fs::metadata(journal()).map_or(0, |m| m.len()) < 20_000 {
         assert!(Instant::now() < deadline, "no progress in the journal");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }

@@ -95,7 +95,14 @@ pub async fn run(
         .as_ref()
         .map(|g| {
             let read = step.mirror.is_some();
-            mirror::Ledger::open(&opts.pipeline, &step.name, &opts.target, g.id, read)
+            let key = mirror::LedgerKey {
+                pipeline: &opts.pipeline,
+                formerly: &opts.pipeline_name,
+                step: &step.name,
+                target: &opts.target,
+                group: g.id,
+            };
+            mirror::Ledger::open(&key, read)
         })
         .transpose()?;
     let removals = match (&step.mirror, ledger.as_ref().filter(|l| l.is_read())) {

@@ -1,8 +1,17 @@
 //! The mirror ledger: what listpipe imported into a group, so that mirror
-//! mode removes only those (see [`super::mirror`]). One per step, target
-//! and group (`.listpipe/ledger/<pipeline>/<step>-<hash>.txt`, one address
-//! a line): every import run adds the receivers it created or updated,
-//! mirror mode or not, so turning mirror mode on later knows them.
+//! mode removes only those (see [`super::mirror`]). One per pipeline, step,
+//! target and group (`.listpipe/ledger/<pipeline>/<step>-<hash>.txt`, one
+//! address a line; `<pipeline>` its path from the working directory,
+//! [`crate::pipeline::state_name`], as for journals and rejects): every
+//! import run adds the receivers it created or updated, mirror mode or
+//! not, so turning mirror mode on later knows them.
+//!
+//! Ledgers were once kept under the pipeline file's bare name
+//! (`.listpipe/ledger/<name>/`), which two same-named pipelines of two
+//! folders shared. A ledger found only there is copied to the pipeline's
+//! own place once ([`adopt_former`]), and the old file is left for the
+//! other pipeline that may share it: a copy, since taking it away could
+//! make that one forget what it imported.
 //!
 //! Every import appends each chunk's addresses
 //! ([`listpipe_base::state_file::append_lines`]). Mirror mode reads the ledger a
@@ -26,6 +35,56 @@ use std::path::{Path, PathBuf};
 const LEDGER_HEADER: &str =
     "# Receivers listpipe imported into this group (mirror mode removes only these).\n";
 
+/// What a ledger is about: a step of a pipeline writing a group of a target.
+#[derive(Debug, Clone, Copy)]
+pub struct LedgerKey<'a> {
+    /// Where the pipeline's state lives ([`crate::pipeline::state_name`]).
+    pub pipeline: &'a str,
+    /// The pipeline file's bare name, which keyed ledgers before.
+    pub formerly: &'a str,
+    pub step: &'a str,
+    /// The resolved target (canonical URL and account).
+    pub target: &'a str,
+    pub group: Id,
+}
+
+impl LedgerKey<'_> {
+    /// `<step>-<16 hex>.txt`, the hex the start of a SHA-256 of the target
+    /// and the group.
+    fn file_name(&self) -> String {
+        let digest = Sha256::digest(format!("{}\n{}", self.target, self.group).as_bytes());
+        format!("{}-{}.txt", self.step, &hex::encode(digest)[..16])
+    }
+}
+
+/// Copies the ledger at `former` (kept under the pipeline file's bare name
+/// before its path keyed ledgers) to `path` when `path` has none yet:
+/// through a temporary file, so a kill leaves no half ledger. `former` is
+/// left as it is (a same-named pipeline of another folder may share it).
+fn adopt_former(former: &Path, path: &Path) -> Result<(), LoadError> {
+    if path.exists() || !former.is_file() {
+        return Ok(());
+    }
+    let failed = |message: String| LoadError::Output {
+        path: path.to_path_buf(),
+        message,
+    };
+    let mut pending =
+        listpipe_base::state_file::Pending::new(path, listpipe_base::state_file::Access::Shared)
+            .map_err(|e| failed(e.source.to_string()))?;
+    let mut from = std::fs::File::open(former)
+        .map_err(|e| failed(format!("cannot read {}: {e}", former.display())))?;
+    std::io::copy(&mut from, pending.file())
+        .map_err(|e| failed(format!("cannot copy {}: {e}", former.display())))?;
+    pending.commit().map_err(|e| failed(e.source.to_string()))?;
+    tracing::info!(target: log_target!(),
+        from = %former.display(),
+        to = %path.display(),
+        "the mirror ledger kept under the pipeline's bare name was copied to the pipeline's own place"
+    );
+    Ok(())
+}
+
 /// The ledger of one group of one target.
 pub struct Ledger {
     path: PathBuf,
@@ -38,24 +97,20 @@ pub struct Ledger {
 const COMPACT_BATCH: usize = 16_384;
 
 impl Ledger {
-    /// The ledger of `step` of `pipeline` for group `group` of `target`,
-    /// read through when `mirror` (every line checked). None yet is an
-    /// empty ledger. One that cannot be read or is not a ledger is refused,
+    /// The ledger `key` names, read through when `mirror` (every line
+    /// checked). None yet is an empty ledger (or a copy of the one kept
+    /// under the pipeline's bare name before, [`adopt_former`]). One that
+    /// cannot be read or is not a ledger is refused,
     /// and left as it is: emptied, it would make mirror mode forget what it
     /// imported. Otherwise only its first line is checked, so a plain
     /// import does not append to a file that is not a ledger.
-    pub fn open(
-        pipeline: &str,
-        step: &str,
-        target: &str,
-        group: Id,
-        mirror: bool,
-    ) -> Result<Ledger, LoadError> {
-        let digest = Sha256::digest(format!("{target}\n{group}").as_bytes());
-        let path = Path::new(STATE_DIR)
-            .join("ledger")
-            .join(pipeline)
-            .join(format!("{step}-{}.txt", &hex::encode(digest)[..16]));
+    pub fn open(key: &LedgerKey<'_>, mirror: bool) -> Result<Ledger, LoadError> {
+        let name = key.file_name();
+        let ledgers = Path::new(STATE_DIR).join("ledger");
+        let path = ledgers.join(key.pipeline).join(&name);
+        if key.formerly != key.pipeline {
+            adopt_former(&ledgers.join(key.formerly).join(&name), &path)?;
+        }
         if mirror {
             each_address(&path, &mut |_| Ok(()))?;
         } else {
@@ -377,5 +432,55 @@ mod tests {
         // Not a cut first line: refused unread too.
         let (_dir, path) = ledger_file(b"garbage");
         assert!(refused(check_header(&path).unwrap_err()).starts_with(&want(&path)));
+    }
+
+    #[test]
+    fn a_ledger_kept_under_the_bare_name_is_copied_once_and_left_for_the_other_pipeline() {
+        let dir = tempfile::tempdir().unwrap();
+        let key = LedgerKey {
+            pipeline: "a/nightly",
+            formerly: "nightly",
+            step: "people",
+            target: "http://localhost:1 (account 1)",
+            group: Id(7),
+        };
+        // The name is the one ledgers always had: only the folder moved.
+        let name = key.file_name();
+        assert!(
+            name.starts_with("people-") && name.ends_with(".txt"),
+            "{name}"
+        );
+        assert_eq!(
+            name,
+            LedgerKey {
+                pipeline: "b/nightly",
+                ..key
+            }
+            .file_name()
+        );
+        assert_ne!(
+            name,
+            LedgerKey {
+                group: Id(8),
+                ..key
+            }
+            .file_name()
+        );
+        let former = dir.path().join("ledger/nightly").join(&name);
+        let path = dir.path().join("ledger/a/nightly").join(&name);
+        let text = format!("{LEDGER_HEADER}a@x.de\nb@x.de\n");
+        std::fs::create_dir_all(former.parent().unwrap()).unwrap();
+        std::fs::write(&former, &text).unwrap();
+        adopt_former(&former, &path).unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), text);
+        assert_eq!(std::fs::read_to_string(&former).unwrap(), text, "left");
+        // Once the pipeline has its own, the old one is never read again.
+        std::fs::write(&path, LEDGER_HEADER).unwrap();
+        adopt_former(&former, &path).unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), LEDGER_HEADER);
+        // None under the bare name: nothing made.
+        let none = dir.path().join("ledger/c/nightly").join(&name);
+        adopt_former(&dir.path().join("ledger/nothing").join(&name), &none).unwrap();
+        assert!(!none.exists());
     }
 }

@@ -15,8 +15,8 @@
 //! overrides it.
 
 use super::held::TargetIndex;
-pub use super::ledger::Ledger;
 use super::ledger::spill_failed;
+pub use super::ledger::{Ledger, LedgerKey};
 use super::target::Connected;
 use super::{LoadError, retry};
 use crate::key_store::KeyStore;

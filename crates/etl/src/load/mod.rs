@@ -151,8 +151,12 @@ pub struct WriteOptions {
     /// bounds the streams of rows; the controller sets the actual limit.
     pub concurrency: usize,
     pub writes: WriteMode,
-    /// The pipeline's name (names the ledger of mirror mode).
+    /// Where the pipeline's state lives ([`crate::pipeline::state_name`]:
+    /// its path from the working directory): keys the ledger.
     pub pipeline: String,
+    /// The pipeline file's bare name, which keyed the ledger before its
+    /// path did: a ledger found only there is copied to its new place.
+    pub pipeline_name: String,
     /// The target, named so that it stays the same from run to run (the
     /// built-in target by its database, not its port): keys the ledger.
     pub target: String,

@@ -53,10 +53,14 @@ pub struct Pipeline {
     pub file: PathBuf,
     /// Relative paths in the file are relative to its folder.
     pub base_dir: PathBuf,
-    /// The file name without extension; names reports and the ledger.
+    /// The file name without extension (`nightly`). State is keyed by
+    /// [`Pipeline::state`], never by this alone: two folders can each hold
+    /// a `nightly.toml`.
     pub name: String,
     /// Where the run's own state of this pipeline lives under
-    /// `.listpipe/<kind>/` (journals, rejects): see [`state_name`].
+    /// `.listpipe/<kind>/` (journals, rejects, plans, ledgers, URL
+    /// validators): see [`state_name`]. Journals and ledgers are keyed
+    /// by the target and group too, below it.
     pub state: String,
     pub target: Target,
     /// In file order.
@@ -487,7 +491,7 @@ pub struct PipelineError(pub Vec<String>);
 /// What keys the state of the pipeline at `path` (named `stem`): its path
 /// from the working directory without the extension (`nightly`,
 /// `a/nightly`), so that two same-named pipelines of two folders keep their
-/// journals and rejects apart; a pipeline outside the working directory,
+/// journals, rejects, plans, ledgers and URL validators apart; a pipeline outside the working directory,
 /// its name and the start of a hash of its canonical path
 /// (`nightly-1f3a9c2e`). Never the bare file name: `a/nightly.toml` and
 /// `b/nightly.toml` run from one folder once wrote one journal.

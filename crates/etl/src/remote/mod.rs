@@ -67,6 +67,8 @@ pub enum RemoteError {
 pub struct Context<'a> {
     /// The run's state folder (`.listpipe`): downloads and validators go under it.
     pub state_dir: &'a Path,
+    /// Where the pipeline's state lives ([`crate::pipeline::state_name`]:
+    /// `a/nightly` for `a/nightly.toml`): keys the validators.
     pub pipeline: &'a str,
     pub step: &'a str,
     /// For connecting and for each read of the body (not for the whole download).
@@ -211,7 +213,7 @@ pub async fn fetch(spec: &SourceSpec, ctx: &Context<'_>) -> Result<Fetched, Remo
     let copies = std::fs::create_dir_all(&downloads)
         .and_then(|_| {
             tempfile::Builder::new()
-                .prefix(&format!("{}.{}.", ctx.pipeline, ctx.step))
+                .prefix(&format!("{}.{}.", ctx.pipeline.replace('/', "-"), ctx.step))
                 .tempdir_in(&downloads)
         })
         .map_err(|source| RemoteError::Write {

@@ -1,8 +1,11 @@
 //! What a step remembers of its URL sources between runs: each URL's `ETag` and
 //! `Last-Modified`, so the next run asks `If-None-Match` / `If-Modified-Since` and a `304 Not
 //! Modified` skips the step (a scheduled job whose export did not change downloads and
-//! writes nothing). One JSON file per pipeline and step under `.listpipe/remote/`, written
-//! through [`listpipe_base::state_file`].
+//! writes nothing). One JSON file per pipeline and step, `.listpipe/remote/<pipeline>/<step>.json`
+//! (`<pipeline>` the file's path from the working directory, [`crate::pipeline::state_name`],
+//! so `a/nightly.toml` and `b/nightly.toml` remember their own; before, both were under
+//! `nightly/` and one's download skipped the other's step), written through
+//! [`listpipe_base::state_file`].
 //!
 //! Decision: URLs are keyed by a SHA-256 of the whole URL (credentials and query included:
 //! another password or signature is another source), and the file shows each URL without

@@ -233,3 +233,184 @@ async fn a_journal_that_fails_after_n_lines_lets_no_row_be_sent_beyond_its_last_
         assert!(err.starts_with("cannot write people.jsonl: "), "{err}");
     }
 }
+
+/// A journal file with a header naming `target` and `group`.
+fn journal_with_header(path: &Path, target: &str, group: &str) {
+    let header = Header {
+        ev: "header".into(),
+        target: target.into(),
+        group: group.into(),
+    };
+    std::fs::write(
+        path,
+        format!("{}\n", serde_json::to_string(&header).unwrap()),
+    )
+    .unwrap();
+}
+
+#[test]
+fn a_journal_is_named_by_its_pipeline_step_target_and_group() {
+    let a = path(
+        "a/nightly",
+        "people",
+        "http://localhost:1 (account 1)",
+        "group \"A\"",
+    );
+    let name = a.file_name().unwrap().to_string_lossy().into_owned();
+    assert!(a.starts_with(".listpipe/journal/a/nightly"), "{a:?}");
+    assert!(
+        name.starts_with("people-") && name.ends_with(".jsonl"),
+        "{name}"
+    );
+    assert_eq!(step_named(&name), "people");
+    assert_eq!(step_named("people.jsonl"), "people");
+    assert_eq!(step_named("import-1.jsonl"), "import-1");
+    // Another target, account or group: another file of the same folder.
+    for (target, group) in [
+        ("http://localhost:2 (account 1)", "group \"A\""),
+        ("http://localhost:1 (account 2)", "group \"A\""),
+        ("http://localhost:1 (account 1)", "group \"B\""),
+    ] {
+        let other = path("a/nightly", "people", target, group);
+        assert_ne!(other, a, "{target}, {group}");
+        assert_eq!(other.parent(), a.parent());
+    }
+}
+
+#[test]
+fn a_run_finds_its_own_journals_and_leaves_every_other_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (
+        "http://localhost:1 (account 1)",
+        "http://localhost:2 (account 1)",
+    );
+    let steps = [
+        StepKey {
+            step: "people",
+            group: "group \"People\"",
+        },
+        StepKey {
+            step: "orders",
+            group: "group 7",
+        },
+    ];
+    let own = dir.path().join(file_name("people", a, "group \"People\""));
+    journal_with_header(&own, a, "group \"People\"");
+    // B's journal of the same step, one of a group the step no longer
+    // writes, one of a step since removed.
+    let of_b = dir.path().join(file_name("people", b, "group \"People\""));
+    journal_with_header(&of_b, b, "group \"People\"");
+    let other_group = dir.path().join(file_name("orders", a, "group 8"));
+    journal_with_header(&other_group, a, "group 8");
+    let gone = dir.path().join(file_name("gone", a, "group 9"));
+    journal_with_header(&gone, a, "group 9");
+    // Named as before targets keyed the name: this run's by its header (or
+    // when it has none), another target's by its header.
+    let former = dir.path().join("orders.jsonl");
+    std::fs::write(&former, "{\"ev\":\"start\",\"fi").unwrap();
+    std::fs::write(dir.path().join("notes.txt"), "not a journal").unwrap();
+
+    let found = found_in(dir.path(), a, &steps);
+    let own_paths: Vec<&PathBuf> = found.own.iter().map(|(p, _)| p).collect();
+    assert_eq!(own_paths.len(), 2, "{found:?}");
+    assert!(own_paths.contains(&&own) && own_paths.contains(&&former));
+    let (_, keyed) = found.own.iter().find(|(p, _)| p == &former).unwrap();
+    assert_eq!(keyed, &dir.path().join(file_name("orders", a, "group 7")));
+    let others: Vec<&PathBuf> = found.others.iter().map(|o| &o.path).collect();
+    assert_eq!(others.len(), 3, "{others:?}");
+    for p in [&of_b, &other_group, &gone] {
+        assert!(others.contains(&p), "{p:?}: {others:?}");
+    }
+    let of_gone = found.others.iter().find(|o| o.path == gone).unwrap();
+    assert_eq!(of_gone.group, None, "no step of that name");
+
+    // Against B, A's journal of `people` is another's, B's its own; the
+    // former `orders.jsonl` without a header is taken by whoever resumes.
+    let from_b = found_in(dir.path(), b, &steps);
+    assert!(from_b.own.iter().any(|(p, _)| p == &of_b));
+    assert!(from_b.others.iter().any(|o| o.path == own));
+
+    // A former journal whose header names another target is not this run's.
+    journal_with_header(&former, b, "group 7");
+    let found = found_in(dir.path(), a, &steps);
+    assert!(found.others.iter().any(|o| o.path == former));
+    assert_eq!(found.own.len(), 1);
+}
+
+#[test]
+fn adopting_moves_a_journal_named_as_before_to_its_keyed_name_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = "http://localhost:1 (account 1)";
+    let steps = [StepKey {
+        step: "people",
+        group: "group \"People\"",
+    }];
+    let former = dir.path().join("people.jsonl");
+    journal_with_header(&former, target, "group \"People\"");
+    let found = found_in(dir.path(), target, &steps);
+    adopt(&found).unwrap();
+    assert!(!former.exists());
+    let keyed = dir
+        .path()
+        .join(file_name("people", target, "group \"People\""));
+    assert_eq!(header(&keyed).unwrap().target, target);
+    // Found again: by its keyed name, with nothing left to move.
+    let again = found_in(dir.path(), target, &steps);
+    assert_eq!(again.own, vec![(keyed.clone(), keyed)]);
+}
+
+#[test]
+fn messages_name_the_journal_its_target_and_the_way_back_to_it() {
+    let again = Again {
+        pipeline_file: Path::new("a/nightly.toml"),
+        target_url: Some("http://localhost:2"),
+    };
+    assert_eq!(
+        again.with("--resume"),
+        "listpipe run a/nightly.toml --resume --target-url http://localhost:2"
+    );
+    let other = Elsewhere {
+        path: PathBuf::from(".listpipe/journal/a/nightly/people-0123456789abcdef.jsonl"),
+        header: Some(Header {
+            ev: "header".into(),
+            target: "http://localhost:1 (account 3)".into(),
+            group: "group \"A\"".into(),
+        }),
+        group: Some("group \"A\"".into()),
+    };
+    let refused = belongs_elsewhere(&other, "http://localhost:2 (account 3)", &again).unwrap();
+    assert!(
+        refused.starts_with(
+            "listpipe: the journal .listpipe/journal/a/nightly/people-0123456789abcdef.jsonl belongs to group \"A\" of http://localhost:1 (account 3), not to group \"A\" of http://localhost:2 (account 3); "
+        ),
+        "{refused}"
+    );
+    assert!(
+        refused.contains(
+            "resume it against that target with: listpipe run a/nightly.toml --resume --target-url http://localhost:1, \
+             or discard it with: listpipe run a/nightly.toml --discard-journal --target-url http://localhost:1"
+        ),
+        "{refused}"
+    );
+    let note = kept_note(&other, "http://localhost:2 (account 3)", &again).unwrap();
+    assert_eq!(
+        note,
+        "listpipe: note: the journal .listpipe/journal/a/nightly/people-0123456789abcdef.jsonl of an unfinished run into group \"A\" of http://localhost:1 (account 3) is kept; \
+         resume it with: listpipe run a/nightly.toml --resume --target-url http://localhost:1"
+    );
+    // Of this very target, but another group: nothing to resume it with.
+    let note = kept_note(&other, "http://localhost:1 (account 3)", &again).unwrap();
+    assert!(
+        note.ends_with(
+            "is kept; this run does not write that group: delete the file if that run is over"
+        ),
+        "{note}"
+    );
+    // A journal without a header has nothing to refuse a resume by.
+    let headless = Elsewhere {
+        header: None,
+        ..other
+    };
+    assert!(belongs_elsewhere(&headless, "x", &again).is_none());
+    assert!(kept_note(&headless, "x", &again).is_none());
+}
