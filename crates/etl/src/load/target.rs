@@ -63,23 +63,6 @@ pub struct BuiltinTarget {
     pub stop: Box<dyn FnOnce() -> BoxFuture<'static, ()> + Send + Sync>,
 }
 
-/// No built-in target: for a library user who only connects to URLs.
-pub struct NoBuiltin;
-
-impl Builtin for NoBuiltin {
-    fn start(
-        &self,
-        database: &Path,
-        _: Option<&str>,
-    ) -> BoxFuture<'static, Result<BuiltinTarget, LoadError>> {
-        let message = format!(
-            "the built-in target ({}) is not available in this build: give the target's URL",
-            database.display()
-        );
-        Box::pin(async move { Err(LoadError::target(message, None)) })
-    }
-}
-
 struct Refresher {
     path: PathBuf,
     creds: Credentials,
