@@ -11,15 +11,10 @@
 //! 0.8/s, because the answers came after the 429 or fell in the pause, and
 //! the run took 2.5 times the ideal.
 
-use super::rate::Bucket;
+use super::rate::{Bucket, LEARN_HORIZON, LEARN_OVER};
 use std::time::Duration;
 use tokio::time::Instant;
 
-/// The shortest quota window a rate is learned over (a longer
-/// `Retry-After` is the window).
-pub const LEARN_OVER: Duration = Duration::from_secs(1);
-/// The longest window, and how long send times are kept for it.
-pub const LEARN_HORIZON: Duration = Duration::from_secs(60);
 /// The fewest requests let through that a rate is learned from.
 pub const LEARN_FROM: usize = 3;
 /// The share of the rate let through that the bucket is set to.

@@ -33,7 +33,6 @@
 //!
 //! How a rate is learned from the first limiting 429: [`super::learn`].
 
-use super::learn::{LEARN_HORIZON, LEARN_OVER};
 use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
 use std::collections::VecDeque;
 use std::num::NonZeroU32;
@@ -41,6 +40,11 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::time::Instant;
 
+/// The shortest quota window a rate is learned over (a longer
+/// `Retry-After` is the window).
+pub const LEARN_OVER: Duration = Duration::from_secs(1);
+/// The longest window, and how long send times are kept for it.
+pub const LEARN_HORIZON: Duration = Duration::from_secs(60);
 /// How many of the latest answers tell a sporadic 429 from a limit.
 pub const RECENT: usize = 100;
 /// 429s of at most this share of the recent answers are sporadic. Well
