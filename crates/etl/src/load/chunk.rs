@@ -228,6 +228,9 @@ pub(super) async fn write_chunk(
     let taken = futures::stream::iter(0..emails.len())
         .take_while(|_| futures::future::ready(!stop.is_set() && !breaker.is_open()));
     let more = || !stop.is_set() && !breaker.is_open();
+    // A row whose request waits out a 429's `Retry-After` leaves its place to
+    // another (flow.rs): a sporadic 429 delays its own row only.
+    let waiting = || ctl.waiting();
     let decide = |i| rows.decide(i);
     // Each row's result is folded into the step's counters as it arrives,
     // so memory does not grow with the rows: only what must outlive the
@@ -243,7 +246,7 @@ pub(super) async fn write_chunk(
     match opts.writes {
         WriteMode::Single => {
             let send = |p: Box<Pending>| rows.send_one(*p);
-            flow::one_by_one(taken, concurrency, decide, send)
+            flow::one_by_one(taken, concurrency, waiting, decide, send)
                 .for_each(fold)
                 .await
         }
@@ -253,9 +256,18 @@ pub(super) async fn write_chunk(
             let send =
                 |batch: Vec<Box<Pending>>| rows.send_batch(batch.into_iter().map(|p| *p).collect());
             let batches = concurrency.div_ceil(4).min(BATCHES_QUEUED);
-            flow::in_batches(taken, BATCH_ROWS, concurrency, batches, more, decide, send)
-                .for_each(fold)
-                .await
+            flow::in_batches(
+                taken,
+                BATCH_ROWS,
+                concurrency,
+                batches,
+                waiting,
+                more,
+                decide,
+                send,
+            )
+            .for_each(fold)
+            .await
         }
     };
     counters.batches = rows.batches.load(Ordering::Relaxed);

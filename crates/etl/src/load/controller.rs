@@ -14,7 +14,11 @@
 //! Decisions:
 //! - A permit is held from before the pause and the bucket until the
 //!   answer, and given back before a retry's backoff: a waiting retry takes
-//!   no room from requests that can go now. The RTT is timed from the send.
+//!   no room from requests that can go now. The controller counts the
+//!   requests waiting out a 429's `Retry-After` ([`Controller::waiting`]),
+//!   and the chunk writer takes a row more for each, so they take no room
+//!   from rows either. A wait after a failure or a 503 is not counted: a
+//!   failing or overloaded target keeps its rows' places. The RTT is timed from the send.
 //! - 429s of requests sent before the pause are the same event: they
 //!   teach no rate and do not shrink the window again.
 //! - A sporadic 429 (few among the recent answers) neither pauses the run
@@ -61,6 +65,8 @@ pub struct Controller {
     sem: Arc<Semaphore>,
     limit: AtomicUsize,
     sending: AtomicUsize,
+    /// Requests waiting out a 429's `Retry-After`, holding no place.
+    waiting: AtomicUsize,
     state: Mutex<State>,
     pause: Mutex<Pause>,
     bucket: Mutex<Bucket>,
@@ -99,6 +105,16 @@ pub struct Ticket {
     started: Instant,
 }
 
+/// A request waiting out a 429's `Retry-After`: counted until dropped,
+/// however the wait ends (its time, the breaker, a stop).
+pub struct Waiting429<'a>(&'a AtomicUsize);
+
+impl Drop for Waiting429<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
 impl Controller {
     pub fn new(concurrency: Concurrency, max_requests_per_second: Option<u32>) -> Self {
         let (mode, window) = match concurrency {
@@ -116,6 +132,7 @@ impl Controller {
             sem: Arc::new(Semaphore::new(limit)),
             limit: AtomicUsize::new(limit),
             sending: AtomicUsize::new(0),
+            waiting: AtomicUsize::new(0),
             state: Mutex::new(State {
                 window,
                 to_forget: 0,
@@ -314,6 +331,19 @@ impl Controller {
             .retries
             .entry(requests::cause(e))
             .or_default() += 1;
+    }
+
+    /// A refused request waits out its 429's `Retry-After` while the value
+    /// lives: it holds no place meanwhile, so the chunk writer may take
+    /// another row ([`super::flow`]).
+    pub fn waits_out_a_429(&self) -> Waiting429<'_> {
+        self.waiting.fetch_add(1, Ordering::Relaxed);
+        Waiting429(&self.waiting)
+    }
+
+    /// Requests waiting out a 429's `Retry-After` now.
+    pub fn waiting(&self) -> usize {
+        self.waiting.load(Ordering::Relaxed)
     }
 
     fn pause_until(&self, now: Instant, until: Instant) {

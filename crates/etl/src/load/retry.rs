@@ -69,6 +69,10 @@ where
                 }
                 e if e.is_transient() && attempt < retries && !breaker.is_open() => {
                     ctl.retrying(&e);
+                    // Asked to wait by a target that answers: the row
+                    // leaves its place to another (flow.rs). A target that
+                    // fails or is overloaded keeps its rows' places.
+                    let _waiting = (e.status() == Some(429)).then(|| ctl.waits_out_a_429());
                     tokio::select! {
                         _ = tokio::time::sleep(delay(attempt, e.retry_after())) => {}
                         _ = breaker.opened() => continue,

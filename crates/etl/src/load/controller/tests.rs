@@ -384,3 +384,17 @@ async fn a_learned_rate_says_the_share_of_429s_that_set_it() {
         "the target answered 429 Too Many Requests to 9% of recent requests"
     );
 }
+
+/// The chunk writer takes a row more for each retry waiting (flow.rs):
+/// the count follows the waits however they end.
+#[test]
+fn retries_waiting_are_counted_until_their_waits_end() {
+    let c = Controller::new(Concurrency::Fixed(2), None);
+    let first = c.waits_out_a_429();
+    let second = c.waits_out_a_429();
+    assert_eq!(c.waiting(), 2);
+    drop(first);
+    assert_eq!(c.waiting(), 1);
+    drop(second);
+    assert_eq!(c.waiting(), 0);
+}

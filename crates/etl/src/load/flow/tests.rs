@@ -3,7 +3,9 @@
 //! send taking a permit of a fair semaphore of a few permits (the
 //! controller), each holding it for a few polls. The model is polled by
 //! hand: a poll that leaves it pending without anything woken is a state
-//! in which every task waits, and the test fails there.
+//! in which every task waits, and the test fails there. A refused send
+//! gives its permit back and waits out its retry counted as waiting, as
+//! `retry.rs` does with the controller.
 
 use super::{Decision, in_batches, one_by_one};
 use futures::{Stream, StreamExt};
@@ -11,7 +13,7 @@ use proptest::prelude::*;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::task::{Context, Poll, Wake, Waker};
 use tokio::sync::Semaphore;
 
@@ -65,6 +67,8 @@ fn drive<T>(rows: impl Stream<Item = T>) -> Result<usize, usize> {
 #[derive(Debug, Clone)]
 struct Case {
     in_flight: Vec<bool>,
+    /// Rows whose first send is refused (a 429) and retried.
+    refused: Vec<bool>,
     polls: Vec<u8>,
     permits: usize,
     concurrency: usize,
@@ -74,6 +78,10 @@ impl Case {
     fn polls(&self, i: usize) -> u8 {
         self.polls[i % self.polls.len()]
     }
+
+    fn refused(&self, i: usize) -> bool {
+        self.refused.get(i % self.refused.len().max(1)) == Some(&true)
+    }
 }
 
 /// A request: a permit of the controller for a few polls.
@@ -82,24 +90,72 @@ async fn request(sem: &Semaphore, polls: u8) {
     Busy(polls).await;
 }
 
+/// What the model's rows share beside the permits: the requests waiting
+/// out a retry (the controller's count), the rows taken and not yet out,
+/// and whether a row was ever taken without room for it.
+#[derive(Default)]
+struct Room {
+    waiting: AtomicUsize,
+    live: AtomicUsize,
+    overtaken: AtomicBool,
+}
+
+impl Room {
+    fn waiting(&self) -> usize {
+        self.waiting.load(Ordering::SeqCst)
+    }
+
+    /// The rows of `rows` counted live from when the set takes them; a
+    /// row taken while `bound` plus the waiting ones are live is noted.
+    fn taken<'a>(
+        &'a self,
+        rows: impl Stream<Item = usize> + 'a,
+        bound: usize,
+    ) -> impl Stream<Item = usize> + 'a {
+        rows.inspect(move |_| {
+            let live = self.live.fetch_add(1, Ordering::SeqCst);
+            if live >= bound + self.waiting() {
+                self.overtaken.store(true, Ordering::SeqCst);
+            }
+        })
+    }
+
+    /// A send: refused once when `refused` (its permit given back, then a
+    /// retry's wait of `polls` counted as waiting), then answered.
+    async fn send(&self, sem: &Semaphore, refused: bool, polls: u8) {
+        if refused {
+            request(sem, polls).await;
+            self.waiting.fetch_add(1, Ordering::SeqCst);
+            Busy(polls.saturating_mul(4)).await;
+            self.waiting.fetch_sub(1, Ordering::SeqCst);
+        }
+        request(sem, polls).await;
+    }
+}
+
 fn cases() -> impl Strategy<Value = Case> {
     (
         proptest::collection::vec(proptest::bool::weighted(0.7), 0..400),
+        proptest::collection::vec(proptest::bool::weighted(0.1), 1..50),
         proptest::collection::vec(0u8..6, 1..16),
         1usize..6,
         1usize..80,
     )
-        .prop_map(|(in_flight, polls, permits, concurrency)| Case {
+        .prop_map(|(in_flight, refused, polls, permits, concurrency)| Case {
             in_flight,
+            refused,
             polls,
             permits,
             concurrency,
         })
 }
 
-fn one_by_one_case(case: &Case) -> Result<usize, usize> {
+/// Drives the case one by one: the rows out, or where every task waits;
+/// and whether a row was taken without room.
+fn one_by_one_case(case: &Case) -> (Result<usize, usize>, bool) {
     let sem = Semaphore::new(case.permits);
-    let (sem, case) = (&sem, case);
+    let room = Room::default();
+    let (sem, case, room) = (&sem, case, &room);
     let decide = move |i: usize| async move {
         if case.in_flight[i] {
             request(sem, case.polls(i)).await;
@@ -107,16 +163,28 @@ fn one_by_one_case(case: &Case) -> Result<usize, usize> {
         Decision::<usize, usize>::Send(i)
     };
     let send = move |i: usize| async move {
-        request(sem, case.polls(i + 1)).await;
+        room.send(sem, case.refused(i), case.polls(i + 1)).await;
+        room.live.fetch_sub(1, Ordering::SeqCst);
         i
     };
-    let rows = futures::stream::iter(0..case.in_flight.len());
-    drive(one_by_one(rows, case.concurrency, decide, send))
+    let rows = room.taken(
+        futures::stream::iter(0..case.in_flight.len()),
+        case.concurrency,
+    );
+    let out = drive(one_by_one(
+        rows,
+        case.concurrency,
+        || room.waiting(),
+        decide,
+        send,
+    ));
+    (out, room.overtaken.load(Ordering::SeqCst))
 }
 
 fn in_batches_case(case: &Case, batch_rows: usize) -> Result<usize, usize> {
     let sem = Semaphore::new(case.permits);
-    let (sem, case) = (&sem, case);
+    let room = Room::default();
+    let (sem, case, room) = (&sem, case, &room);
     let decide = move |i: usize| async move {
         if case.in_flight[i] {
             request(sem, case.polls(i)).await;
@@ -128,7 +196,8 @@ fn in_batches_case(case: &Case, batch_rows: usize) -> Result<usize, usize> {
         }
     };
     let send = move |batch: Vec<usize>| async move {
-        request(sem, case.polls(batch.len())).await;
+        let refused = batch.first().is_some_and(|&i| case.refused(i));
+        room.send(sem, refused, case.polls(batch.len())).await;
         batch.into_iter().map(|i| (i, i)).collect::<Vec<_>>()
     };
     let rows = futures::stream::iter(0..case.in_flight.len());
@@ -138,6 +207,7 @@ fn in_batches_case(case: &Case, batch_rows: usize) -> Result<usize, usize> {
         batch_rows,
         case.concurrency,
         batches,
+        || room.waiting(),
         || true,
         decide,
         send,
@@ -147,7 +217,9 @@ fn in_batches_case(case: &Case, batch_rows: usize) -> Result<usize, usize> {
 proptest! {
     #[test]
     fn rows_sent_one_by_one_never_wait_on_each_other(case in cases()) {
-        prop_assert_eq!(one_by_one_case(&case), Ok(case.in_flight.len()));
+        let (out, overtaken) = one_by_one_case(&case);
+        prop_assert_eq!(out, Ok(case.in_flight.len()));
+        prop_assert!(!overtaken, "a row was taken with no room for it");
     }
 
     #[test]
@@ -182,6 +254,7 @@ fn nested_case(case: &Case) -> Result<usize, usize> {
 fn resumed_250() -> Case {
     Case {
         in_flight: (0..1000).map(|i| i < 250).collect(),
+        refused: vec![false],
         polls: vec![3, 1, 4, 1, 5],
         permits: 4,
         concurrency: 64,
@@ -196,6 +269,50 @@ fn the_old_nested_writer_waits_forever_on_a_resume_with_250_rows_in_flight() {
 #[test]
 fn the_writer_finishes_a_resume_with_250_rows_in_flight_both_ways() {
     let case = resumed_250();
-    assert_eq!(one_by_one_case(&case), Ok(1000));
+    assert_eq!(one_by_one_case(&case).0, Ok(1000));
     assert_eq!(in_batches_case(&case, 100), Ok(1000));
+}
+
+/// Rows `0..concurrency` are refused, and their retry waits until every
+/// other row is out (a gate opened by the last of them): `send_one` as the
+/// writer's set runs it, with or without the count of waiting retries.
+fn refused_first(concurrency: usize, rows: usize, counted: bool) -> Result<usize, usize> {
+    let sem = Semaphore::new(4);
+    let gate = Semaphore::new(0);
+    let (waiting, others_out) = (AtomicUsize::new(0), AtomicUsize::new(0));
+    let (sem, gate, waiting, others_out) = (&sem, &gate, &waiting, &others_out);
+    let others = rows - concurrency;
+    let decide = |i: usize| async move { Decision::<usize, usize>::Send(i) };
+    let send = move |i: usize| async move {
+        if i < concurrency {
+            request(sem, 1).await;
+            waiting.fetch_add(1, Ordering::SeqCst);
+            drop(gate.acquire().await.expect("never closed"));
+            waiting.fetch_sub(1, Ordering::SeqCst);
+        }
+        request(sem, 1).await;
+        if i >= concurrency && others_out.fetch_add(1, Ordering::SeqCst) + 1 == others {
+            gate.add_permits(concurrency);
+        }
+        i
+    };
+    let waiting = move || {
+        if counted {
+            waiting.load(Ordering::SeqCst)
+        } else {
+            0
+        }
+    };
+    let rows = futures::stream::iter(0..rows);
+    drive(one_by_one(rows, concurrency, waiting, decide, send))
+}
+
+/// The set without the count is `buffer_unordered(concurrency)`, the shape
+/// that made a sporadic 429 cost 4.9x (issue 41): rows waiting out their
+/// retry hold every place, and no other row moves until they end.
+#[test]
+fn rows_waiting_out_a_retry_leave_their_places_to_rows_that_can_go() {
+    assert_eq!(refused_first(8, 200, false), Err(0));
+    assert_eq!(refused_first(8, 200, true), Ok(200));
+    assert_eq!(refused_first(1, 50, true), Ok(50));
 }
