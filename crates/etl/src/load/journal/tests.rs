@@ -1,5 +1,6 @@
 //! The journal's writes, failures and reading back.
 
+use super::files::{file_name, found_in, step_named};
 use super::*;
 
 #[cfg(target_os = "linux")]
