@@ -38,7 +38,7 @@ firstname = "firstname"
 EOF
 cd "$dir"
 start=$(date +%s.%N)
-"$bin" run p.toml --writes single >"$dir/run.out" 2>"$dir/run.err" || true
+"$bin" run p.toml --writes single ${REPORT:+--report "$REPORT"} >"$dir/run.out" 2>"$dir/run.err" || true
 end=$(date +%s.%N)
 echo "rows=$rows share=$share seconds=$(echo "$end - $start" | bc)"
 grep -h 'requests:' "$dir/run.out" "$dir/run.err" || true
