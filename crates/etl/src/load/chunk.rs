@@ -14,7 +14,7 @@ use crate::pipeline::{ImportStep, ReceiverField};
 use crate::prepare::{ImportChunk, PreparedRows};
 use futures::StreamExt;
 use listpipe_base::hash::FastSet;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 /// Rows per batch upsert: the most the extension takes. Against 500, a
 /// first import of 1M rows ran in 0.90 of the time (BENCHMARKS.md, issue
@@ -26,9 +26,33 @@ const BATCH_ROWS: usize = listpipe_api::batch::MAX_BATCH;
 /// controller decides how many of them are in flight.
 const BATCHES_QUEUED: usize = 16;
 
-/// The step's counters, fed one row result at a time.
-pub(super) struct Tally<'a> {
-    pub(super) out: &'a mut ImportOutcome,
+/// A chunk's row counts, added to the step's outcome once it is written.
+#[derive(Default)]
+pub(super) struct RowCounts {
+    blocked: u64,
+    created: u64,
+    updated: u64,
+    unchanged: u64,
+    failed: u64,
+    failed_transient: u64,
+    resumed: u64,
+}
+
+impl RowCounts {
+    pub(super) fn add_to(&self, out: &mut ImportOutcome) {
+        out.blocked += self.blocked;
+        out.created += self.created;
+        out.updated += self.updated;
+        out.unchanged += self.unchanged;
+        out.failed += self.failed;
+        out.failed_transient += self.failed_transient;
+        out.resumed += self.resumed;
+    }
+}
+
+/// A chunk's counters, fed one row result at a time.
+pub(super) struct Tally {
+    pub(super) out: RowCounts,
     /// Rows of the chunk taken (the rest were not started: a stop).
     pub(super) seen: usize,
     /// Refused rows of the chunk (index, reason): their rejects are made
@@ -37,13 +61,14 @@ pub(super) struct Tally<'a> {
     /// Outside a dry run: the chunk's addresses this run imported, for
     /// the mirror ledger (appended once the chunk is written).
     pub(super) imported: Option<Vec<String>>,
-    pub(super) plan_rows: &'a mut Vec<PlanRow>,
+    /// A dry run's plan lines of the chunk.
+    pub(super) plan_rows: Vec<PlanRow>,
     pub(super) dry_run: bool,
     /// The group exists (a dry run may be about to create it).
     pub(super) group_known: bool,
 }
 
-impl Tally<'_> {
+impl Tally {
     fn imported(&mut self, email: &str) {
         if let Some(l) = self.imported.as_mut() {
             l.push(email.to_string());
@@ -63,7 +88,7 @@ impl Tally<'_> {
             return;
         }
         self.seen += 1;
-        let out = &mut *self.out;
+        let out = &mut self.out;
         let (action, detail) = match r {
             RowResult::Done(a, detail) => (a, detail),
             RowResult::Resumed => {
@@ -147,14 +172,58 @@ pub(super) struct Counters {
     pub(super) write_requests: u64,
 }
 
+impl Counters {
+    /// Adds a later chunk's counters.
+    pub(super) fn add(&mut self, c: &Counters) {
+        self.batches &= c.batches;
+        self.retried += c.retried;
+        self.orders_sent += c.orders_sent;
+        self.checked += c.checked;
+        self.write_requests += c.write_requests;
+    }
+}
+
+/// How far a chunk's writing is, read by the step to start the next chunk
+/// while this one's last rows wait out a 429 (import.rs).
+pub(super) struct Progress {
+    rows: AtomicUsize,
+    taken: AtomicUsize,
+    out: AtomicUsize,
+    /// The chunk's writing ended, however.
+    pub(super) ended: AtomicBool,
+}
+
+impl Progress {
+    /// A chunk of `rows` rows, none taken.
+    pub(super) fn new(rows: usize) -> Self {
+        Progress {
+            rows: AtomicUsize::new(rows),
+            taken: AtomicUsize::new(0),
+            out: AtomicUsize::new(0),
+            ended: AtomicBool::new(false),
+        }
+    }
+
+    /// The chunk's writing ended, or every row of it is taken and the rows
+    /// left all wait out a 429's `Retry-After` (`ctl`'s count), holding
+    /// no place.
+    pub(super) fn draining(&self, ctl: &super::controller::Controller) -> bool {
+        let taken = self.taken.load(Ordering::SeqCst);
+        let left = taken - self.out.load(Ordering::SeqCst).min(taken);
+        self.ended.load(Ordering::SeqCst)
+            || (taken == self.rows.load(Ordering::SeqCst) && left <= ctl.waiting())
+    }
+}
+
 /// Decides and writes one chunk's rows, with bounded concurrency; each
 /// row's result is folded into `tally` as it arrives.
 pub(super) async fn write_chunk(
     shared: &Shared<'_>,
     chunk: &Prepared,
     blocked: &FastSet<String>,
-    tally: &mut Tally<'_>,
+    tally: &mut Tally,
     counters: &mut Counters,
+    progress: &Progress,
 ) -> Result<(), LoadError> {
     let Shared {
         step,
@@ -226,7 +295,10 @@ pub(super) async fn write_chunk(
     // one loop below (flow.rs): a decision never waits unpolled behind
     // sends that wait for its permit (the resume that hung, issue 41).
     let taken = futures::stream::iter(0..emails.len())
-        .take_while(|_| futures::future::ready(!stop.is_set() && !breaker.is_open()));
+        .take_while(|_| futures::future::ready(!stop.is_set() && !breaker.is_open()))
+        .inspect(|_| {
+            progress.taken.fetch_add(1, Ordering::SeqCst);
+        });
     let more = || !stop.is_set() && !breaker.is_open();
     // A row whose request waits out a 429's `Retry-After` leaves its place to
     // another (flow.rs): a sporadic 429 delays its own row only.
@@ -238,6 +310,7 @@ pub(super) async fn write_chunk(
     // ledger's addresses).
     let cols = &cols;
     let fold = |(i, r)| {
+        progress.out.fetch_add(1, Ordering::SeqCst);
         tally.add(i, r, emails, cols);
         bar.inc(1);
         note();
@@ -276,4 +349,35 @@ pub(super) async fn write_chunk(
     counters.checked += rows.checked.load(Ordering::Relaxed);
     counters.write_requests += rows.write_requests.load(Ordering::Relaxed);
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::load::controller::Controller;
+    use crate::pipeline::Concurrency;
+
+    /// The next chunk may start once every row is taken and the rows left
+    /// all wait out a 429, or once the chunk's writing ended.
+    #[test]
+    fn a_chunk_drains_when_its_rows_left_only_wait_out_a_429() {
+        let ctl = Controller::new(Concurrency::Fixed(4), None);
+        let p = Progress::new(3);
+        assert!(!p.draining(&ctl), "nothing taken");
+        p.taken.store(3, Ordering::SeqCst);
+        p.out.store(1, Ordering::SeqCst);
+        assert!(!p.draining(&ctl), "two rows out on the wire");
+        let first = ctl.waits_out_a_429();
+        assert!(!p.draining(&ctl), "one of them waits out a 429");
+        let second = ctl.waits_out_a_429();
+        assert!(p.draining(&ctl), "both wait out a 429");
+        drop((first, second));
+        assert!(!p.draining(&ctl), "both went again");
+        p.ended.store(true, Ordering::SeqCst);
+        assert!(p.draining(&ctl), "the writing ended");
+        let stopped = Progress::new(3);
+        stopped.taken.store(1, Ordering::SeqCst);
+        stopped.out.store(1, Ordering::SeqCst);
+        assert!(!stopped.draining(&ctl), "a stop left rows untaken");
+    }
 }

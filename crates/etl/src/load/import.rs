@@ -5,7 +5,7 @@
 //! Writes are recorded in the run's [journal](super::journal) so that a
 //! resumed run sends no confirmed row again.
 
-use super::chunk::{Counters, Prepared, Shared, Tally, write_chunk};
+use super::chunk::{Counters, Prepared, Progress, RowCounts, Shared, Tally, write_chunk};
 use super::held::TargetIndex;
 use super::journal::Journal;
 pub use super::outcome::ImportOutcome;
@@ -15,11 +15,81 @@ use super::{Action, LoadError, PlanRow, WriteOptions, mirror, plan, progress_bar
 use crate::pipeline::{ImportStep, ReceiverField, ValueFrom};
 use crate::prepare::{ImportChunk, PreparedRows};
 use crate::source::RejectSpool;
+use listpipe_api::Group;
+use listpipe_base::hash::FastSet;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::task::Poll;
+use std::time::Duration;
 
 /// The prepared chunks of a step after the first, as the preparing thread
 /// hands them over (a bounded channel: it reads ahead a chunk at most).
 pub type Chunks = tokio::sync::mpsc::Receiver<ImportChunk>;
+
+/// How often a step looks whether its chunk drains (its rows left only
+/// wait out a 429), to start the next one.
+const DRAIN_CHECK: Duration = Duration::from_millis(10);
+
+/// A chunk being written, and how far it is.
+struct Writing<'s> {
+    progress: Arc<Progress>,
+    run: futures::future::MaybeDone<Pin<Box<dyn Future<Output = Written> + 's>>>,
+}
+
+/// A chunk written (or stopped by `result`'s error), with what it did.
+struct Written {
+    chunk: Prepared,
+    tally: Tally,
+    counters: Counters,
+    result: Result<(), LoadError>,
+}
+
+/// What the step's loop waits for: a chunk ended (the older first), or
+/// the next chunk came (`None`: the source ended, or the run stops).
+/// One a loop turn, moved once: its size does not matter.
+#[allow(clippy::large_enum_variant)]
+enum Event<'r> {
+    Ended(Option<Writing<'r>>),
+    Fetched(
+        &'r mut Chunks,
+        Result<Option<(Prepared, FastSet<String>)>, LoadError>,
+    ),
+}
+
+/// The next chunk, once the chunk of `progress` drains or ends: taken from
+/// the preparing thread and checked against the blacklist. `None` when the
+/// source ended, or when the run stops (a stop takes no new chunk).
+/// `rest` comes back with it.
+async fn next_chunk<'r>(
+    conn: &Connected,
+    step: &ImportStep,
+    group: Option<&Group>,
+    opts: &WriteOptions,
+    rest: &'r mut Chunks,
+    progress: Arc<Progress>,
+) -> (
+    &'r mut Chunks,
+    Result<Option<(Prepared, FastSet<String>)>, LoadError>,
+) {
+    while !progress.draining(&conn.controller) {
+        tokio::time::sleep(DRAIN_CHECK).await;
+    }
+    if opts.stop.is_set() || conn.breaker.is_open() {
+        return (rest, Ok(None));
+    }
+    let Some(c) = rest.recv().await else {
+        return (rest, Ok(None));
+    };
+    let next = async {
+        let c = Prepared::new(step, c)?;
+        let blocked = plan::blocked(conn, group, &c.emails, opts.concurrency, opts.retries).await?;
+        Ok(Some((c, blocked)))
+    };
+    let next = next.await;
+    (rest, next)
+}
 
 /// Runs one import step over its chunks, `first` and the `rest`, one after
 /// the other. Rows the target refuses go to `refused` with their source
@@ -152,15 +222,6 @@ pub async fn run(
             ),
         }));
     }
-    let mut tally = Tally {
-        out: &mut out,
-        seen: 0,
-        failed_rows: Vec::new(),
-        imported: (!opts.dry_run && ledger.is_some()).then(Vec::new),
-        plan_rows: &mut plan_rows,
-        dry_run: opts.dry_run,
-        group_known: gid.is_some(),
-    };
     let shared = Shared {
         step,
         conn,
@@ -172,35 +233,156 @@ pub async fn run(
         journal: journal.as_ref(),
         bar: &bar,
     };
+    let shared = &shared;
+    let (dry_run, keeps_imported) = (opts.dry_run, !opts.dry_run && ledger.is_some());
+    // Starts writing a chunk; it keeps its own counts and lines, added to
+    // the step's when it ends.
+    let start = |chunk: Prepared, blocked: FastSet<String>, plan_rows, batches| {
+        bar.inc_length(chunk.emails.len() as u64);
+        let progress = Arc::new(Progress::new(chunk.emails.len()));
+        let p = Arc::clone(&progress);
+        let run: Pin<Box<dyn Future<Output = Written> + '_>> = Box::pin(async move {
+            let mut tally = Tally {
+                out: RowCounts::default(),
+                seen: 0,
+                failed_rows: Vec::new(),
+                imported: keeps_imported.then(Vec::new),
+                plan_rows,
+                dry_run,
+                group_known: gid.is_some(),
+            };
+            if dry_run {
+                let duplicates = chunk.chunk.duplicates.iter();
+                tally
+                    .plan_rows
+                    .extend(duplicates.map(|(row, email)| PlanRow {
+                        row_number: *row,
+                        email: email.clone(),
+                        action: Action::Duplicate,
+                        detail: String::new(),
+                    }));
+            }
+            let mut counters = Counters {
+                batches,
+                ..Default::default()
+            };
+            let result = write_chunk(shared, &chunk, &blocked, &mut tally, &mut counters, &p).await;
+            p.ended.store(true, Ordering::SeqCst);
+            Written {
+                chunk,
+                tally,
+                counters,
+                result,
+            }
+        });
+        Writing {
+            progress,
+            run: futures::future::maybe_done(run),
+        }
+    };
+    // Chunks are written one after the other, except that the next one
+    // starts once every row of the one before is taken and its rows left
+    // only wait out a 429's `Retry-After`: a sporadic 429 near a chunk's
+    // end then delays its own row, not the next 65,536 (issue 41). Two
+    // chunks are written at most, and they end in order.
     let mut counters = Counters {
         batches: true,
         ..Default::default()
     };
-    let mut next = Some((first, blocked));
     let mut not_started = 0u64;
-    while let Some((chunk, blocked)) = next.take() {
-        let n = chunk.emails.len();
-        bar.inc_length(n as u64);
-        if opts.dry_run {
-            tally
-                .plan_rows
-                .extend(chunk.chunk.duplicates.iter().map(|(row, email)| PlanRow {
-                    row_number: *row,
-                    email: email.clone(),
-                    action: Action::Duplicate,
-                    detail: String::new(),
-                }));
+    let mut failure: Option<LoadError> = None;
+    let mut prev: Option<Writing<'_>> = None;
+    let first = start(first, blocked, plan_rows, true);
+    let mut fetching = Some(Box::pin(next_chunk(
+        conn,
+        step,
+        group.as_ref(),
+        opts,
+        rest,
+        Arc::clone(&first.progress),
+    )));
+    let mut cur = Some(first);
+    let mut rest = None;
+    let mut fetched = None;
+    loop {
+        if prev.is_none()
+            && let Some((chunk, blocked)) = fetched.take()
+        {
+            let next = start(chunk, blocked, Vec::new(), counters.batches);
+            if let Some(r) = rest.take() {
+                let progress = Arc::clone(&next.progress);
+                fetching = Some(Box::pin(next_chunk(
+                    conn,
+                    step,
+                    group.as_ref(),
+                    opts,
+                    r,
+                    progress,
+                )));
+            }
+            prev = cur.replace(next);
         }
-        tally.seen = 0;
-        let written = write_chunk(&shared, &chunk, &blocked, &mut tally, &mut counters).await;
+        if prev.is_none() && cur.is_none() && fetching.is_none() {
+            break;
+        }
+        let event = std::future::poll_fn(|cx| {
+            if let Some(w) = prev.as_mut()
+                && Pin::new(&mut w.run).poll(cx).is_ready()
+            {
+                return Poll::Ready(Event::Ended(prev.take()));
+            }
+            if let Some(w) = cur.as_mut()
+                && Pin::new(&mut w.run).poll(cx).is_ready()
+                && prev.is_none()
+            {
+                return Poll::Ready(Event::Ended(cur.take()));
+            }
+            if let Some(f) = fetching.as_mut()
+                && let Poll::Ready((r, next)) = f.as_mut().poll(cx)
+            {
+                fetching = None;
+                return Poll::Ready(Event::Fetched(r, next));
+            }
+            Poll::Pending
+        })
+        .await;
+        let ended = match event {
+            Event::Fetched(r, next) => {
+                rest = Some(r);
+                match next {
+                    Ok(next) => fetched = next,
+                    Err(e) => {
+                        failure.get_or_insert(e);
+                    }
+                }
+                continue;
+            }
+            Event::Ended(w) => w.and_then(|mut w| Pin::new(&mut w.run).take_output()),
+        };
+        let Some(Written {
+            chunk,
+            mut tally,
+            counters: chunk_counters,
+            result,
+        }) = ended
+        else {
+            continue;
+        };
+        tally.out.add_to(&mut out);
+        counters.add(&chunk_counters);
         // What the chunk imported goes to the ledger now, even when the
         // step stops here: the target holds it.
         if let (Some(l), Some(imported)) = (ledger.as_mut(), tally.imported.as_mut()) {
             l.add(imported)?;
-            imported.clear();
         }
-        written?;
-        not_started += (n - tally.seen) as u64;
+        if let Err(e) = result {
+            // No new chunk; the one still written ends first.
+            failure.get_or_insert(e);
+            fetched = None;
+            fetching = None;
+            continue;
+        }
+        not_started += (chunk.emails.len() - tally.seen) as u64;
         // One pass over the chunk's source rows finds every refused row's
         // values (a lookup per refused row was a scan of the table each).
         let failed = std::mem::take(&mut tally.failed_rows);
@@ -218,13 +400,17 @@ pub async fn run(
         if let Some(plan) = plan.as_deref_mut() {
             let invalid = chunk.chunk.rejects.iter().map(plan_file::invalid);
             tally.plan_rows.extend(invalid);
-            plan.chunk(tally.plan_rows)?;
+            plan.chunk(&mut tally.plan_rows)?;
         }
-        drop(chunk);
-        // A stop (Ctrl-C, SIGTERM) or the breaker opening takes no new chunk.
-        if opts.stop.is_set() || conn.breaker.is_open() {
-            // Chunks prepared already count as not started; the rest of
-            // the source is not read.
+    }
+    if let Some(e) = failure {
+        return Err(e);
+    }
+    // A stop (Ctrl-C, SIGTERM) or the breaker opening took no new chunk.
+    if opts.stop.is_set() || conn.breaker.is_open() {
+        // Chunks prepared already count as not started; the rest of the
+        // source is not read.
+        if let Some(rest) = rest {
             while let Ok(c) = rest.try_recv() {
                 not_started += c.frame.height() as u64;
                 if let Some(plan) = plan.as_deref_mut() {
@@ -232,23 +418,9 @@ pub async fn run(
                     plan.chunk(&mut invalid)?;
                 }
             }
-            tally.out.stopped = true;
-            break;
         }
-        if let Some(c) = rest.recv().await {
-            let c = Prepared::new(step, c)?;
-            let blocked = plan::blocked(
-                conn,
-                group.as_ref(),
-                &c.emails,
-                opts.concurrency,
-                opts.retries,
-            )
-            .await?;
-            next = Some((c, blocked));
-        }
+        out.stopped = true;
     }
-    drop(tally);
     if let Some(j) = &journal {
         j.sync().await;
         // A journal that could not be written stops the step here, before
