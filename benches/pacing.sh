@@ -7,6 +7,8 @@
 #       LISTPIPE  the binary to measure
 #       ROWS      receivers in the file
 #       SHARE     the share of requests answered 429 (0 for none), e.g. 0.02
+#   REPORT=FILE keeps the run's --report; EXTRA='--concurrency 96' adds
+#   options to the run.
 #
 # Prints the import's wall seconds and the summary's `requests:` line. Each
 # call starts a fresh server on a free loopback port in a temp dir and
@@ -38,7 +40,7 @@ firstname = "firstname"
 EOF
 cd "$dir"
 start=$(date +%s.%N)
-"$bin" run p.toml --writes single ${REPORT:+--report "$REPORT"} >"$dir/run.out" 2>"$dir/run.err" || true
+"$bin" run p.toml --writes single ${REPORT:+--report "$REPORT"} ${EXTRA:-} >"$dir/run.out" 2>"$dir/run.err" || true
 end=$(date +%s.%N)
 echo "rows=$rows share=$share seconds=$(echo "$end - $start" | bc)"
 grep -h 'requests:' "$dir/run.out" "$dir/run.err" || true
