@@ -232,13 +232,16 @@ impl Cursor {
         lock(&self.written).insert(seen.id)
     }
 
-    /// Records this run's cursor (after the export is delivered).
-    pub fn save(self) -> Result<(), LoadError> {
-        let mut overlap = self.overlap.into_inner().unwrap_or_else(|e| e.into_inner());
+    /// Records this run's cursor (after the export is delivered). Takes
+    /// `&self`: a page's preparation on a blocking thread may still hold
+    /// its clone of the cursor for a moment after its page came back (an
+    /// `Arc::try_unwrap` here failed a run under load, now and then).
+    pub fn save(&self) -> Result<(), LoadError> {
+        let mut overlap = std::mem::take(&mut *lock(&self.overlap));
         overlap.sort_by_key(|s| s.id);
         overlap.dedup();
         let saved = Saved {
-            selection: self.selection,
+            selection: self.selection.clone(),
             cursor: self.started,
             overlap,
         };

@@ -312,9 +312,8 @@ pub async fn run(
     }
     main.deliver(opts.timeout).await?;
     if let Some(c) = cursor {
-        // Every page's preparation has ended, so this is the last holder.
-        let c = Arc::try_unwrap(c)
-            .map_err(|_| LoadError::step("internal error: the export's cursor is still in use"))?;
+        // Every page has come back; a preparation's thread may still be
+        // dropping its clone, so the cursor is read, not taken.
         outcome.incremental = Some(IncrementalOutcome {
             since: c.since.map(columns::iso),
             cursor: columns::iso(c.started),
