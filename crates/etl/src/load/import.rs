@@ -293,14 +293,10 @@ pub async fn run(
     let mut failure: Option<LoadError> = None;
     let mut prev: Option<Writing<'_>> = None;
     let first = start(first, blocked, plan_rows, true);
-    let mut fetching = Some(Box::pin(next_chunk(
-        conn,
-        step,
-        group.as_ref(),
-        opts,
-        rest,
-        Arc::clone(&first.progress),
-    )));
+    // The next chunk's fetch, once the chunk of `progress` drains.
+    let fetch =
+        |rest, progress| Box::pin(next_chunk(conn, step, group.as_ref(), opts, rest, progress));
+    let mut fetching = Some(fetch(rest, Arc::clone(&first.progress)));
     let mut cur = Some(first);
     let mut rest = None;
     let mut fetched = None;
@@ -311,14 +307,7 @@ pub async fn run(
             let next = start(chunk, blocked, Vec::new(), counters.batches);
             if let Some(r) = rest.take() {
                 let progress = Arc::clone(&next.progress);
-                fetching = Some(Box::pin(next_chunk(
-                    conn,
-                    step,
-                    group.as_ref(),
-                    opts,
-                    r,
-                    progress,
-                )));
+                fetching = Some(fetch(r, progress));
             }
             prev = cur.replace(next);
         }
