@@ -257,7 +257,10 @@ impl Controller {
         let new_429 = match error.filter(|e| e.status() == Some(429)) {
             Some(e) => self.rate_limited(now, ticket.started, e.retry_after()),
             None => {
-                if answered && let Some(rate) = lock(&self.bucket).answered(now, false) {
+                let mut bucket = lock(&self.bucket);
+                if !answered {
+                    bucket.ended(ticket.started);
+                } else if let Some(rate) = bucket.answered(now, ticket.started, false) {
                     tracing::debug!(target: log_target!(), rate, "requests per second raised: no limiting 429");
                 }
                 false
@@ -311,6 +314,7 @@ impl Controller {
     /// The request of `ticket` was dropped unanswered (the breaker opened).
     pub fn abandon(&self, ticket: Ticket) {
         self.sending.fetch_sub(1, Ordering::Relaxed);
+        lock(&self.bucket).ended(ticket.started);
         self.release(ticket.permit);
     }
 

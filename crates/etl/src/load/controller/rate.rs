@@ -7,7 +7,9 @@
 //! Decisions:
 //! - A 429 is *sporadic* when, among the recent answers (the last
 //!   [`RECENT`], or the last [`RECENT_SPAN`]'s when more came in it, since
-//!   the rate was last lowered), at most [`SPORADIC_SHARE`] were 429s: it
+//!   the rate was last lowered) and the requests sent before it still in
+//!   flight, at most [`SPORADIC_SHARE`] were 429s, or too few came to tell
+//!   ([`Bucket::verdict`]): it
 //!   lowers nothing and pauses nothing, and the refused request alone
 //!   waits its `Retry-After` before it goes again. A target that
 //!   refuses a steady few percent at any rate (a shared quota, a flaky
@@ -35,7 +37,7 @@
 //! How a rate is learned from the first limiting 429: [`super::learn`].
 
 use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 use std::num::NonZeroU32;
 use std::sync::Arc;
 use std::time::Duration;
@@ -73,9 +75,16 @@ const RECENT_MAX: usize = 100_000;
 /// it: what went through is still the limit, and the 429s over it (about
 /// one request in eight in the tests' model) are retried.
 pub const SPORADIC_SHARE: f64 = 0.2;
-/// Before any rate is known, a 429 among this many first answers is a
-/// limit (a run that starts against a spent quota).
-pub const EARLY: usize = 25;
+/// Before the first limit, this many 429s are enough to tell one, when
+/// they are a share of the answers above [`SPORADIC_SHARE`] (a run that
+/// starts against a spent quota). Before, any 429 among the first 25
+/// answers was a limit: against a steady 8% of sporadic 429s, nine runs in
+/// ten were paused a second at their start (a tenth of a 100,000-row
+/// import), and some learned a rate from the few requests let through,
+/// tens a second where the target took thousands. With three (and the
+/// share), a draw of the first answers takes such a start for a limit in
+/// one run of twelve to twenty at 8%, one of five hundred at 2%.
+pub const EARLY_REFUSED: usize = 3;
 /// Past this share of 429s the learned rate is far off: every request
 /// pauses for the `Retry-After` as well.
 pub const PAUSE_SHARE: f64 = 0.5;
@@ -191,6 +200,8 @@ pub(super) struct Bucket {
     pub(super) sent: VecDeque<Instant>,
     /// When the requests answered 429 were sent, within [`LEARN_HORIZON`].
     pub(super) refused: VecDeque<Instant>,
+    /// When the requests not answered yet were sent (how many at each).
+    pub(super) in_flight: BTreeMap<Instant, u32>,
     /// The latest answers since the rate was last lowered.
     recent: Recent,
     /// The step of a rise, set at each decrease.
@@ -254,6 +265,7 @@ impl Bucket {
 
     pub(super) fn sent(&mut self, now: Instant) {
         self.sent.push_back(now);
+        *self.in_flight.entry(now).or_default() += 1;
         for times in [&mut self.sent, &mut self.refused] {
             while times
                 .front()
@@ -264,10 +276,21 @@ impl Bucket {
         }
     }
 
-    /// An answer came at `now`: `refused` for a 429. Raises the rate when
-    /// it held requests back for [`RAISE_EVERY`] without a limiting 429.
-    /// The new rate, if raised.
-    pub(super) fn answered(&mut self, now: Instant, refused: bool) -> Option<f64> {
+    /// The request sent at `sent` ended without an answer.
+    pub(super) fn ended(&mut self, sent: Instant) {
+        if let Some(n) = self.in_flight.get_mut(&sent) {
+            *n -= 1;
+            if *n == 0 {
+                self.in_flight.remove(&sent);
+            }
+        }
+    }
+
+    /// The request sent at `sent` was answered at `now`: `refused` for a
+    /// 429. Raises the rate when it held requests back for [`RAISE_EVERY`]
+    /// without a limiting 429. The new rate, if raised.
+    pub(super) fn answered(&mut self, now: Instant, sent: Instant, refused: bool) -> Option<f64> {
+        self.ended(sent);
         self.recent.push(now, refused);
         self.answers_since_change += 1;
         self.refused_since_change += u32::from(refused);
@@ -313,7 +336,7 @@ impl Bucket {
         paused: bool,
     ) -> Decision {
         self.refused.push_back(sent);
-        self.answered(now, true);
+        self.answered(now, sent, true);
         let none = Decision {
             limiting: false,
             pause: paused,
@@ -323,7 +346,7 @@ impl Bucket {
         if paused {
             return none;
         }
-        let Verdict::Limiting { share } = self.verdict() else {
+        let Verdict::Limiting { share } = self.verdict(sent) else {
             self.sporadic += 1;
             return none;
         };
@@ -337,20 +360,27 @@ impl Bucket {
         }
     }
 
-    /// What the 429 just [`answered`](Bucket::answered) says. Before any
-    /// rate is known, a 429 among the first few answers is a limit (a run
-    /// that starts against a spent quota); after, only a share of them is.
-    pub(super) fn verdict(&self) -> Verdict {
-        let share = self.share();
-        let learned = self.pacing.as_ref().is_some_and(|p| !p.configured);
-        // Once only: a second 429 soon after an early one that taught no
-        // rate (too few let through) waits for the evidence like any other.
-        let early = !learned && self.limiting == 0 && self.recent.len() < EARLY;
-        // After that, a share of a few answers says little: two 429s in
-        // the first four answers after a change are not a limit yet.
+    /// What the 429 just [`answered`](Bucket::answered), of the request
+    /// sent at `sent`, says: a limit when 429s are more than
+    /// [`SPORADIC_SHARE`] of the recent answers and of the requests sent
+    /// before it still in flight. Those count as let through: a 429 comes
+    /// back at once, ahead of the writes sent with it, so a burst's first
+    /// answers are its 429s (measured: 256 requests sent at once against
+    /// a steady 8% of sporadic 429s, and the first answers held a fifth and
+    /// more of them). How many answers are enough: [`EARLY_REFUSED`] 429s
+    /// before the first limit, [`RECENT`]` / 2` answers after.
+    pub(super) fn verdict(&self, sent: Instant) -> Verdict {
         let refused = self.recent.refused;
-        let evidence = self.recent.len() >= RECENT / 2 && refused >= 2;
-        if early || (evidence && share > SPORADIC_SHARE) {
+        let before: u32 = self.in_flight.range(..=sent).map(|(_, n)| *n).sum();
+        let share = refused as f64 / (self.recent.len() + before as usize).max(1) as f64;
+        let learned = self.pacing.as_ref().is_some_and(|p| !p.configured);
+        // A run that starts against a spent quota: a few 429s that are
+        // most of its first answers. A share of a few answers says little
+        // otherwise: two 429s in the first four answers after a change are
+        // not a limit yet.
+        let first = !learned && self.limiting == 0 && refused >= EARLY_REFUSED;
+        let enough = first || (self.recent.len() >= RECENT / 2 && refused >= 2);
+        if enough && share > SPORADIC_SHARE {
             Verdict::Limiting { share }
         } else {
             Verdict::Sporadic

@@ -31,6 +31,11 @@ async fn round(
     let mut tickets = Vec::new();
     for _ in 0..n {
         let mut t = c.acquire().await;
+        // Sent at the test's time, for the bucket too.
+        let mut bucket = lock(&c.bucket);
+        bucket.ended(t.started);
+        *bucket.in_flight.entry(clock.0).or_default() += 1;
+        drop(bucket);
         t.started = clock.0;
         tickets.push(t);
     }
@@ -130,8 +135,11 @@ async fn a_pinned_concurrency_never_moves() {
 #[tokio::test]
 async fn a_retry_after_holds_back_every_request_of_the_run() {
     let c = Controller::new(Concurrency::Fixed(16), None);
-    let t = c.acquire().await;
-    c.finish(t, Some(&too_many(Some(30))), None);
+    // The first answers: 429s, a spent quota.
+    for _ in 0..3 {
+        let t = c.acquire().await;
+        c.finish(t, Some(&too_many(Some(30))), None);
+    }
     // Permits are free, yet no request may start: all wait for the reset.
     assert_eq!(c.sem.available_permits(), 16);
     for _ in 0..10 {
@@ -202,7 +210,10 @@ async fn a_429_teaches_a_rate_just_under_what_the_target_let_through() {
     for _ in 0..10 {
         accepted(&c, &mut clock, 1, Duration::from_millis(200)).await;
     }
-    refused_at(&c, &clock, Some(1)).await;
+    // Three 429s: more than a fifth of the answers.
+    for _ in 0..3 {
+        refused_at(&c, &clock, Some(1)).await;
+    }
     // A bucket of one second's worth, full at the start, lets ten through
     // in 1.8 seconds from 3.57 a second (10 <= r + 1.8 r): 90% of that.
     assert!((learned(&c) - 3.21).abs() < 0.01, "{}", learned(&c));
@@ -219,7 +230,9 @@ async fn a_burst_from_an_idle_start_teaches_about_its_size_per_retry_after() {
     // Five let through at once, the sixth refused, wait a second: the
     // target's quota is five per second, however fast they went.
     accepted(&c, &mut clock, 5, Duration::from_millis(10)).await;
-    refused_at(&c, &clock, Some(1)).await;
+    for _ in 0..3 {
+        refused_at(&c, &clock, Some(1)).await;
+    }
     assert!((learned(&c) - 4.5).abs() < 0.01, "{}", learned(&c));
 }
 
@@ -228,7 +241,9 @@ async fn a_later_429_lowers_the_rate_only_when_429s_are_a_share_of_the_answers()
     let c = Controller::new(Concurrency::Fixed(16), None);
     let mut clock = Clock(Instant::now());
     accepted(&c, &mut clock, 10, Duration::from_millis(10)).await;
-    refused_at(&c, &clock, Some(1)).await;
+    for _ in 0..3 {
+        refused_at(&c, &clock, Some(1)).await;
+    }
     let first = learned(&c);
     assert!(first > 8.0, "{first}");
     // The pause ends; four a second for eight seconds, and one 429: one in
@@ -240,7 +255,8 @@ async fn a_later_429_lowers_the_rate_only_when_429s_are_a_share_of_the_answers()
     }
     refused_at(&c, &clock, Some(1)).await;
     assert_eq!(learned(&c), (first * 100.0).round() / 100.0);
-    assert_eq!((c.report().pauses, c.report().sporadic_429), (1, 1));
+    // (The first two 429s, before the third told a limit, lowered nothing.)
+    assert_eq!((c.report().pauses, c.report().sporadic_429), (1, 3));
     // Then the target refuses one in three: a limit, once it is more than
     // a fifth of the last 100 answers. The rate goes down to what was
     // accepted, and the run is not paused for it (a rate is known).
@@ -254,11 +270,13 @@ async fn a_later_429_lowers_the_rate_only_when_429s_are_a_share_of_the_answers()
 }
 
 #[tokio::test]
-async fn a_429_after_one_or_two_requests_pauses_but_teaches_no_rate() {
+async fn a_few_429s_after_one_or_two_requests_pause_but_teach_no_rate() {
     let c = Controller::new(Concurrency::Fixed(8), None);
     let mut clock = Clock(Instant::now());
     accepted(&c, &mut clock, 2, Duration::from_millis(10)).await;
-    refused_at(&c, &clock, Some(1)).await;
+    for _ in 0..3 {
+        refused_at(&c, &clock, Some(1)).await;
+    }
     let r = c.report();
     assert_eq!((r.pauses, r.rate_limit_per_second), (1, None));
 }
@@ -291,10 +309,12 @@ async fn a_long_retry_after_is_the_window_a_rate_is_learned_over() {
 }
 
 #[tokio::test]
-async fn a_429_with_nothing_let_through_pauses_but_learns_no_rate() {
+async fn a_few_429s_with_nothing_let_through_pause_but_learn_no_rate() {
     let c = Controller::new(Concurrency::Fixed(4), None);
-    let t = c.acquire().await;
-    c.finish(t, Some(&too_many(None)), None);
+    for _ in 0..3 {
+        let t = c.acquire().await;
+        c.finish(t, Some(&too_many(None)), None);
+    }
     let r = c.report();
     assert_eq!((r.pauses, r.rate_limit_per_second), (1, None));
 }
@@ -375,10 +395,12 @@ async fn a_learned_rate_says_the_share_of_429s_that_set_it() {
     for _ in 0..10 {
         accepted(&c, &mut clock, 1, Duration::from_millis(200)).await;
     }
-    refused_at(&c, &clock, Some(1)).await;
+    for _ in 0..3 {
+        refused_at(&c, &clock, Some(1)).await;
+    }
     assert!(
         c.progress().ends_with(
-            ", paced at 3.2 req/s: the target answered 429 Too Many Requests to 9% of recent requests"
+            ", paced at 3.2 req/s: the target answered 429 Too Many Requests to 23% of recent requests"
         ),
         "{}",
         c.progress()
@@ -386,7 +408,48 @@ async fn a_learned_rate_says_the_share_of_429s_that_set_it() {
     let paced = c.report().paced.expect("paced");
     assert_eq!(
         paced.why,
-        "the target answered 429 Too Many Requests to 9% of recent requests"
+        "the target answered 429 Too Many Requests to 23% of recent requests"
+    );
+}
+
+#[tokio::test]
+async fn a_lone_429_among_the_first_answers_pauses_nothing() {
+    let c = Controller::new(Concurrency::Fixed(4), None);
+    let mut clock = Clock(Instant::now());
+    accepted(&c, &mut clock, 3, Duration::from_millis(10)).await;
+    refused_at(&c, &clock, Some(1)).await;
+    accepted(&c, &mut clock, 3, Duration::from_millis(10)).await;
+    refused_at(&c, &clock, Some(1)).await;
+    let r = c.report();
+    assert_eq!(
+        (r.pauses, r.sporadic_429, r.rate_limit_per_second),
+        (0, 2, None)
+    );
+}
+
+/// A 429 comes back at once, ahead of the writes sent with it: 256 sent
+/// together against a target refusing 8% of them, and the first 20
+/// answers are all 429s. The 236 still in flight, sent with them, count.
+#[tokio::test]
+async fn the_429s_a_burst_gets_back_first_are_no_limit() {
+    let c = Controller::new(Concurrency::Fixed(256), None);
+    let clock = Clock(Instant::now());
+    let mut burst = Vec::new();
+    for _ in 0..256 {
+        burst.push(sent_at(&c, clock.0).await);
+    }
+    let mut burst = burst.into_iter();
+    let now = clock.0 + Duration::from_millis(1);
+    for t in burst.by_ref().take(20) {
+        c.finish_at(now, t, Some(&too_many(Some(1))), None);
+    }
+    for t in burst {
+        c.finish_at(now + Duration::from_millis(20), t, None, None);
+    }
+    let r = c.report();
+    assert_eq!(
+        (r.pauses, r.sporadic_429, r.rate_limit_per_second),
+        (0, 20, None)
     );
 }
 
