@@ -184,11 +184,10 @@ impl Counters {
 }
 
 /// How far a chunk's writing is, read by the step to start the next chunk
-/// while this one's last rows wait out a 429 (import.rs).
+/// once this one has taken every row (import.rs).
 pub(super) struct Progress {
     rows: AtomicUsize,
     taken: AtomicUsize,
-    out: AtomicUsize,
     /// The chunk's writing ended, however.
     pub(super) ended: AtomicBool,
 }
@@ -199,19 +198,16 @@ impl Progress {
         Progress {
             rows: AtomicUsize::new(rows),
             taken: AtomicUsize::new(0),
-            out: AtomicUsize::new(0),
             ended: AtomicBool::new(false),
         }
     }
 
-    /// The chunk's writing ended, or every row of it is taken and the rows
-    /// left all wait out a 429's `Retry-After` (`ctl`'s count), holding
-    /// no place.
-    pub(super) fn draining(&self, ctl: &super::controller::Controller) -> bool {
-        let taken = self.taken.load(Ordering::SeqCst);
-        let left = taken - self.out.load(Ordering::SeqCst).min(taken);
+    /// The chunk's writing ended, or every row of it is taken: the rows
+    /// still in flight no longer fill the places, and the next chunk's
+    /// rows may take them.
+    pub(super) fn all_taken(&self) -> bool {
         self.ended.load(Ordering::SeqCst)
-            || (taken == self.rows.load(Ordering::SeqCst) && left <= ctl.waiting())
+            || self.taken.load(Ordering::SeqCst) == self.rows.load(Ordering::SeqCst)
     }
 }
 
@@ -310,7 +306,6 @@ pub(super) async fn write_chunk(
     // ledger's addresses).
     let cols = &cols;
     let fold = |(i, r)| {
-        progress.out.fetch_add(1, Ordering::SeqCst);
         tally.add(i, r, emails, cols);
         bar.inc(1);
         note();
@@ -354,30 +349,21 @@ pub(super) async fn write_chunk(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::load::controller::Controller;
-    use crate::pipeline::Concurrency;
 
-    /// The next chunk may start once every row is taken and the rows left
-    /// all wait out a 429, or once the chunk's writing ended.
+    /// The next chunk may start once every row is taken, or once the
+    /// chunk's writing ended (a stop may leave rows untaken).
     #[test]
-    fn a_chunk_drains_when_its_rows_left_only_wait_out_a_429() {
-        let ctl = Controller::new(Concurrency::Fixed(4), None);
+    fn the_next_chunk_starts_once_every_row_is_taken() {
         let p = Progress::new(3);
-        assert!(!p.draining(&ctl), "nothing taken");
+        assert!(!p.all_taken(), "nothing taken");
+        p.taken.store(2, Ordering::SeqCst);
+        assert!(!p.all_taken(), "a row not taken");
         p.taken.store(3, Ordering::SeqCst);
-        p.out.store(1, Ordering::SeqCst);
-        assert!(!p.draining(&ctl), "two rows out on the wire");
-        let first = ctl.waits_out_a_429();
-        assert!(!p.draining(&ctl), "one of them waits out a 429");
-        let second = ctl.waits_out_a_429();
-        assert!(p.draining(&ctl), "both wait out a 429");
-        drop((first, second));
-        assert!(!p.draining(&ctl), "both went again");
-        p.ended.store(true, Ordering::SeqCst);
-        assert!(p.draining(&ctl), "the writing ended");
+        assert!(p.all_taken(), "every row taken, some still in flight");
         let stopped = Progress::new(3);
         stopped.taken.store(1, Ordering::SeqCst);
-        stopped.out.store(1, Ordering::SeqCst);
-        assert!(!stopped.draining(&ctl), "a stop left rows untaken");
+        assert!(!stopped.all_taken(), "a stop left rows untaken");
+        stopped.ended.store(true, Ordering::SeqCst);
+        assert!(stopped.all_taken(), "the writing ended");
     }
 }
