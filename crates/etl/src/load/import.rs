@@ -391,7 +391,10 @@ pub async fn run(
                         rest = Some(r);
                     }
                     Ok(Some(Next::Unstarted(c))) => {
-                        unstarted(&c, &mut not_started, plan.as_deref_mut())?;
+                        // The chunks still written end first.
+                        if let Err(e) = unstarted(&c, &mut not_started, plan.as_deref_mut()) {
+                            failure.get_or_insert(e);
+                        }
                         done = Some(r);
                     }
                     Ok(None) => done = Some(r),
