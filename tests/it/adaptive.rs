@@ -62,12 +62,16 @@ async fn under_a_rate_limit_every_worker_waits_for_the_retry_after_and_few_reque
     let refused = count(&requests["retries"]["rate_limited"]);
     // Workers retrying alone meet the limit again and again (one 429 in
     // two writes before); one pause for all and a learned rate keep the
-    // 429s to the requests in flight when the limit was first met: about
-    // the window then, which on a loaded machine has grown to a tenth of
-    // the writes (seen: 14 of 134), hence a fifth.
+    // 429s to those that told the limit and the requests in flight then:
+    // about the window, which on a loaded machine has grown to a tenth of
+    // the writes (seen: 14 of 134). Since a lone 429 no longer tells a
+    // limit (3 of them, a fifth of the answers and of the requests in
+    // flight do; issue 41, sporadic 429s), a few more are refused first
+    // (seen in CI under load: 36 of 156, 7 of them before the pause), hence
+    // a third.
     assert!(refused >= 1, "the limit was met: {requests}");
     assert!(
-        refused * 5 <= count(&import["write_requests"]),
+        refused * 3 <= count(&import["write_requests"]),
         "{refused} 429s for {} writes: {requests}",
         import["write_requests"]
     );
