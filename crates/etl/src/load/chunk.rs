@@ -1,20 +1,25 @@
 //! One prepared chunk of an import step written: each row decided against
 //! what the target holds, sent alone or in batches with bounded
-//! concurrency, and its result folded into the step's counters. The step
+//! concurrency, and its result folded into the step's counters; and the
+//! next chunk fetched while one is written ([`next_chunk`]). The step
 //! itself (set-up, the chain of chunks, mirror mode) is [`import`](super::import).
 
 use super::flow;
 use super::held::TargetIndex;
 use super::journal::Journal;
 use super::outcome::ImportOutcome;
+use super::plan_file::{self, PlanFile};
 use super::rows::{Pending, RowResult, Rows};
 use super::target::Connected;
-use super::{Action, LoadError, PlanRow, WriteMode, WriteOptions};
+use super::{Action, LoadError, PlanRow, WriteMode, WriteOptions, plan};
 use crate::pipeline::{ImportStep, ReceiverField};
 use crate::prepare::{ImportChunk, PreparedRows};
 use futures::StreamExt;
+use listpipe_api::Group;
 use listpipe_base::hash::FastSet;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::time::Duration;
 
 /// Rows per batch upsert: the most the extension takes. Against 500, a
 /// first import of 1M rows ran in 0.90 of the time (BENCHMARKS.md, issue
@@ -343,6 +348,81 @@ pub(super) async fn write_chunk(
     counters.orders_sent += rows.orders_sent.load(Ordering::Relaxed);
     counters.checked += rows.checked.load(Ordering::Relaxed);
     counters.write_requests += rows.write_requests.load(Ordering::Relaxed);
+    Ok(())
+}
+
+/// The prepared chunks of a step after the first, as the preparing thread
+/// hands them over (a bounded channel: it reads ahead a chunk at most).
+pub type Chunks = tokio::sync::mpsc::Receiver<ImportChunk>;
+
+/// How often a step looks whether its chunk has taken every row, to start
+/// the next one.
+const TAKEN_CHECK: Duration = Duration::from_millis(10);
+
+/// The next chunk, as its fetch ends.
+pub(super) enum Next {
+    /// Checked against the blacklist, and the chunk before it has taken
+    /// every row: to be written now.
+    Ready(Prepared, FastSet<String>),
+    /// Taken from the source, but the run stops (or the breaker opened)
+    /// first: never written, its rows count as not started.
+    Unstarted(ImportChunk),
+}
+
+/// The next chunk: taken from the preparing thread and checked against
+/// the blacklist at once, while the chunk before it (of `progress`) is
+/// written, then handed over once that one has taken every row or ended.
+/// `None` when the source ended, or when the run stops before it is taken
+/// (a stop takes no new chunk). `rest` comes back with it.
+pub(super) async fn next_chunk<'r>(
+    conn: &Connected,
+    step: &ImportStep,
+    group: Option<&Group>,
+    opts: &WriteOptions,
+    rest: &'r mut Chunks,
+    progress: Option<Arc<Progress>>,
+) -> (&'r mut Chunks, Result<Option<Next>, LoadError>) {
+    let stopped = || opts.stop.is_set() || conn.breaker.is_open();
+    if stopped() {
+        return (rest, Ok(None));
+    }
+    let Some(c) = rest.recv().await else {
+        return (rest, Ok(None));
+    };
+    let c = match Prepared::new(step, c) {
+        Ok(c) => c,
+        Err(e) => return (rest, Err(e)),
+    };
+    let blocked = match plan::blocked(conn, group, &c.emails, opts.concurrency, opts.retries).await
+    {
+        Ok(b) => b,
+        // A stop cut the lookups short: the chunk is not written.
+        Err(_) if stopped() => return (rest, Ok(Some(Next::Unstarted(c.chunk)))),
+        Err(e) => return (rest, Err(e)),
+    };
+    while let Some(p) = &progress
+        && !p.all_taken()
+    {
+        tokio::time::sleep(TAKEN_CHECK).await;
+    }
+    if stopped() {
+        return (rest, Ok(Some(Next::Unstarted(c.chunk))));
+    }
+    (rest, Ok(Some(Next::Ready(c, blocked))))
+}
+
+/// A chunk taken from the source but never written (the run stops): its
+/// rows count as not started, and a dry run's plan lists its invalid rows.
+pub(super) fn unstarted(
+    c: &ImportChunk,
+    not_started: &mut u64,
+    plan: Option<&mut PlanFile>,
+) -> Result<(), LoadError> {
+    *not_started += c.frame.height() as u64;
+    if let Some(plan) = plan {
+        let mut invalid = c.rejects.iter().map(plan_file::invalid).collect();
+        plan.chunk(&mut invalid)?;
+    }
     Ok(())
 }
 

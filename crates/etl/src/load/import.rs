@@ -5,7 +5,10 @@
 //! Writes are recorded in the run's [journal](super::journal) so that a
 //! resumed run sends no confirmed row again.
 
-use super::chunk::{Counters, Prepared, Progress, RowCounts, Shared, Tally, write_chunk};
+use super::chunk::{
+    Counters, Next, Prepared, Progress, RowCounts, Shared, Tally, next_chunk, unstarted,
+    write_chunk,
+};
 use super::held::TargetIndex;
 use super::journal::Journal;
 pub use super::outcome::ImportOutcome;
@@ -15,22 +18,14 @@ use super::{Action, LoadError, PlanRow, WriteOptions, mirror, plan, progress_bar
 use crate::pipeline::{ImportStep, ReceiverField, ValueFrom};
 use crate::prepare::{ImportChunk, PreparedRows};
 use crate::source::RejectSpool;
-use listpipe_api::Group;
 use listpipe_base::hash::FastSet;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::Poll;
-use std::time::Duration;
 
-/// The prepared chunks of a step after the first, as the preparing thread
-/// hands them over (a bounded channel: it reads ahead a chunk at most).
-pub type Chunks = tokio::sync::mpsc::Receiver<ImportChunk>;
-
-/// How often a step looks whether its chunk has taken every row, to start
-/// the next one.
-const TAKEN_CHECK: Duration = Duration::from_millis(10);
+pub use super::chunk::Chunks;
 
 /// A chunk being written, and how far it is.
 struct Writing<'s> {
@@ -46,16 +41,6 @@ struct Written {
     result: Result<(), LoadError>,
 }
 
-/// The next chunk, as its fetch ends.
-enum Next {
-    /// Checked against the blacklist, and the chunk before it has taken
-    /// every row: to be written now.
-    Ready(Prepared, FastSet<String>),
-    /// Taken from the source, but the run stops (or the breaker opened)
-    /// first: never written, its rows count as not started.
-    Unstarted(ImportChunk),
-}
-
 /// What the step's loop waits for: a chunk ended (the older first), or
 /// the next chunk came (`None`: the source ended, or the run stops).
 /// One a loop turn, moved once: its size does not matter.
@@ -63,63 +48,6 @@ enum Next {
 enum Event<'r> {
     Ended(Option<Writing<'r>>),
     Fetched(&'r mut Chunks, Result<Option<Next>, LoadError>),
-}
-
-/// The next chunk: taken from the preparing thread and checked against
-/// the blacklist at once, while the chunk before it (of `progress`) is
-/// written, then handed over once that one has taken every row or ended.
-/// `None` when the source ended, or when the run stops before it is taken
-/// (a stop takes no new chunk). `rest` comes back with it.
-async fn next_chunk<'r>(
-    conn: &Connected,
-    step: &ImportStep,
-    group: Option<&Group>,
-    opts: &WriteOptions,
-    rest: &'r mut Chunks,
-    progress: Option<Arc<Progress>>,
-) -> (&'r mut Chunks, Result<Option<Next>, LoadError>) {
-    let stopped = || opts.stop.is_set() || conn.breaker.is_open();
-    if stopped() {
-        return (rest, Ok(None));
-    }
-    let Some(c) = rest.recv().await else {
-        return (rest, Ok(None));
-    };
-    let c = match Prepared::new(step, c) {
-        Ok(c) => c,
-        Err(e) => return (rest, Err(e)),
-    };
-    let blocked = match plan::blocked(conn, group, &c.emails, opts.concurrency, opts.retries).await
-    {
-        Ok(b) => b,
-        // A stop cut the lookups short: the chunk is not written.
-        Err(_) if stopped() => return (rest, Ok(Some(Next::Unstarted(c.chunk)))),
-        Err(e) => return (rest, Err(e)),
-    };
-    while let Some(p) = &progress
-        && !p.all_taken()
-    {
-        tokio::time::sleep(TAKEN_CHECK).await;
-    }
-    if stopped() {
-        return (rest, Ok(Some(Next::Unstarted(c.chunk))));
-    }
-    (rest, Ok(Some(Next::Ready(c, blocked))))
-}
-
-/// A chunk taken from the source but never written (the run stops): its
-/// rows count as not started, and a dry run's plan lists its invalid rows.
-fn unstarted(
-    c: &ImportChunk,
-    not_started: &mut u64,
-    plan: Option<&mut PlanFile>,
-) -> Result<(), LoadError> {
-    *not_started += c.frame.height() as u64;
-    if let Some(plan) = plan {
-        let mut invalid = c.rejects.iter().map(plan_file::invalid).collect();
-        plan.chunk(&mut invalid)?;
-    }
-    Ok(())
 }
 
 /// Runs one import step over its chunks, `first` and the `rest`, one after
