@@ -59,7 +59,11 @@ fn wants_xml(accept: Option<&str>, content_type: Option<&str>) -> bool {
     match accept.map(str::to_ascii_lowercase) {
         Some(a) if a.contains("json") => false,
         Some(a) if a.contains("xml") => true,
-        _ => content_type.is_some_and(|c| c.to_ascii_lowercase().contains("xml")),
+        // The media type only: a multipart boundary is random text, and
+        // one that held "xml" turned a JSON client's token answer into XML.
+        _ => content_type
+            .and_then(|c| c.split(';').next())
+            .is_some_and(|m| m.to_ascii_lowercase().contains("xml")),
     }
 }
 
@@ -248,6 +252,14 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for QueryInput<T> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_the_media_type_asks_for_xml_never_a_boundary() {
+        let multipart = "multipart/form-data; boundary=------tpxmltu2boundary";
+        assert!(!wants_xml(None, Some(multipart)));
+        assert!(wants_xml(None, Some("application/xml; charset=utf-8")));
+        assert!(!wants_xml(Some("application/json"), Some("text/xml")));
+    }
 
     #[test]
     fn suffixes_are_stripped_from_every_segment() {
