@@ -59,13 +59,24 @@ pub async fn run_with(
     extra: &[&str],
     env: &[(&str, &str)],
 ) -> (i32, Value, String) {
+    run_at(t, &t.base_url(), pipeline, extra, env).await
+}
+
+/// [`run_with`] against `url`, a proxy in front of the test server.
+pub async fn run_at(
+    t: &TestServer,
+    url: &str,
+    pipeline: &Path,
+    extra: &[&str],
+    env: &[(&str, &str)],
+) -> (i32, Value, String) {
     let report = t.dir.path().join("report.json");
-    let (url, token) = (t.base_url(), t.client.token());
+    let token = t.client.token();
     let mut args = vec![
         "run",
         pipeline.to_str().unwrap(),
         "--target-url",
-        &url,
+        url,
         "--token",
         &token,
         "--report",

@@ -12,7 +12,6 @@ use crate::s3::{S3Server, SECRET};
 use crate::support::TestServer;
 use crate::warehouse::{csv_of, people, pipeline, receivers, sql_of};
 use axum::Router;
-use axum::body::Body;
 use axum::extract::Request;
 use axum::http::{Method, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -365,31 +364,7 @@ async fn refusing_parts(target: String) -> String {
             )
                 .into_response();
         }
-        let url = format!(
-            "{target}{}",
-            req.uri().path_and_query().map_or("/", |p| p.as_str())
-        );
-        let (method, headers) = (req.method().clone(), req.headers().clone());
-        let body = axum::body::to_bytes(req.into_body(), usize::MAX)
-            .await
-            .unwrap();
-        let mut forward = reqwest::Client::new().request(method, url).body(body);
-        for (name, value) in &headers {
-            if name != "host" && name != "content-length" {
-                forward = forward.header(name, value);
-            }
-        }
-        let answer = forward.send().await.unwrap();
-        let status = answer.status();
-        let headers = answer.headers().clone();
-        let mut response = Response::new(Body::from(answer.bytes().await.unwrap()));
-        *response.status_mut() = status;
-        for (name, value) in &headers {
-            if name != "content-length" && name != "transfer-encoding" {
-                response.headers_mut().insert(name, value.clone());
-            }
-        }
-        response
+        crate::support::forward(req, &target).await
     }
     listpipe::client::init_tls();
     let app = Router::new().fallback(move |req: Request| pass(req, target.clone()));

@@ -109,6 +109,68 @@ async fn sporadic_429s_across_many_chunks_leave_no_row_behind_and_none_twice() {
     }
 }
 
+/// A proxy in front of `target` that holds every blacklist lookup naming
+/// `held` until `release` turns true, and passes everything else on.
+async fn holding_lookups_of(
+    target: String,
+    held: String,
+    release: tokio::sync::watch::Receiver<bool>,
+) -> String {
+    use axum::extract::Request;
+    let pass = move |req: Request| {
+        let (target, held, mut release) = (target.clone(), held.clone(), release.clone());
+        async move {
+            let (parts, body) = req.into_parts();
+            let body = axum::body::to_bytes(body, usize::MAX).await.unwrap();
+            let named = format!("\"{held}\"");
+            if parts.uri.path().contains("blacklist/validate")
+                && String::from_utf8_lossy(&body).contains(&named)
+            {
+                // Released, or the test gone.
+                let _ = release.wait_for(|r| *r).await;
+            }
+            let req = Request::from_parts(parts, axum::body::Body::from(body));
+            crate::support::forward(req, &target).await
+        }
+    };
+    let app = axum::Router::new().fallback(pass);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    format!("http://{addr}")
+}
+
+/// A chunk's rows go as their blacklist lookups are answered (1,000
+/// addresses a lookup): one lookup held back, as a 429 waited out holds
+/// it, holds back its own 1,000 rows and not the chunk. A proxy holds the
+/// lookup of one batch until every other row is written, in a run's first
+/// chunk and in a later one. Before, the chunk waited for its last lookup:
+/// nothing of it was written while one was held, and this test timed out.
+#[tokio::test]
+async fn a_held_blacklist_lookup_holds_back_its_own_rows_only() {
+    let n = 4_000;
+    // The first chunk's first batch; the second chunk's first batch.
+    for (chunk_rows, held) in [("65536", 0), ("2000", 2_000)] {
+        let t = TestServer::start().await;
+        let p = pipeline(t.dir.path(), n, "");
+        let (release, released) = tokio::sync::watch::channel(false);
+        let proxy =
+            holding_lookups_of(t.base_url(), format!("user{held}@example.com"), released).await;
+        let env = [("LISTPIPE_CHUNK_ROWS", chunk_rows)];
+        let run = crate::import::run_at(&t, &proxy, &p, &[], &env);
+        let watch = async {
+            // Every row but the held lookup's is written, then it is let go.
+            written(&t, "Paced", (n - 1_000) as u64).await;
+            release.send_replace(true);
+        };
+        let ((code, report, stderr), ()) = tokio::join!(run, watch);
+        assert_eq!(code, 0, "{chunk_rows}: {stderr}");
+        let import = &report["steps"][0]["import"];
+        let counts = ["created", "failed", "not_started"].map(|k| count(&import[k]));
+        assert_eq!(counts, [n as u64, 0, 0], "{chunk_rows}: {import}");
+    }
+}
+
 #[tokio::test]
 async fn a_real_rate_limit_paces_the_run_at_it_and_says_so() {
     let n = 200;
@@ -122,8 +184,14 @@ async fn a_real_rate_limit_paces_the_run_at_it_and_says_so() {
     let rate = r["rate_limit_per_second"].as_f64().unwrap_or(0.0);
     // At the limit: learned under it, probed a step or two over it.
     assert!((35.0..=62.5).contains(&rate), "{r}");
+    // Paced, not each worker retrying alone (about one request in two
+    // refused). About 20 of some 220 are refused on an idle machine, 15 of
+    // them before the first limit is told (3 429s and a fifth of the
+    // answers and of the requests in flight); under load (a release build
+    // beside it) 68 of 268, when late timers send the paced requests in
+    // bursts: hence a third.
     let refused = count(&r["retries"]["rate_limited"]);
-    assert!(refused * 4 <= count(&import["write_requests"]), "{r}");
+    assert!(refused * 3 <= count(&import["write_requests"]), "{r}");
     let why = r["paced"]["why"].as_str().unwrap_or_default();
     assert!(
         why.starts_with("the target answered 429 Too Many Requests to "),

@@ -239,6 +239,37 @@ pub fn serve_child(dir: &std::path::Path, port: u16, faults: Option<&str>) -> st
     cmd.spawn().unwrap()
 }
 
+/// `req` passed on to the server at `target` (a test's proxy), and its
+/// answer passed back.
+pub async fn forward(req: axum::extract::Request, target: &str) -> axum::response::Response {
+    let url = format!(
+        "{target}{}",
+        req.uri().path_and_query().map_or("/", |p| p.as_str())
+    );
+    let (method, headers) = (req.method().clone(), req.headers().clone());
+    let body = axum::body::to_bytes(req.into_body(), usize::MAX)
+        .await
+        .unwrap();
+    let mut forward = reqwest::Client::new().request(method, url).body(body);
+    for (name, value) in &headers {
+        if name != "host" && name != "content-length" {
+            forward = forward.header(name, value);
+        }
+    }
+    let answer = forward.send().await.unwrap();
+    let status = answer.status();
+    let headers = answer.headers().clone();
+    let mut response =
+        axum::response::Response::new(axum::body::Body::from(answer.bytes().await.unwrap()));
+    *response.status_mut() = status;
+    for (name, value) in &headers {
+        if name != "content-length" && name != "transfer-encoding" {
+            response.headers_mut().insert(name, value.clone());
+        }
+    }
+    response
+}
+
 /// A client of the server at `url`, once it answers (within a minute).
 pub async fn wait_up(url: &str, token: &str) -> ApiClient {
     let client = ApiClient::new(url, token).expect("client");

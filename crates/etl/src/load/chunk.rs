@@ -7,16 +7,16 @@
 use super::flow;
 use super::held::TargetIndex;
 use super::journal::Journal;
+use super::lookup::{self, Lookup};
 use super::outcome::ImportOutcome;
 use super::plan_file::{self, PlanFile};
 use super::rows::{Pending, RowResult, Rows};
 use super::target::Connected;
-use super::{Action, LoadError, PlanRow, WriteMode, WriteOptions, plan};
+use super::{Action, LoadError, PlanRow, WriteMode, WriteOptions};
 use crate::pipeline::{ImportStep, ReceiverField};
 use crate::prepare::{ImportChunk, PreparedRows};
 use futures::StreamExt;
 use listpipe_api::Group;
-use listpipe_base::hash::FastSet;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
@@ -139,7 +139,8 @@ impl Tally {
 /// A prepared chunk with the addresses of its rows.
 pub(super) struct Prepared {
     pub(super) chunk: ImportChunk,
-    pub(super) emails: Vec<String>,
+    /// Shared with the chunk's blacklist lookups.
+    pub(super) emails: Arc<[String]>,
 }
 
 impl Prepared {
@@ -216,12 +217,13 @@ impl Progress {
     }
 }
 
-/// Decides and writes one chunk's rows, with bounded concurrency; each
-/// row's result is folded into `tally` as it arrives.
+/// Decides and writes one chunk's rows, with bounded concurrency, taking
+/// them as their blacklist `lookup` answers; each row's result is folded
+/// into `tally` as it arrives.
 pub(super) async fn write_chunk(
     shared: &Shared<'_>,
     chunk: &Prepared,
-    blocked: &FastSet<String>,
+    lookup: Lookup<'_>,
     tally: &mut Tally,
     counters: &mut Counters,
     progress: &Progress,
@@ -236,24 +238,31 @@ pub(super) async fn write_chunk(
     let cols =
         PreparedRows::new(step, &chunk.chunk.frame).map_err(|e| LoadError::step(e.to_string()))?;
     let emails = &chunk.emails;
+    // The lookups go on while the rest is asked (lookup.rs).
+    let mut lookup = lookup;
     // What the target holds for the chunk's rows, asked once.
-    let existing = shared.existing.chunk_off_thread(emails).await?;
+    let existing = lookup
+        .alongside(shared.existing.chunk_off_thread(emails))
+        .await?;
     // What an earlier run recorded of them, asked once (only on a resume).
     let recorded = match shared.journal {
         Some(j) if j.resumes() => {
             let keys: Vec<_> = (0..emails.len())
                 .map(|i| (cols.file(i), cols.row_number(i), emails[i].clone()))
                 .collect();
-            j.recorded(&keys).await?
+            lookup.alongside(j.recorded(&keys)).await?
         }
         _ => Vec::new(),
     };
+    // Each row: the blacklist holds its address. Marked as its batch is
+    // answered, before the batch's rows are taken.
+    let blocked: Vec<AtomicBool> = (0..emails.len()).map(|_| AtomicBool::new(false)).collect();
     let rows = Rows {
         conn,
         opts,
         cols: &cols,
         emails,
-        blocked,
+        blocked: &blocked,
         existing: &existing,
         orders: &chunk.chunk.orders,
         create_only: shared.create_only,
@@ -292,14 +301,6 @@ pub(super) async fn write_chunk(
         }
     };
     let note = &note;
-    // Every future that can hold the controller's room is polled by the
-    // one loop below (flow.rs): a decision never waits unpolled behind
-    // sends that wait for its permit (the resume that hung, issue 41).
-    let taken = futures::stream::iter(0..emails.len())
-        .take_while(|_| futures::future::ready(!stop.is_set() && !breaker.is_open()))
-        .inspect(|_| {
-            progress.taken.fetch_add(1, Ordering::SeqCst);
-        });
     let more = || !stop.is_set() && !breaker.is_open();
     // A row whose request waits out a 429's `Retry-After` leaves its place to
     // another (flow.rs): a sporadic 429 delays its own row only.
@@ -316,39 +317,65 @@ pub(super) async fn write_chunk(
         note();
         futures::future::ready(())
     };
-    match opts.writes {
-        WriteMode::Single => {
-            let send = |p: Box<Pending>| rows.send_one(*p);
-            flow::one_by_one(taken, concurrency, waiting, decide, send)
-                .for_each(fold)
-                .await
-        }
-        // Rows that need a write go in batches of up to BATCH_ROWS, a few
-        // batches in flight: the target commits each in one transaction.
-        WriteMode::Auto => {
-            let send =
-                |batch: Vec<Box<Pending>>| rows.send_batch(batch.into_iter().map(|p| *p).collect());
-            let batches = concurrency.div_ceil(4).min(BATCHES_QUEUED);
-            flow::in_batches(
-                taken,
-                BATCH_ROWS,
-                concurrency,
-                batches,
-                waiting,
-                more,
-                decide,
-                send,
-            )
-            .for_each(fold)
-            .await
-        }
-    };
+    // A lookup that failed for good: the rows of the batches answered
+    // before it are written, the rest are not taken, and the step fails.
+    let failed = std::cell::Cell::new(None);
+    let blocked = &blocked;
+    let failed = &failed;
+    lookup
+        .run(|answers| async move {
+            // Every future that can hold the controller's room is polled by
+            // the one loop below (flow.rs), and the lookups by `run`: a
+            // decision never waits unpolled behind sends that wait for its
+            // permit (the resume that hung, issue 41).
+            let taken = lookup::rows(answers, blocked, failed)
+                .take_while(move |_| futures::future::ready(more()))
+                .inspect(|_| {
+                    progress.taken.fetch_add(1, Ordering::SeqCst);
+                });
+            match opts.writes {
+                WriteMode::Single => {
+                    let send = |p: Box<Pending>| rows.send_one(*p);
+                    flow::one_by_one(taken, concurrency, waiting, decide, send)
+                        .for_each(fold)
+                        .await
+                }
+                // Rows that need a write go in batches of up to BATCH_ROWS, a
+                // few batches in flight: the target commits each in one
+                // transaction.
+                WriteMode::Auto => {
+                    let send = |batch: Vec<Box<Pending>>| {
+                        rows.send_batch(batch.into_iter().map(|p| *p).collect())
+                    };
+                    let batches = concurrency.div_ceil(4).min(BATCHES_QUEUED);
+                    flow::in_batches(
+                        taken,
+                        BATCH_ROWS,
+                        concurrency,
+                        batches,
+                        waiting,
+                        more,
+                        decide,
+                        send,
+                    )
+                    .for_each(fold)
+                    .await
+                }
+            }
+        })
+        .await;
     counters.batches = rows.batches.load(Ordering::Relaxed);
     counters.retried += rows.retried.load(Ordering::Relaxed);
     counters.orders_sent += rows.orders_sent.load(Ordering::Relaxed);
     counters.checked += rows.checked.load(Ordering::Relaxed);
     counters.write_requests += rows.write_requests.load(Ordering::Relaxed);
-    Ok(())
+    match failed.take() {
+        // A stop or the breaker cut the lookups short: their rows are not
+        // started, as the stop's.
+        Some(_) if !more() => Ok(()),
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
 }
 
 /// The prepared chunks of a step after the first, as the preparing thread
@@ -360,10 +387,10 @@ pub type Chunks = tokio::sync::mpsc::Receiver<ImportChunk>;
 const TAKEN_CHECK: Duration = Duration::from_millis(10);
 
 /// The next chunk, as its fetch ends.
-pub(super) enum Next {
-    /// Checked against the blacklist, and the chunk before it has taken
-    /// every row: to be written now.
-    Ready(Prepared, FastSet<String>),
+pub(super) enum Next<'c> {
+    /// Its blacklist lookups under way (most often answered), and the
+    /// chunk before it has taken every row: to be written now.
+    Ready(Prepared, Lookup<'c>),
     /// Taken from the source, but the run stops (or the breaker opened)
     /// first: never written, its rows count as not started.
     Unstarted(ImportChunk),
@@ -371,17 +398,18 @@ pub(super) enum Next {
 
 /// The next chunk: taken from the preparing thread and checked against
 /// the blacklist at once, while the chunk before it (of `progress`) is
-/// written, then handed over once that one has taken every row or ended.
-/// `None` when the source ended, or when the run stops before it is taken
-/// (a stop takes no new chunk). `rest` comes back with it.
-pub(super) async fn next_chunk<'r>(
-    conn: &Connected,
+/// written, then handed over once that one has taken every row or ended,
+/// with the lookups not answered yet still going. `None` when the source
+/// ended, or when the run stops before it is taken (a stop takes no new
+/// chunk). `rest` comes back with it.
+pub(super) async fn next_chunk<'r, 'c>(
+    conn: &'c Connected,
     step: &ImportStep,
     group: Option<&Group>,
     opts: &WriteOptions,
     rest: &'r mut Chunks,
     progress: Option<Arc<Progress>>,
-) -> (&'r mut Chunks, Result<Option<Next>, LoadError>) {
+) -> (&'r mut Chunks, Result<Option<Next<'c>>, LoadError>) {
     let stopped = || opts.stop.is_set() || conn.breaker.is_open();
     if stopped() {
         return (rest, Ok(None));
@@ -393,22 +421,21 @@ pub(super) async fn next_chunk<'r>(
         Ok(c) => c,
         Err(e) => return (rest, Err(e)),
     };
-    let blocked = match plan::blocked(conn, group, &c.emails, opts.concurrency, opts.retries).await
-    {
-        Ok(b) => b,
-        // A stop cut the lookups short: the chunk is not written.
-        Err(_) if stopped() => return (rest, Ok(Some(Next::Unstarted(c.chunk)))),
-        Err(e) => return (rest, Err(e)),
-    };
-    while let Some(p) = &progress
-        && !p.all_taken()
-    {
-        tokio::time::sleep(TAKEN_CHECK).await;
-    }
+    let emails = Arc::clone(&c.emails);
+    let mut lookup = Lookup::start(conn, group, emails, opts.concurrency, opts.retries);
+    lookup
+        .alongside(async {
+            while let Some(p) = &progress
+                && !p.all_taken()
+            {
+                tokio::time::sleep(TAKEN_CHECK).await;
+            }
+        })
+        .await;
     if stopped() {
         return (rest, Ok(Some(Next::Unstarted(c.chunk))));
     }
-    (rest, Ok(Some(Next::Ready(c, blocked))))
+    (rest, Ok(Some(Next::Ready(c, lookup))))
 }
 
 /// A chunk taken from the source but never written (the run stops): its

@@ -11,6 +11,7 @@ use super::chunk::{
 };
 use super::held::TargetIndex;
 use super::journal::Journal;
+use super::lookup::Lookup;
 pub use super::outcome::ImportOutcome;
 use super::plan_file::{self, PlanFile};
 use super::target::Connected;
@@ -18,7 +19,6 @@ use super::{Action, LoadError, PlanRow, WriteOptions, mirror, plan, progress_bar
 use crate::pipeline::{ImportStep, ReceiverField, ValueFrom};
 use crate::prepare::{ImportChunk, PreparedRows};
 use crate::source::RejectSpool;
-use listpipe_base::hash::FastSet;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -47,7 +47,7 @@ struct Written {
 #[allow(clippy::large_enum_variant)]
 enum Event<'r> {
     Ended(Option<Writing<'r>>),
-    Fetched(&'r mut Chunks, Result<Option<Next>, LoadError>),
+    Fetched(&'r mut Chunks, Result<Option<Next<'r>>, LoadError>),
 }
 
 /// Runs one import step over its chunks, `first` and the `rest`, one after
@@ -96,8 +96,15 @@ pub async fn run(
     // Mirror mode: every address of the source, from its first read.
     let source_addresses = first.source_addresses.take();
     let first = Prepared::new(step, first)?;
-    // The blacklist check of the first chunk and the read of the group go
+    // The blacklist lookups of the first chunk and the read of the group go
     // side by side.
+    let mut lookup = Lookup::start(
+        conn,
+        group.as_ref(),
+        Arc::clone(&first.emails),
+        opts.concurrency,
+        opts.retries,
+    );
     let existing = async {
         match &group {
             Some(g) => {
@@ -106,17 +113,7 @@ pub async fn run(
             None => Ok(TargetIndex::new(opts.spill_after)),
         }
     };
-    let (blocked, existing) = futures::try_join!(
-        plan::blocked(
-            conn,
-            group.as_ref(),
-            &first.emails,
-            opts.concurrency,
-            opts.retries
-        ),
-        existing
-    )?;
-    let existing: TargetIndex = existing;
+    let existing: TargetIndex = lookup.alongside(existing).await?;
     // What listpipe imported into this group before; mirror mode reads it
     // and plans its removals now, so that its guard can refuse before
     // anything is written. A plain import only appends to it.
@@ -196,7 +193,7 @@ pub async fn run(
     let (dry_run, keeps_imported) = (opts.dry_run, !opts.dry_run && ledger.is_some());
     // Starts writing a chunk; it keeps its own counts and lines, added to
     // the step's when it ends.
-    let start = |chunk: Prepared, blocked: FastSet<String>, plan_rows, batches| {
+    let start = |chunk: Prepared, lookup, plan_rows, batches| {
         bar.inc_length(chunk.emails.len() as u64);
         let progress = Arc::new(Progress::new(chunk.emails.len()));
         let p = Arc::clone(&progress);
@@ -225,7 +222,7 @@ pub async fn run(
                 batches,
                 ..Default::default()
             };
-            let result = write_chunk(shared, &chunk, &blocked, &mut tally, &mut counters, &p).await;
+            let result = write_chunk(shared, &chunk, lookup, &mut tally, &mut counters, &p).await;
             p.ended.store(true, Ordering::SeqCst);
             Written {
                 chunk,
@@ -256,7 +253,7 @@ pub async fn run(
     let mut not_started = 0u64;
     let mut failure: Option<LoadError> = None;
     let mut prev: Option<Writing<'_>> = None;
-    let mut cur = Some(start(first, blocked, plan_rows, true));
+    let mut cur = Some(start(first, lookup, plan_rows, true));
     let fetch =
         |rest, progress| Box::pin(next_chunk(conn, step, group.as_ref(), opts, rest, progress));
     let mut fetching = None;
@@ -282,15 +279,20 @@ pub async fn run(
             fetching = Some(fetch(r, progress));
         }
         if prev.is_none()
-            && let Some((chunk, blocked)) = fetched.take()
+            && let Some((chunk, lookup)) = fetched.take()
         {
-            let next = start(chunk, blocked, Vec::new(), counters.batches);
+            let next = start(chunk, lookup, Vec::new(), counters.batches);
             prev = cur.replace(next);
         }
         if prev.is_none() && cur.is_none() && fetching.is_none() && fetched.is_none() {
             break;
         }
         let event = std::future::poll_fn(|cx| {
+            // A chunk that waits for the one before it to end keeps its
+            // lookups going (lookup.rs).
+            if let Some((_, lookup)) = fetched.as_mut() {
+                lookup.drive(cx);
+            }
             if let Some(w) = prev.as_mut()
                 && Pin::new(&mut w.run).poll(cx).is_ready()
             {
@@ -314,8 +316,8 @@ pub async fn run(
         let ended = match event {
             Event::Fetched(r, next) => {
                 match next {
-                    Ok(Some(Next::Ready(chunk, blocked))) => {
-                        fetched = Some((chunk, blocked));
+                    Ok(Some(Next::Ready(chunk, lookup))) => {
+                        fetched = Some((chunk, lookup));
                         rest = Some(r);
                     }
                     Ok(Some(Next::Unstarted(c))) => {
@@ -351,14 +353,18 @@ pub async fn run(
         if let (Some(l), Some(imported)) = (ledger.as_mut(), tally.imported.as_mut()) {
             l.add(imported)?;
         }
-        if let Err(e) = result {
-            // No new chunk; the one still written ends first.
-            failure.get_or_insert(e);
-            fetched = None;
-            fetching = None;
-            continue;
+        let written = result.is_ok();
+        match result {
+            Ok(()) => not_started += (chunk.emails.len() - tally.seen) as u64,
+            // No new chunk; the one still written ends first. The rows
+            // written before the failure (a blacklist lookup that failed
+            // for good comes mid-chunk) keep their rejects below.
+            Err(e) => {
+                failure.get_or_insert(e);
+                fetched = None;
+                fetching = None;
+            }
         }
-        not_started += (chunk.emails.len() - tally.seen) as u64;
         // One pass over the chunk's source rows finds every refused row's
         // values (a lookup per refused row was a scan of the table each).
         let failed = std::mem::take(&mut tally.failed_rows);
@@ -373,7 +379,7 @@ pub async fn run(
                     .map_err(spool_error)?;
             }
         }
-        if let Some(plan) = plan.as_deref_mut() {
+        if let (Some(plan), true) = (plan.as_deref_mut(), written) {
             let invalid = chunk.chunk.rejects.iter().map(plan_file::invalid);
             tally.plan_rows.extend(invalid);
             plan.chunk(&mut tally.plan_rows)?;

@@ -16,6 +16,7 @@ pub mod import;
 pub mod journal;
 mod ledger;
 pub mod lock;
+mod lookup;
 pub mod mirror;
 mod outcome;
 mod plan;

@@ -6,9 +6,8 @@ use super::held::{TargetIndex, key_of};
 use super::target::Connected;
 use super::{LoadError, PAGE, backoff, retry};
 use crate::pipeline::{AttributeMapping, GroupRef};
-use futures::{StreamExt, TryStreamExt};
+use futures::StreamExt;
 use listpipe_api::{Attribute, AttributeInput, Group, GroupInput, ReceiverQuery, detail};
-use listpipe_base::hash::FastSet;
 use std::collections::HashSet;
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -209,42 +208,6 @@ pub async fn attributes(
         created.push(a.name.clone());
     }
     Ok(created)
-}
-
-/// The addresses among `emails` that the blacklist (or the group's
-/// blocklist) holds, asked in chunks of 1,000 with the spec's validate call.
-pub async fn blocked(
-    conn: &Connected,
-    group: Option<&Group>,
-    emails: &[String],
-    concurrency: usize,
-    retries: u32,
-) -> Result<FastSet<String>, LoadError> {
-    let retried = AtomicU64::new(0);
-    let gid = group.map(|g| g.id);
-    let allowed: Vec<Vec<String>> = futures::stream::iter(emails.chunks(super::BATCH))
-        .map(|chunk| {
-            let retried = &retried;
-            async move {
-                retry::retrying(conn, retries, retried, || {
-                    conn.client.validate_blacklist(chunk, gid, false)
-                })
-                .await
-            }
-        })
-        .buffered(concurrency.max(1))
-        .try_collect()
-        .await?;
-    let allowed: FastSet<String> = allowed
-        .into_iter()
-        .flatten()
-        .map(|e| e.to_lowercase())
-        .collect();
-    Ok(emails
-        .iter()
-        .filter(|e| !allowed.contains(*e))
-        .cloned()
-        .collect())
 }
 
 /// Every receiver of the group with tags and orders, by lower-case email,

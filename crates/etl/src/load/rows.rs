@@ -13,7 +13,6 @@ use crate::pipeline::ReceiverField;
 use crate::prepare::{OrderLines, PreparedRows, consent};
 use futures::StreamExt;
 use listpipe_api::{Id, ReceiverInput, ReceiverRow};
-use listpipe_base::hash::FastSet;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 pub(super) enum RowResult {
@@ -72,7 +71,9 @@ pub(super) struct Rows<'a> {
     pub(super) opts: &'a WriteOptions,
     pub(super) cols: &'a PreparedRows<'a>,
     pub(super) emails: &'a [String],
-    pub(super) blocked: &'a FastSet<String>,
+    /// Each row of the chunk: the blacklist (or the group's blocklist)
+    /// holds its address.
+    pub(super) blocked: &'a [AtomicBool],
     /// What the target holds, by row of the chunk.
     pub(super) existing: &'a ChunkHeld,
     pub(super) orders: &'a OrderLines,
@@ -137,7 +138,7 @@ impl Rows<'_> {
     pub(super) async fn decide(&self, i: usize) -> Decision {
         let finished = |r| Decision::Finished(r);
         let email = &self.emails[i];
-        if self.blocked.contains(email) {
+        if self.blocked[i].load(Ordering::Relaxed) {
             return finished(RowResult::Done(
                 Action::Blocked,
                 "on the blacklist or the group's blocklist".into(),
