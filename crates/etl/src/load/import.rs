@@ -75,6 +75,19 @@ pub async fn run(
     )
     .await?;
     out.group_id = group.as_ref().map(|g| g.id.to_string());
+    // Mirror mode: every address of the source, from its first read.
+    let source_addresses = first.source_addresses.take();
+    let first = Prepared::new(step, first)?;
+    // Once the group is known, the attributes are made, the group is read
+    // and the first chunk's blacklist lookups go, side by side: none needs
+    // another, and each waits out its own 429s.
+    let mut lookup = Lookup::start(
+        conn,
+        group.as_ref(),
+        Arc::clone(&first.emails),
+        opts.concurrency,
+        opts.retries,
+    );
     let attributes = plan::attributes(
         conn,
         group.as_ref(),
@@ -83,27 +96,6 @@ pub async fn run(
         opts.dry_run,
         opts.retries,
         &setup_retried,
-    )
-    .await?;
-    if opts.dry_run {
-        out.would_create_group = created;
-        out.would_create_attributes = attributes;
-    } else {
-        out.group_created = created;
-        out.attributes_created = attributes;
-    }
-
-    // Mirror mode: every address of the source, from its first read.
-    let source_addresses = first.source_addresses.take();
-    let first = Prepared::new(step, first)?;
-    // The blacklist lookups of the first chunk and the read of the group go
-    // side by side.
-    let mut lookup = Lookup::start(
-        conn,
-        group.as_ref(),
-        Arc::clone(&first.emails),
-        opts.concurrency,
-        opts.retries,
     );
     let existing = async {
         match &group {
@@ -113,7 +105,17 @@ pub async fn run(
             None => Ok(TargetIndex::new(opts.spill_after)),
         }
     };
-    let existing: TargetIndex = lookup.alongside(existing).await?;
+    let (attributes, existing) = lookup
+        .alongside(async { futures::try_join!(attributes, existing) })
+        .await?;
+    let existing: TargetIndex = existing;
+    if opts.dry_run {
+        out.would_create_group = created;
+        out.would_create_attributes = attributes;
+    } else {
+        out.group_created = created;
+        out.attributes_created = attributes;
+    }
     // What listpipe imported into this group before; mirror mode reads it
     // and plans its removals now, so that its guard can refuse before
     // anything is written. A plain import only appends to it.
