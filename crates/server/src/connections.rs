@@ -24,19 +24,20 @@
 //! own accept loop rather than `axum::serve`, which has neither limit and
 //! sleeps a second after each failed accept once files run out.
 
-use axum::body::{Body, Bytes, HttpBody};
+mod io;
+
+use axum::body::Body;
 use axum::extract::{ConnectInfo, Request};
 use axum::response::Response;
 use hyper_util::rt::{TokioExecutor, TokioIo};
+use io::{Guarded, Watched};
 use std::collections::HashMap;
 use std::convert::Infallible;
 use std::net::SocketAddr;
-use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll};
 use std::time::Duration;
-use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, ReadBuf};
+use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{Notify, mpsc, watch};
 use tokio::time::Instant;
@@ -215,102 +216,6 @@ impl Drop for Busy {
                 .store(self.clock.now(), Ordering::SeqCst);
             self.conn.wake.notify_one();
         }
-    }
-}
-
-/// A response body that keeps its connection busy until it is sent.
-struct Guarded {
-    inner: Body,
-    _busy: Busy,
-}
-
-impl HttpBody for Guarded {
-    type Data = Bytes;
-    type Error = axum::Error;
-
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<hyper::body::Frame<Bytes>, axum::Error>>> {
-        Pin::new(&mut self.inner).poll_frame(cx)
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.inner.is_end_stream()
-    }
-
-    fn size_hint(&self) -> hyper::body::SizeHint {
-        self.inner.size_hint()
-    }
-}
-
-/// The socket, noting when the first byte of a request arrives.
-struct Watched {
-    io: TcpStream,
-    conn: Arc<Conn>,
-    clock: Clock,
-}
-
-impl AsyncRead for Watched {
-    fn poll_read(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<std::io::Result<()>> {
-        let before = buf.filled().len();
-        let polled = Pin::new(&mut self.io).poll_read(cx, buf);
-        if matches!(polled, Poll::Ready(Ok(()))) && buf.filled().len() > before {
-            let conn = &self.conn;
-            if conn.is_idle() && conn.started.load(Ordering::SeqCst) == 0 {
-                conn.started.store(self.clock.now(), Ordering::SeqCst);
-                conn.wake.notify_one();
-            }
-        }
-        polled
-    }
-}
-
-impl Watched {
-    /// Notes whether the socket took what was written (see `Conn::write_blocked`).
-    fn wrote<T>(&self, polled: Poll<T>) -> Poll<T> {
-        let blocked = &self.conn.write_blocked;
-        if polled.is_pending() {
-            if blocked.load(Ordering::SeqCst) == 0 {
-                blocked.store(self.clock.now(), Ordering::SeqCst);
-                self.conn.wake.notify_one();
-            }
-        } else {
-            blocked.store(0, Ordering::SeqCst);
-        }
-        polled
-    }
-}
-
-impl AsyncWrite for Watched {
-    fn poll_write(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<std::io::Result<usize>> {
-        let polled = Pin::new(&mut self.io).poll_write(cx, buf);
-        self.wrote(polled)
-    }
-    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        Pin::new(&mut self.io).poll_flush(cx)
-    }
-    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        Pin::new(&mut self.io).poll_shutdown(cx)
-    }
-    fn poll_write_vectored(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        bufs: &[std::io::IoSlice<'_>],
-    ) -> Poll<std::io::Result<usize>> {
-        let polled = Pin::new(&mut self.io).poll_write_vectored(cx, bufs);
-        self.wrote(polled)
-    }
-    fn is_write_vectored(&self) -> bool {
-        self.io.is_write_vectored()
     }
 }
 

@@ -17,6 +17,28 @@ use crate::source;
 use listpipe_api::AttributeType;
 use std::collections::HashMap;
 
+/// A column holding a JSON object per row (listmonk's `attributes`), spread into one
+/// global attribute per key; the keys were found reading the column when the pipeline
+/// was loaded.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JsonAttributes {
+    pub column: String,
+    /// The keys, in the order first found.
+    pub keys: Vec<String>,
+}
+
+impl JsonAttributes {
+    /// The prepared table's column holding `key`'s values (text; a nested value as JSON).
+    pub fn key_column(&self, key: &str) -> String {
+        format!("{}\u{1f}{key}", self.column)
+    }
+
+    /// The prepared table's column holding why a row's cell is not a JSON object.
+    pub fn error_column(&self) -> String {
+        format!("{}\u{1f}", self.column)
+    }
+}
+
 /// Rows per chunk of the read that finds the keys.
 const CHUNK_ROWS: usize = 65_536;
 

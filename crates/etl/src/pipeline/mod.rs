@@ -28,14 +28,17 @@ pub mod presets;
 pub mod reader;
 mod repeated_header;
 mod source_key;
+mod state;
 mod step_columns;
 mod step_name;
 mod tags_key;
 mod timezone;
 
 pub use export::{ExportFormat, ExportStep, ExportWhat};
+pub use json_attributes::JsonAttributes;
 pub use mode::{MirrorSpec, Removal};
 pub use order_lines::DuplicateLines;
+pub use state::{state_name, state_name_in};
 
 use crate::source::SourceSpec;
 use listpipe_api::AttributeType;
@@ -165,28 +168,6 @@ pub struct ImportStep {
     /// `json_attributes = "attributes"`: a column of JSON objects whose keys are global
     /// attributes (their mappings are in `global_attributes`).
     pub json_attributes: Option<JsonAttributes>,
-}
-
-/// A column holding a JSON object per row (listmonk's `attributes`), spread into one
-/// global attribute per key; the keys were found reading the column when the pipeline
-/// was loaded.
-#[derive(Debug, Clone, PartialEq)]
-pub struct JsonAttributes {
-    pub column: String,
-    /// The keys, in the order first found.
-    pub keys: Vec<String>,
-}
-
-impl JsonAttributes {
-    /// The prepared table's column holding `key`'s values (text; a nested value as JSON).
-    pub fn key_column(&self, key: &str) -> String {
-        format!("{}\u{1f}{key}", self.column)
-    }
-
-    /// The prepared table's column holding why a row's cell is not a JSON object.
-    pub fn error_column(&self) -> String {
-        format!("{}\u{1f}", self.column)
-    }
 }
 
 /// `fill_down = { within = "Name", columns = [...] }`: in each of `columns`, an empty cell
@@ -488,49 +469,6 @@ impl OrderField {
 pub struct PipelineError(pub Vec<String>);
 
 /// Reads, parses and checks a pipeline file (offline).
-/// What keys the state of the pipeline at `path` (named `stem`): its path
-/// from the working directory without the extension (`nightly`,
-/// `a/nightly`), so that two same-named pipelines of two folders keep their
-/// journals, rejects, plans, ledgers and URL validators apart; a pipeline outside the working directory,
-/// its name and the start of a hash of its canonical path
-/// (`nightly-1f3a9c2e`). Never the bare file name: `a/nightly.toml` and
-/// `b/nightly.toml` run from one folder once wrote one journal.
-pub fn state_name(path: &Path, stem: &str) -> String {
-    // Deliberately: without a working directory to name, every pipeline
-    // is outside it (and keyed by its hash).
-    let cwd = std::env::current_dir().unwrap_or_default();
-    state_name_in(&cwd, path, stem)
-}
-
-/// [`state_name`] for a run whose working directory is `cwd`.
-pub fn state_name_in(cwd: &Path, path: &Path, stem: &str) -> String {
-    use sha2::{Digest, Sha256};
-    // Deliberately: a path that cannot be resolved (gone since it was
-    // read) is keyed as written.
-    let canonical = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
-    let inside = std::fs::canonicalize(cwd)
-        .ok()
-        .and_then(|cwd| canonical.strip_prefix(cwd).ok().map(Path::to_path_buf))
-        .filter(|rel| {
-            rel.components()
-                .all(|c| matches!(c, std::path::Component::Normal(_)))
-        });
-    match inside {
-        Some(rel) => {
-            let rel = rel.with_extension("");
-            let parts: Vec<String> = rel
-                .components()
-                .map(|c| c.as_os_str().to_string_lossy().into_owned())
-                .collect();
-            parts.join("/")
-        }
-        None => {
-            let digest = Sha256::digest(canonical.to_string_lossy().as_bytes());
-            format!("{stem}-{}", &hex::encode(digest)[..8])
-        }
-    }
-}
-
 pub fn load(path: &Path) -> Result<Pipeline, PipelineError> {
     let text = std::fs::read_to_string(path).map_err(|e| {
         PipelineError(vec![format!(

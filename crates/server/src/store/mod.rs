@@ -12,6 +12,7 @@ pub mod accounts;
 pub mod attributes;
 pub mod blacklist;
 pub mod clients;
+mod clock;
 pub mod db;
 mod error;
 pub mod events;
@@ -28,13 +29,12 @@ pub mod tokens;
 pub mod users;
 mod writer;
 
+pub use clock::{Clock, now};
 pub use db::{Backend, Db};
 pub use error::{RETRY_AFTER_SECS, StoreError, StoreResult, conflict, invalid, not_found};
 use rusqlite::Connection;
 use rusqlite::config::DbConfig;
-use std::cell::RefCell;
 use std::path::Path;
-use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// The schema, one migration per file, applied in order; `user_version`
@@ -417,92 +417,6 @@ pub fn shown(db: &Path) -> String {
     }
 }
 
-/// The current time in Unix seconds on the clock of the store this thread
-/// runs a function of ([`Clock::enter`]); elsewhere, the real time.
-pub fn now() -> i64 {
-    CURRENT.with(|c| c.borrow().now())
-}
-
-/// The server's clock, in Unix seconds: the real time, or for tests the real
-/// time plus an offset a test moves forward ([`Clock::advance`]), so that
-/// tokens, codes and rate-limit windows run out without waiting. Clones
-/// share the offset. Set with `ServeOptions::clock`; real by default.
-///
-/// Decision: store functions read it through [`now`], which the store sets
-/// for the thread that runs them ([`Clock::enter`]: in [`Store::read`],
-/// [`Store::call`], [`Store::write`] and for its writer thread), rather than
-/// from an argument: some fifty reads of the time across the store's
-/// modules stay as they are, and each store, with its own clock, still
-/// answers to it alone (servers of tests running side by side in one
-/// process do not share a clock). Code outside a store function (the
-/// routes, the token cache, the rate limit) asks the clock itself
-/// ([`Store::clock`]).
-#[derive(Clone, Debug, Default)]
-pub struct Clock {
-    /// Seconds ahead of the real time; `None` on the real clock.
-    ahead: Option<Arc<AtomicI64>>,
-}
-
-thread_local! {
-    /// The clock [`now`] reads on this thread (see [`Clock::enter`]).
-    static CURRENT: RefCell<Clock> = const { RefCell::new(Clock { ahead: None }) };
-}
-
-impl Clock {
-    /// The real time.
-    pub fn real() -> Clock {
-        Clock::default()
-    }
-
-    /// FOR TESTS: a clock at the real time until [`Clock::advance`] moves it
-    /// on (it keeps flowing with the real time after).
-    pub fn test() -> Clock {
-        Clock {
-            ahead: Some(Arc::default()),
-        }
-    }
-
-    /// The current time in Unix seconds.
-    pub fn now(&self) -> i64 {
-        chrono::Utc::now().timestamp() + self.ahead_secs()
-    }
-
-    /// How many seconds this clock is ahead of the real time (0 on the real
-    /// clock).
-    pub fn ahead_secs(&self) -> i64 {
-        self.ahead.as_ref().map_or(0, |a| a.load(Ordering::SeqCst))
-    }
-
-    /// Moves a test clock `secs` seconds on, for every holder of a clone.
-    ///
-    /// # Panics
-    ///
-    /// On the real clock, which no one moves.
-    pub fn advance(&self, secs: u64) {
-        let ahead = self
-            .ahead
-            .as_ref()
-            .expect("only a test clock (`Clock::test`) can be advanced");
-        ahead.fetch_add(i64::try_from(secs).unwrap_or(i64::MAX), Ordering::SeqCst);
-    }
-
-    /// Runs `f` with this clock as the one [`now`] reads on this thread,
-    /// and puts the one before back after (also when `f` panics).
-    fn enter<T>(&self, f: impl FnOnce() -> T) -> T {
-        struct Restore(Option<Clock>);
-        impl Drop for Restore {
-            fn drop(&mut self) {
-                if let Some(before) = self.0.take() {
-                    CURRENT.with(|c| *c.borrow_mut() = before);
-                }
-            }
-        }
-        let before = CURRENT.with(|c| c.replace(self.clone()));
-        let _restore = Restore(Some(before));
-        f()
-    }
-}
-
 /// Reads a setting kept in the database (for example the last base URL).
 pub fn setting(db: &Db, key: &str) -> StoreResult<Option<String>> {
     db.opt_row(
@@ -522,67 +436,4 @@ pub fn set_setting(db: &Db, key: &str, value: &str) -> StoreResult<()> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Every way into a store reads its own clock; another store beside it
-    /// (another test's server) and code outside a store read the real time.
-    #[tokio::test]
-    async fn a_store_runs_its_functions_on_its_own_clock() {
-        let dir = tempfile::tempdir().unwrap();
-        let clock = Clock::test();
-        let ahead = Store::open_with_clock(&dir.path().join("a.db"), clock.clone()).unwrap();
-        let real = Store::open(&dir.path().join("r.db")).unwrap();
-        clock.advance(1000);
-        let before = chrono::Utc::now().timestamp();
-        let reads = [
-            ahead.read(|_| Ok(now())).await.unwrap(),
-            ahead.call(|_| Ok(now())).await.unwrap(),
-            ahead.write(|_| Ok(now())).await.unwrap(),
-            ahead.clock().now(),
-        ];
-        for t in reads {
-            assert!(
-                (before + 1000..before + 1010).contains(&t),
-                "{t} vs {before}"
-            );
-        }
-        let reads = [
-            real.read(|_| Ok(now())).await.unwrap(),
-            real.write(|_| Ok(now())).await.unwrap(),
-            now(),
-        ];
-        for t in reads {
-            assert!((before..before + 10).contains(&t), "{t} vs {before}");
-        }
-        assert_eq!((clock.ahead_secs(), real.clock().ahead_secs()), (1000, 0));
-    }
-
-    /// A statement whose plan SQLite would tie to its values (an `OR` over
-    /// a parameter, a join on a parameter) is parsed and planned once, not
-    /// again on each use through the statement cache.
-    #[test]
-    fn cached_statements_are_planned_once_whatever_their_values() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(&dir.path().join("s.db")).unwrap();
-        let conn = store.lite_conn();
-        let queries = [
-            "SELECT id FROM attributes WHERE account_id = ?1 AND name = ?2
-             AND (group_id = 0 OR group_id = ?3)",
-            "SELECT r.id FROM receivers r JOIN contacts c ON c.id = r.contact_id
-             WHERE r.id = ?1 AND r.account_id = ?2 AND ?3 IS NOT NULL",
-        ];
-        for sql in queries {
-            for n in 0..5 {
-                let mut stmt = conn.prepare_cached(sql).unwrap();
-                let rows = stmt
-                    .query_map(rusqlite::params![n, format!("name {n}"), n], |_| Ok(()))
-                    .unwrap();
-                assert_eq!(rows.count(), 0);
-            }
-            let stmt = conn.prepare_cached(sql).unwrap();
-            let replanned = stmt.get_status(rusqlite::StatementStatus::RePrepare);
-            assert_eq!(replanned, 0, "{sql}");
-        }
-    }
-}
+mod tests;
