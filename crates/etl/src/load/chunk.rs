@@ -401,7 +401,8 @@ pub(super) enum Next<'c> {
 /// written, then handed over once that one has taken every row or ended,
 /// with the lookups not answered yet still going. `None` when the source
 /// ended, or when the run stops before it is taken (a stop takes no new
-/// chunk). `rest` comes back with it.
+/// chunk). `rest` comes back with it; the lookups' retries are counted in
+/// `retried`.
 pub(super) async fn next_chunk<'r, 'c>(
     conn: &'c Connected,
     step: &ImportStep,
@@ -409,6 +410,7 @@ pub(super) async fn next_chunk<'r, 'c>(
     opts: &WriteOptions,
     rest: &'r mut Chunks,
     progress: Option<Arc<Progress>>,
+    retried: &'c AtomicU64,
 ) -> (&'r mut Chunks, Result<Option<Next<'c>>, LoadError>) {
     let stopped = || opts.stop.is_set() || conn.breaker.is_open();
     if stopped() {
@@ -422,7 +424,8 @@ pub(super) async fn next_chunk<'r, 'c>(
         Err(e) => return (rest, Err(e)),
     };
     let emails = Arc::clone(&c.emails);
-    let mut lookup = Lookup::start(conn, group, emails, opts.concurrency, opts.retries);
+    let limits = (opts.concurrency, opts.retries);
+    let mut lookup = Lookup::start(conn, group, emails, limits, retried);
     lookup
         .alongside(async {
             while let Some(p) = &progress

@@ -64,6 +64,8 @@ pub async fn run(
     refused: &mut RejectSpool,
 ) -> Result<ImportOutcome, LoadError> {
     let mut out = ImportOutcome::default();
+    // The step's retries outside its rows' writes: the set-up's and the
+    // blacklist lookups'.
     let setup_retried = AtomicU64::new(0);
     let (group, created) = plan::group(
         conn,
@@ -85,8 +87,8 @@ pub async fn run(
         conn,
         group.as_ref(),
         Arc::clone(&first.emails),
-        opts.concurrency,
-        opts.retries,
+        (opts.concurrency, opts.retries),
+        &setup_retried,
     );
     let attributes = plan::attributes(
         conn,
@@ -256,8 +258,17 @@ pub async fn run(
     let mut failure: Option<LoadError> = None;
     let mut prev: Option<Writing<'_>> = None;
     let mut cur = Some(start(first, lookup, plan_rows, true));
-    let fetch =
-        |rest, progress| Box::pin(next_chunk(conn, step, group.as_ref(), opts, rest, progress));
+    let fetch = |rest, progress| {
+        Box::pin(next_chunk(
+            conn,
+            step,
+            group.as_ref(),
+            opts,
+            rest,
+            progress,
+            &setup_retried,
+        ))
+    };
     let mut fetching = None;
     let mut fetched = None;
     // The source, while it may hold more chunks.

@@ -50,13 +50,14 @@ pub(super) type Answers = mpsc::UnboundedReceiver<Result<Answer, LoadError>>;
 
 impl<'c> Lookup<'c> {
     /// The lookups of `emails` (as prepared: lower-case), `concurrency` at
-    /// once. Nothing is asked before the lookup is first driven.
+    /// once, their retries counted in `retried`. Nothing is asked before
+    /// the lookup is first driven.
     pub(super) fn start(
         conn: &'c Connected,
         group: Option<&Group>,
         emails: Arc<[String]>,
-        concurrency: usize,
-        retries: u32,
+        (concurrency, retries): (usize, u32),
+        retried: &'c AtomicU64,
     ) -> Self {
         let gid = group.map(|g| g.id);
         let n = emails.len();
@@ -67,9 +68,7 @@ impl<'c> Lookup<'c> {
                 async move {
                     let rows = first..(first + BATCH).min(n);
                     let batch = &emails[rows.clone()];
-                    // Not counted in the step's retries, as before.
-                    let retried = AtomicU64::new(0);
-                    let allowed = retry::retrying(conn, retries, &retried, || {
+                    let allowed = retry::retrying(conn, retries, retried, || {
                         conn.client.validate_blacklist(batch, gid, false)
                     })
                     .await?;
