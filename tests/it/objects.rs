@@ -368,9 +368,7 @@ async fn refusing_parts(target: String) -> String {
     }
     listpipe::client::init_tls();
     let app = Router::new().fallback(move |req: Request| pass(req, target.clone()));
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move { axum::serve(listener, app).await });
+    let addr = crate::support::serve_app(app).await;
     format!("http://{addr}")
 }
 

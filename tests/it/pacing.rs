@@ -134,9 +134,7 @@ async fn holding_lookups_of(
         }
     };
     let app = axum::Router::new().fallback(pass);
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move { axum::serve(listener, app).await });
+    let addr = crate::support::serve_app(app).await;
     format!("http://{addr}")
 }
 

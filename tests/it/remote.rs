@@ -157,9 +157,7 @@ async fn file_server() -> (String, Arc<Hits>) {
         .route("/flaky.csv", get(flaky))
         .route("/private/export.csv", get(private))
         .with_state(hits.clone());
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move { axum::serve(listener, app).await });
+    let addr = crate::support::serve_app(app).await;
     (format!("http://{addr}"), hits)
 }
 
@@ -173,9 +171,7 @@ pub async fn serve_bytes(name: &str, bytes: Vec<u8>) -> String {
             async move { bytes.into_response() }
         }),
     );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move { axum::serve(listener, app).await });
+    let addr = crate::support::serve_app(app).await;
     format!("http://{addr}/{name}")
 }
 

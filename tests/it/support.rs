@@ -239,6 +239,15 @@ pub fn serve_child(dir: &std::path::Path, port: u16, faults: Option<&str>) -> st
     cmd.spawn().unwrap()
 }
 
+/// `app` served on a free loopback port until the test's runtime ends; its
+/// address.
+pub async fn serve_app(app: axum::Router) -> std::net::SocketAddr {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    addr
+}
+
 /// `req` passed on to the server at `target` (a test's proxy), and its
 /// answer passed back.
 pub async fn forward(req: axum::extract::Request, target: &str) -> axum::response::Response {
