@@ -181,7 +181,7 @@ async fn a_real_rate_limit_paces_the_run_at_it_and_says_so() {
     let r = &report["requests"];
     let rate = r["rate_limit_per_second"].as_f64().unwrap_or(0.0);
     // At the limit: learned under it, probed a step or two over it.
-    assert!((35.0..=62.5).contains(&rate), "{r}");
+    assert!((35.0..=62.5).contains(&rate), "{r}\n{stderr}");
     // Paced, not each worker retrying alone (about one request in two
     // refused). About 20 of some 220 are refused on an idle machine, 15 of
     // them before the first limit is told (3 429s and a fifth of the
@@ -189,7 +189,10 @@ async fn a_real_rate_limit_paces_the_run_at_it_and_says_so() {
     // beside it) 68 of 268, when late timers send the paced requests in
     // bursts: hence a third.
     let refused = count(&r["retries"]["rate_limited"]);
-    assert!(refused * 3 <= count(&import["write_requests"]), "{r}");
+    assert!(
+        refused * 3 <= count(&import["write_requests"]),
+        "{r}\n{stderr}"
+    );
     let why = r["paced"]["why"].as_str().unwrap_or_default();
     assert!(
         why.starts_with("the target answered 429 Too Many Requests to "),

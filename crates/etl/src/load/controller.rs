@@ -190,7 +190,13 @@ impl Controller {
     /// Waits for the end of a pause and a token of the bucket.
     async fn turn(&self) {
         self.paused().await;
-        let limiter = lock(&self.bucket).limiter();
+        let limiter = {
+            let mut bucket = lock(&self.bucket);
+            // The pause is over: a first limit not learned yet is learned
+            // from the answers come so far.
+            bucket.settle(true);
+            bucket.limiter()
+        };
         if let Some(l) = limiter
             && l.check().is_err()
         {
@@ -287,6 +293,9 @@ impl Controller {
             self.pause_until(now, now + Duration::from_secs(reset));
         }
         let mut st = lock(&self.state);
+        if error.is_some_and(|e| e.status() == Some(429)) {
+            st.window.refused();
+        }
         let old = st.window.limit();
         if let Some(change) =
             st.window
@@ -385,13 +394,6 @@ impl Controller {
         }
         if !decision.limiting && !paused {
             tracing::debug!(target: log_target!(), "a sporadic 429: the refused request waits its Retry-After alone");
-        }
-        if let Some(rate) = decision.lowered {
-            tracing::info!(target: log_target!(),
-                rate = (rate * 100.0).round() / 100.0,
-                refused_share = (decision.share * 100.0).round() / 100.0,
-                "requests per second lowered: the target answers 429 Too Many Requests"
-            );
         }
         decision.limiting
     }

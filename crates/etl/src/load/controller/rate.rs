@@ -19,7 +19,8 @@
 //!   8% it sat at 0.95 req/s for 40 minutes. A real limit, once passed,
 //!   refuses a growing share of what goes over it, and is *limiting*.
 //! - The first limiting 429 teaches a rate ([`Bucket::learn`]): what the
-//!   target let through before it. A limiting 429 after that lowers the
+//!   target let through before it, once the requests sent before it are
+//!   answered ([`Bucket::settle`]). A limiting 429 after that lowers the
 //!   rate to what was accepted meanwhile (the rate times the share not
 //!   refused), by a tenth at least ([`DECREASE`]), never below
 //!   [`RATE_FLOOR`].
@@ -148,6 +149,16 @@ pub(super) struct Pacing {
     pub(super) learned: f64,
 }
 
+/// A first limit told, waiting for the answers to the requests sent before
+/// it ([`Bucket::settle`]).
+#[derive(Debug, Clone, Copy)]
+struct Learning {
+    /// When the 429 that told it was answered (the pause's start).
+    told: Instant,
+    /// Its `Retry-After`.
+    wait: Duration,
+}
+
 /// The latest answers (true: a 429): the last [`RECENT`], or those of the
 /// last [`RECENT_SPAN`] when more, with the 429s among them counted.
 #[derive(Default)]
@@ -213,8 +224,11 @@ pub(super) struct Bucket {
     /// Answers, and 429s among them, since the rate last rose or fell.
     answers_since_change: u32,
     refused_since_change: u32,
-    /// A limiting 429 came after the rate was learned: rises are additive.
-    confirmed: bool,
+    /// A limiting 429 came after the rate was learned, or it was learned
+    /// from many requests: rises are additive.
+    pub(super) confirmed: bool,
+    /// The first limit, until the requests sent before it are answered.
+    learning: Option<Learning>,
     pub(super) pacing: Option<Pacing>,
     /// 429s that lowered nothing, and ones that did.
     pub(super) sporadic: u64,
@@ -276,7 +290,7 @@ impl Bucket {
         }
     }
 
-    /// The request sent at `sent` ended without an answer.
+    /// The request sent at `sent` ended (answered, or without an answer).
     pub(super) fn ended(&mut self, sent: Instant) {
         if let Some(n) = self.in_flight.get_mut(&sent) {
             *n -= 1;
@@ -284,14 +298,17 @@ impl Bucket {
                 self.in_flight.remove(&sent);
             }
         }
+        if self.learning.is_some() {
+            self.settle(false);
+        }
     }
 
     /// The request sent at `sent` was answered at `now`: `refused` for a
     /// 429. Raises the rate when it held requests back for [`RAISE_EVERY`]
     /// without a limiting 429. The new rate, if raised.
     pub(super) fn answered(&mut self, now: Instant, sent: Instant, refused: bool) -> Option<f64> {
-        self.ended(sent);
         self.recent.push(now, refused);
+        self.ended(sent);
         self.answers_since_change += 1;
         self.refused_since_change += u32::from(refused);
         let (rate, changed) = (self.rate?, self.changed?);
@@ -355,7 +372,7 @@ impl Bucket {
             limiting: true,
             // No rate learned yet, or one far off: every request waits.
             pause: !learned || share > PAUSE_SHARE,
-            lowered: self.limited(now, sent, wait, share),
+            lowered: self.limited(now, wait, share),
             share,
         }
     }
@@ -387,55 +404,87 @@ impl Bucket {
         }
     }
 
-    /// Lowers the rate after a limiting 429 (of the request sent at
-    /// `refused_at`, answered at `now`, with `Retry-After` `wait`): learned
-    /// the first time, lowered to what was accepted after. The new rate, if
-    /// lowered.
-    pub(super) fn limited(
-        &mut self,
-        now: Instant,
-        refused_at: Instant,
-        wait: Duration,
-        share: f64,
-    ) -> Option<f64> {
-        self.limiting += 1;
+    /// Lowers the rate after a limiting 429 (answered at `now`, with
+    /// `Retry-After` `wait`): learned the first time, once the requests sent
+    /// before it are answered ([`Bucket::settle`]), lowered to what was
+    /// accepted after. The new rate, if lowered now.
+    pub(super) fn limited(&mut self, now: Instant, wait: Duration, share: f64) -> Option<f64> {
         let learned_before = self.pacing.as_ref().is_some_and(|p| !p.configured);
-        let lowered = if learned_before {
-            // What the bucket let go since the last change, if it went slower.
-            let rate = self.rate?.min(self.send_rate(now));
-            let lower = (rate * (1.0 - share))
-                .min(rate * DECREASE)
-                .max(self.floor());
-            self.confirmed = true;
-            let current = self.rate?;
-            // On the floor already: the evidence is spent all the same,
-            // and the answers after it decide the next rise or fall.
-            self.recent.clear();
-            self.answers_since_change = 0;
-            self.refused_since_change = 0;
-            (lower < current).then(|| {
-                self.set(lower, now);
-                self.rate.unwrap_or(lower)
-            })
-        } else {
-            self.learn(refused_at, wait)
-        };
-        if let Some(rate) = lowered {
-            self.step = (rate * RAISE_SHARE).max(0.1);
-            self.recent.clear();
-            let (since, learned) = match &self.pacing {
-                Some(p) if !p.configured => (p.since, p.learned),
-                Some(p) => (p.since, rate),
-                None => (now, rate),
-            };
-            self.pacing = Some(Pacing {
-                since,
-                configured: false,
-                share,
-                learned,
-            });
+        if !learned_before {
+            // A later limit told before the first one is learned is the
+            // same event.
+            self.learning.get_or_insert(Learning { told: now, wait });
+            return self.settle(false);
         }
-        lowered
+        self.limiting += 1;
+        // What the bucket let go since the last change, if it went slower.
+        let rate = self.rate?.min(self.send_rate(now));
+        let lower = (rate * (1.0 - share))
+            .min(rate * DECREASE)
+            .max(self.floor());
+        self.confirmed = true;
+        let current = self.rate?;
+        // On the floor already: the evidence is spent all the same,
+        // and the answers after it decide the next rise or fall.
+        self.recent.clear();
+        self.answers_since_change = 0;
+        self.refused_since_change = 0;
+        if lower >= current {
+            return None;
+        }
+        self.set(lower, now);
+        let rate = self.rate?;
+        self.lowered_to(rate, now, share);
+        Some(rate)
+    }
+
+    /// Learns the first rate once no request sent before the limit was
+    /// told is still in flight, or once `pause_over` (those still in flight
+    /// then count as neither let through nor refused): the first answers
+    /// to a burst are its 429s, which a target answers at once, so which of
+    /// the requests sent with them were let through is known only then.
+    /// If the 429s are a sporadic share of the answers after all, nothing
+    /// is learned (counted as a sporadic 429). The rate learned, if any.
+    pub(super) fn settle(&mut self, pause_over: bool) -> Option<f64> {
+        let l = self.learning?;
+        if !pause_over && self.in_flight.range(..l.told).next().is_some() {
+            return None;
+        }
+        self.learning = None;
+        let share = self.share();
+        if share <= SPORADIC_SHARE {
+            tracing::debug!(target: log_target!(), share, "a limit told early was sporadic 429s: no rate learned");
+            self.sporadic += 1;
+            return None;
+        }
+        self.limiting += 1;
+        let rate = self.learn(l.told, l.wait)?;
+        self.lowered_to(rate, l.told, share);
+        Some(rate)
+    }
+
+    /// The rate was learned or lowered to `rate` at `now`, where `share`
+    /// of the recent answers were 429s: the step of later rises, the
+    /// evidence spent, what the report and the log say.
+    fn lowered_to(&mut self, rate: f64, now: Instant, share: f64) {
+        self.step = (rate * RAISE_SHARE).max(0.1);
+        self.recent.clear();
+        let (since, learned) = match &self.pacing {
+            Some(p) if !p.configured => (p.since, p.learned),
+            Some(p) => (p.since, rate),
+            None => (now, rate),
+        };
+        self.pacing = Some(Pacing {
+            since,
+            configured: false,
+            share,
+            learned,
+        });
+        tracing::info!(target: log_target!(),
+            rate = (rate * 100.0).round() / 100.0,
+            refused_share = (share * 100.0).round() / 100.0,
+            "requests per second lowered: the target answers 429 Too Many Requests"
+        );
     }
 
     /// Requests sent a second over the last [`LEARN_OVER`] or since the
