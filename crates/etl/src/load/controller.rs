@@ -18,7 +18,9 @@
 //!   requests waiting out a 429's `Retry-After` ([`Controller::waiting`]),
 //!   and the chunk writer takes a row more for each, so they take no room
 //!   from rows either. A wait after a failure or a 503 is not counted: a
-//!   failing or overloaded target keeps its rows' places. The RTT is timed from the send.
+//!   failing or overloaded target keeps its rows' places. The RTT is timed
+//!   from the send; a 429's is not a sample of the window
+//!   ([`Window::refused`]).
 //! - 429s of requests sent before the pause are the same event: they
 //!   teach no rate and do not shrink the window again.
 //! - A sporadic 429 (few among the recent answers) neither pauses the run
@@ -293,14 +295,15 @@ impl Controller {
             self.pause_until(now, now + Duration::from_secs(reset));
         }
         let mut st = lock(&self.state);
-        if error.is_some_and(|e| e.status() == Some(429)) {
+        let refused = error.is_some_and(|e| e.status() == Some(429));
+        if refused {
             st.window.refused();
         }
         let old = st.window.limit();
-        if let Some(change) =
-            st.window
-                .observe(now.into_std(), answered.then_some(rtt), back_pressure)
-        {
+        // A 429 comes back at once: its round trip says nothing of the
+        // writes' (see `Window::refused`).
+        let rtt = (answered && !refused).then_some(rtt);
+        if let Some(change) = st.window.observe(now.into_std(), rtt, back_pressure) {
             let new = st.window.limit();
             tracing::debug!(target: log_target!(), ?change, old, new, "concurrency limit");
             match change {

