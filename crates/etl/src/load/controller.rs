@@ -19,8 +19,7 @@
 //!   and the chunk writer takes a row more for each, so they take no room
 //!   from rows either. A wait after a failure or a 503 is not counted: a
 //!   failing or overloaded target keeps its rows' places. The RTT is timed
-//!   from the send; a 429's is not a sample of the window
-//!   ([`Window::refused`]).
+//!   from the send; a 429's is no sample ([`Window::refused`]).
 //! - 429s of requests sent before the pause are the same event: they
 //!   teach no rate and do not shrink the window again.
 //! - A sporadic 429 (few among the recent answers) neither pauses the run
@@ -193,9 +192,8 @@ impl Controller {
     async fn turn(&self) {
         self.paused().await;
         let limiter = {
+            // The pause is over: a first limit not learned yet is learned now.
             let mut bucket = lock(&self.bucket);
-            // The pause is over: a first limit not learned yet is learned
-            // from the answers come so far.
             bucket.settle(true);
             bucket.limiter()
         };
@@ -300,8 +298,6 @@ impl Controller {
             st.window.refused();
         }
         let old = st.window.limit();
-        // A 429 comes back at once: its round trip says nothing of the
-        // writes' (see `Window::refused`).
         let rtt = (answered && !refused).then_some(rtt);
         if let Some(change) = st.window.observe(now.into_std(), rtt, back_pressure) {
             let new = st.window.limit();
@@ -496,6 +492,8 @@ fn why_paced(p: &rate::Pacing, configured: Option<f64>) -> String {
     }
 }
 
+#[cfg(test)]
+mod learn_tests;
 #[cfg(test)]
 mod pacing_tests;
 #[cfg(test)]

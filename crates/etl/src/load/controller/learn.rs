@@ -11,7 +11,7 @@
 //! 0.8/s, because the answers came after the 429 or fell in the pause, and
 //! the run took 2.5 times the ideal.
 
-use super::rate::{Bucket, LEARN_HORIZON, LEARN_OVER};
+use super::rate::{Bucket, LEARN_HORIZON, LEARN_OVER, SPORADIC_SHARE};
 use std::time::Duration;
 use tokio::time::Instant;
 
@@ -30,6 +30,31 @@ pub const LEARN_SHARE: f64 = 0.9;
 pub const SURE_FROM: usize = 25;
 
 impl Bucket {
+    /// Learns the first rate once no request sent before the limit was
+    /// told is still in flight, or once `pause_over` (those still in flight
+    /// then count as neither let through nor refused): the first answers
+    /// to a burst are its 429s, which a target answers at once, so which of
+    /// the requests sent with them were let through is known only then.
+    /// If the 429s are a sporadic share of the answers after all, nothing
+    /// is learned (counted as a sporadic 429). The rate learned, if any.
+    pub(super) fn settle(&mut self, pause_over: bool) -> Option<f64> {
+        let l = self.learning?;
+        if !pause_over && self.in_flight.range(..l.told).next().is_some() {
+            return None;
+        }
+        self.learning = None;
+        let share = self.share();
+        if share <= SPORADIC_SHARE {
+            tracing::debug!(target: log_target!(), share, "a limit told early was sporadic 429s: no rate learned");
+            self.sporadic += 1;
+            return None;
+        }
+        self.limiting += 1;
+        let rate = self.learn(l.told, l.wait)?;
+        self.lowered_to(rate, l.told, share);
+        Some(rate)
+    }
+
     /// Learns a rate from the first limiting 429, answered at `told`, whose
     /// `Retry-After` is `wait`: [`LEARN_SHARE`] of [`lowest_rate`] over the
     /// requests sent before `told` and let through, since the target last

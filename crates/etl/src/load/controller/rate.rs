@@ -132,8 +132,6 @@ pub(super) struct Decision {
     pub(super) pause: bool,
     /// The rate it was lowered to.
     pub(super) lowered: Option<f64>,
-    /// The share of 429s among the recent answers.
-    pub(super) share: f64,
 }
 
 /// Why the run is paced, for the progress line and the report.
@@ -152,11 +150,11 @@ pub(super) struct Pacing {
 /// A first limit told, waiting for the answers to the requests sent before
 /// it ([`Bucket::settle`]).
 #[derive(Debug, Clone, Copy)]
-struct Learning {
+pub(super) struct Learning {
     /// When the 429 that told it was answered (the pause's start).
-    told: Instant,
+    pub(super) told: Instant,
     /// Its `Retry-After`.
-    wait: Duration,
+    pub(super) wait: Duration,
 }
 
 /// The latest answers (true: a 429): the last [`RECENT`], or those of the
@@ -188,7 +186,7 @@ impl Recent {
         self.answers.len()
     }
 
-    fn share(&self) -> f64 {
+    pub(super) fn share(&self) -> f64 {
         if self.answers.is_empty() {
             return 0.0;
         }
@@ -228,7 +226,7 @@ pub(super) struct Bucket {
     /// from many requests: rises are additive.
     pub(super) confirmed: bool,
     /// The first limit, until the requests sent before it are answered.
-    learning: Option<Learning>,
+    pub(super) learning: Option<Learning>,
     pub(super) pacing: Option<Pacing>,
     /// 429s that lowered nothing, and ones that did.
     pub(super) sporadic: u64,
@@ -338,7 +336,7 @@ impl Bucket {
     }
 
     /// The share of 429s among the recent answers.
-    fn share(&self) -> f64 {
+    pub(super) fn share(&self) -> f64 {
         self.recent.share()
     }
 
@@ -358,7 +356,6 @@ impl Bucket {
             limiting: false,
             pause: paused,
             lowered: None,
-            share: self.share(),
         };
         if paused {
             return none;
@@ -373,7 +370,6 @@ impl Bucket {
             // No rate learned yet, or one far off: every request waits.
             pause: !learned || share > PAUSE_SHARE,
             lowered: self.limited(now, wait, share),
-            share,
         }
     }
 
@@ -438,35 +434,10 @@ impl Bucket {
         Some(rate)
     }
 
-    /// Learns the first rate once no request sent before the limit was
-    /// told is still in flight, or once `pause_over` (those still in flight
-    /// then count as neither let through nor refused): the first answers
-    /// to a burst are its 429s, which a target answers at once, so which of
-    /// the requests sent with them were let through is known only then.
-    /// If the 429s are a sporadic share of the answers after all, nothing
-    /// is learned (counted as a sporadic 429). The rate learned, if any.
-    pub(super) fn settle(&mut self, pause_over: bool) -> Option<f64> {
-        let l = self.learning?;
-        if !pause_over && self.in_flight.range(..l.told).next().is_some() {
-            return None;
-        }
-        self.learning = None;
-        let share = self.share();
-        if share <= SPORADIC_SHARE {
-            tracing::debug!(target: log_target!(), share, "a limit told early was sporadic 429s: no rate learned");
-            self.sporadic += 1;
-            return None;
-        }
-        self.limiting += 1;
-        let rate = self.learn(l.told, l.wait)?;
-        self.lowered_to(rate, l.told, share);
-        Some(rate)
-    }
-
     /// The rate was learned or lowered to `rate` at `now`, where `share`
     /// of the recent answers were 429s: the step of later rises, the
     /// evidence spent, what the report and the log say.
-    fn lowered_to(&mut self, rate: f64, now: Instant, share: f64) {
+    pub(super) fn lowered_to(&mut self, rate: f64, now: Instant, share: f64) {
         self.step = (rate * RAISE_SHARE).max(0.1);
         self.recent.clear();
         let (since, learned) = match &self.pacing {
