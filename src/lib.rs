@@ -16,6 +16,8 @@
 //!   state ([`spill`], [`key_store`], [`credentials_lock`]).
 //! - here: [`cli`], one module per subcommand, and [`bench`], the
 //!   benchmark harness; `main.rs` only dispatches.
+// No `unwrap` or `expect` outside tests: bad input is an error, never a panic.
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
 pub use listpipe_api as api;
 pub use listpipe_api::email;

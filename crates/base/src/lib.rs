@@ -3,6 +3,8 @@
 //! the one atomic-write path for files the tool keeps ([`state_file`]), and
 //! the process's two output streams with their exit codes ([`output`],
 //! [`exit`]).
+// No `unwrap` or `expect` outside tests: bad input is an error, never a panic.
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
 pub mod cause;
 pub mod exit;

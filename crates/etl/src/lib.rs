@@ -14,6 +14,8 @@
 //! - [`spill`], [`key_store`]: state that grows with the input, spilled to
 //!   disk past a budget; [`credentials_lock`]: one refresh of a shared
 //!   credentials file at a time.
+// No `unwrap` or `expect` outside tests: bad input is an error, never a panic.
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
 /// The target of this module's log events, named as the module was before
 /// the crates were split (`listpipe::...`): what `LISTPIPE_LOG` filters on and log

@@ -6,6 +6,8 @@
 //! answers) → router → [`auth::require_token`] for `/v3` → the resource's
 //! route → its store module. [`start`] binds, bootstraps a first account and
 //! serves until stopped; tests call it with port 0 and a temp database.
+// No `unwrap` or `expect` outside tests: bad input is an error, never a panic.
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
 /// The target of this module's log events, named as the module was before
 /// the crates were split (`listpipe::server::...`): what `LISTPIPE_LOG` filters on and log

@@ -66,6 +66,7 @@ impl Clock {
     /// # Panics
     ///
     /// On the real clock, which no one moves.
+    #[allow(clippy::expect_used, reason = "documented: only tests move a clock")]
     pub fn advance(&self, secs: u64) {
         let ahead = self
             .ahead

@@ -150,21 +150,23 @@ impl Pool {
                     .lock()
                     .unwrap_or_else(|p| p.into_inner())
             });
+        let mut conn = match slot.take() {
+            Some(c) if !c.borrow().client.is_closed() => c,
+            _ => self.connect()?,
+        };
         for attempt in 0.. {
-            if slot.as_ref().is_none_or(|c| c.borrow().client.is_closed()) {
-                *slot = Some(self.connect()?);
-            }
-            let conn = slot.as_ref().expect("connected above");
-            match Db::Pg(conn).batch(begin) {
+            match Db::Pg(&conn).batch(begin) {
                 Ok(()) => break,
-                Err(StoreError::Unavailable(_)) if attempt == 0 => *slot = None,
-                Err(e) => return Err(e),
+                Err(StoreError::Unavailable(_)) if attempt == 0 => conn = self.connect()?,
+                Err(e) => {
+                    *slot = Some(conn);
+                    return Err(e);
+                }
             }
         }
-        let conn = slot.as_ref().expect("connected above");
-        let out = finish(conn, f);
-        if conn.borrow().client.is_closed() {
-            *slot = None;
+        let out = finish(&conn, f);
+        if !conn.borrow().client.is_closed() {
+            *slot = Some(conn);
         }
         out
     }

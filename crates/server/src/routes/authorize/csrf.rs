@@ -135,6 +135,10 @@ fn mac(key: &[u8], nonce: &str, expires: i64, b: &Binding) -> [u8; 32] {
 }
 
 /// HMAC-SHA256 (RFC 2104), RustCrypto's `hmac`.
+#[allow(
+    clippy::expect_used,
+    reason = "HMAC takes a key of any length: never an error"
+)]
 fn hmac_sha256(key: &[u8], msg: &[u8]) -> [u8; 32] {
     let mut mac =
         <Hmac<Sha256> as Mac>::new_from_slice(key).expect("HMAC takes a key of any length");
