@@ -260,7 +260,8 @@ impl Controller {
         let answered = !error.is_some_and(ClientError::is_transport);
         // A 429 of a request sent before the pause is the event already
         // seen: it neither teaches a rate nor shrinks the window again.
-        let new_429 = match error.filter(|e| e.status() == Some(429)) {
+        let refused = error.filter(|e| e.status() == Some(429));
+        let new_429 = match refused {
             Some(e) => self.rate_limited(now, ticket.started, e.retry_after()),
             None => {
                 let mut bucket = lock(&self.bucket);
@@ -293,12 +294,11 @@ impl Controller {
             self.pause_until(now, now + Duration::from_secs(reset));
         }
         let mut st = lock(&self.state);
-        let refused = error.is_some_and(|e| e.status() == Some(429));
-        if refused {
+        if refused.is_some() {
             st.window.refused();
         }
         let old = st.window.limit();
-        let rtt = (answered && !refused).then_some(rtt);
+        let rtt = (answered && refused.is_none()).then_some(rtt);
         if let Some(change) = st.window.observe(now.into_std(), rtt, back_pressure) {
             let new = st.window.limit();
             tracing::debug!(target: log_target!(), ?change, old, new, "concurrency limit");
