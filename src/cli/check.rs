@@ -66,6 +66,7 @@ pub fn run(args: CheckArgs, settings: super::Settings) -> super::Outcome {
                 // its own shows the `registered` it will be sent with.
                 let now = chrono::Utc::now().timestamp();
                 let mut rejects = StepRejects::new(&s.rejects, s.rejects_bom);
+                let mut encoding = None;
                 // Mirror mode's first read of every address plans removals,
                 // which a check does not: its rows come out the same without.
                 let s = &ImportStep {
@@ -75,6 +76,9 @@ pub fn run(args: CheckArgs, settings: super::Settings) -> super::Outcome {
                 let summary =
                     prepare::import_chunks(s, &pipeline.base_dir, settings.budget, &mut |c| {
                         rejects.chunk(&c.table, &c.rejects);
+                        if encoding.is_none() {
+                            encoding = guessed_encoding(&c.table);
+                        }
                         receivers += c.frame.height();
                         if preview.len() < args.preview {
                             match PreparedRows::new(s, &c.frame) {
@@ -102,6 +106,9 @@ pub fn run(args: CheckArgs, settings: super::Settings) -> super::Outcome {
                     for line in crate::report::workbook_lines(&p.workbooks) {
                         crate::outln!("  {line}");
                     }
+                    if let Some(line) = &encoding {
+                        crate::outln!("  {line}");
+                    }
                     if let Some(e) = unreadable {
                         crate::errln!("listpipe: {}: {e}", s.name);
                     } else if !preview.is_empty() {
@@ -121,12 +128,16 @@ pub fn run(args: CheckArgs, settings: super::Settings) -> super::Outcome {
                 let mut entries = 0;
                 let mut preview = Vec::new();
                 let mut rejects = StepRejects::new(&s.rejects, s.rejects_bom);
+                let mut encoding = None;
                 let summary = prepare::blacklist_chunks(
                     s,
                     &pipeline.base_dir,
                     settings.budget,
                     &mut |chunk| {
                         rejects.chunk(&chunk.table, &chunk.rejects);
+                        if encoding.is_none() {
+                            encoding = guessed_encoding(&chunk.table);
+                        }
                         entries += chunk.entries.len();
                         let room = args.preview.saturating_sub(preview.len());
                         preview.extend(chunk.entries.into_iter().take(room));
@@ -143,6 +154,9 @@ pub fn run(args: CheckArgs, settings: super::Settings) -> super::Outcome {
                             .unwrap_or_default()
                     );
                     for line in crate::report::workbook_lines(&p.workbooks) {
+                        crate::outln!("  {line}");
+                    }
+                    if let Some(line) = &encoding {
                         crate::outln!("  {line}");
                     }
                     for (email, comment) in &preview {
@@ -173,6 +187,9 @@ pub fn run(args: CheckArgs, settings: super::Settings) -> super::Outcome {
                 );
                 for line in crate::report::reason_lines(&stats) {
                     crate::outln!("    {line}");
+                }
+                for line in crate::report::left_out_lines(&stats) {
+                    crate::outln!("  {line}");
                 }
                 for line in crate::report::source_notes(&stats) {
                     crate::outln!("  {line}");
@@ -211,6 +228,16 @@ pub fn run(args: CheckArgs, settings: super::Settings) -> super::Outcome {
         crate::outln!("\n{line}");
     }
     Ok(code)
+}
+
+/// `warning: FILE: the encoding was guessed as ...` when the source's (first) file's
+/// encoding is the detector's guess, which its bytes did not settle.
+fn guessed_encoding(table: &crate::source::Table) -> Option<String> {
+    let note = table.dialect.encoding_note()?;
+    Some(match table.files.first() {
+        Some(file) => format!("warning: {}: {note}", file.display()),
+        None => format!("warning: {note}"),
+    })
 }
 
 /// The rows' verdict over every step checked: how many were read and rejected.

@@ -28,6 +28,47 @@ pub struct InitArgs {
     /// Overwrite the `--out` file when it exists.
     #[arg(long)]
     pub force: bool,
+    /// Ask in the terminal what the file does not say (is a column consent, day or month
+    /// first, which address column) instead of writing DECIDE comments [default: when
+    /// standard input and standard error are a terminal].
+    #[arg(long, conflicts_with = "no_interactive")]
+    pub interactive: bool,
+    /// Never ask: every open question becomes a DECIDE comment in the pipeline.
+    #[arg(long)]
+    pub no_interactive: bool,
+}
+
+/// `init`'s questions answered in the terminal (standard error), with dialoguer. A prompt
+/// the user leaves with Escape or q, or that cannot be shown, is a question unanswered: it
+/// stays a DECIDE.
+struct Terminal {
+    term: dialoguer::console::Term,
+}
+
+impl init::ask::Ask for Terminal {
+    fn ask(&mut self, q: &init::ask::Question) -> Option<init::ask::Answer> {
+        use init::ask::{Answer, Choices};
+        let theme = dialoguer::theme::SimpleTheme;
+        let answer = match &q.choices {
+            Choices::YesNo => dialoguer::Confirm::with_theme(&theme)
+                .with_prompt(&q.text)
+                .default(false)
+                .interact_on_opt(&self.term)
+                .map(|a| a.map(Answer::Yes)),
+            Choices::One(items) => dialoguer::Select::with_theme(&theme)
+                .with_prompt(&q.text)
+                .items(items)
+                .default(0)
+                .interact_on_opt(&self.term)
+                .map(|a| a.map(Answer::One)),
+            Choices::Many(items) => dialoguer::MultiSelect::with_theme(&theme)
+                .with_prompt(format!("{} [space: choose, enter: done]", q.text))
+                .items(items)
+                .interact_on_opt(&self.term)
+                .map(|a| a.map(Answer::Many)),
+        };
+        answer.ok().flatten()
+    }
 }
 
 /// Why `init` stopped.
@@ -88,7 +129,17 @@ pub async fn run(args: InitArgs) -> super::Outcome {
         group: args.group.clone(),
         target: args.target.clone(),
     };
-    let draft = init::draft(&opts).map_err(super::fail(exit::USAGE))?;
+    use std::io::IsTerminal;
+    let terminal = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
+    let draft = if args.interactive || (terminal && !args.no_interactive) {
+        let mut ask = Terminal {
+            term: dialoguer::console::Term::stderr(),
+        };
+        init::draft(&opts, &mut ask)
+    } else {
+        init::draft(&opts, &mut init::ask::NoQuestions)
+    }
+    .map_err(super::fail(exit::USAGE))?;
     match &args.out {
         Some(out) => {
             write(out, &draft.text, args.force)?;

@@ -120,3 +120,105 @@ async fn a_run_stores_berlin_wall_clock_times_as_their_unix_seconds_and_serial_d
     let gus = get("gus@example.com").await.unwrap();
     assert_eq!(gus.global_attributes["birthday"], "1990-05-17");
 }
+
+// Dates as people write them (issue 55, part 5): an undecided column's values left out
+// (`ambiguous = "omit"`), and month names.
+
+/// Magento's customer export: `5/6/2012 15:53` on every row, day first or month first.
+const MAGENTO: &str = "email,created_at\n\
+a@example.com,5/6/2012 15:53\n\
+b@example.com,5/6/2012 15:53\n\
+c@example.com,5/6/2012 15:53\n\
+d@example.com,5/6/2012 15:53\n\
+e@example.com,5/6/2012 15:53\n\
+f@example.com,5/6/2012 15:53\n";
+
+const UNDECIDED: &str = "[[import]]\nname = \"people\"\nsource = \"people.csv\"\ngroup = \"News\"\ncreate_group = true\n\
+[import.receiver]\nemail = \"email\"\n\
+registered = { column = \"created_at\", format = [\"%d/%m/%Y %H:%M\", \"%m/%d/%Y %H:%M\"], ambiguous = \"omit\" }\n";
+
+const LEFT_OUT: &str = "registered: 6 values left out until the format is decided (ambiguous = \"omit\"; \"5/6/2012 15:53\" is 2012-06-05 or 2012-05-06: put the right format first and set ambiguous = \"first\")";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_ambiguous_omit_an_undecided_column_imports_every_receiver_without_the_value_and_says_so()
+ {
+    let t = TestServer::start().await;
+    std::fs::write(t.dir.path().join("people.csv"), MAGENTO).unwrap();
+    std::fs::write(t.dir.path().join("p.toml"), UNDECIDED).unwrap();
+
+    let out = listpipe(t.dir.path(), &["check", "p.toml"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(stdout.contains(&format!("\n  {LEFT_OUT}\n")), "{stdout}");
+    assert!(
+        stdout.contains("rows: all 6 rows ready to send"),
+        "{stdout}"
+    );
+
+    let before = chrono::Utc::now().timestamp();
+    let (code, report, stderr) = run(&t, &t.dir.path().join("p.toml"), &[]).await;
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stderr.contains(&format!("people: prepare: {LEFT_OUT}\n")),
+        "{stderr}"
+    );
+    let prepare = &report["steps"][0]["prepare"];
+    assert_eq!(prepare["values_left_out"]["registered"], 6, "{report}");
+    assert_eq!(
+        prepare["left_out_examples"]["registered"],
+        "\"5/6/2012 15:53\" is 2012-06-05 or 2012-05-06"
+    );
+    assert_eq!(report["steps"][0]["import"]["created"], 6, "{report}");
+
+    // Every receiver, registered at the run's time as any empty `registered` is, not in 2012.
+    let rows = t.receivers_of("News").await;
+    assert_eq!(rows.len(), 6);
+    for r in &rows {
+        assert!(
+            r.registered >= before,
+            "{} registered {}",
+            r.email,
+            r.registered
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_registration_written_with_month_names_is_stored_as_its_time() {
+    let t = TestServer::start().await;
+    std::fs::write(
+        t.dir.path().join("people.csv"),
+        "email,signed_up,born\nanna@example.com,\"September 15, 2014 5:59:48 PM\",15. März 1990\nben@example.com,\"May 11, 2019 11:21:00 AM\",3. Mai 1985\n",
+    )
+    .unwrap();
+    std::fs::write(
+        t.dir.path().join("p.toml"),
+        "[[import]]\nname = \"people\"\nsource = \"people.csv\"\ngroup = \"News\"\ncreate_group = true\n\
+[import.receiver]\nemail = \"email\"\n\
+registered = { column = \"signed_up\", format = \"%B %d, %Y %I:%M:%S %p\" }\n\
+[import.global_attributes]\n\
+birthday = { column = \"born\", type = \"date\", format = \"%d. %B %Y\" }\n",
+    )
+    .unwrap();
+    let (code, report, stderr) = run(&t, &t.dir.path().join("p.toml"), &[]).await;
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(report["steps"][0]["import"]["created"], 2, "{report}");
+    let groups = t.client.groups(None).await.unwrap();
+    let news = groups.iter().find(|g| g.name == "News").unwrap();
+    let anna = t
+        .client
+        .group_receiver(news.id, "anna@example.com", detail::ALL)
+        .await
+        .unwrap();
+    // 2014-09-15 17:59:48 UTC.
+    assert_eq!(anna.registered, 1_410_803_988);
+    assert_eq!(anna.global_attributes["birthday"], "1990-03-15");
+    let ben = t
+        .client
+        .group_receiver(news.id, "ben@example.com", detail::ALL)
+        .await
+        .unwrap();
+    // 2019-05-11 11:21:00 UTC.
+    assert_eq!(ben.registered, 1_557_573_660);
+    assert_eq!(ben.global_attributes["birthday"], "1985-05-03");
+}

@@ -9,10 +9,10 @@ use crate::support::TestServer;
 use std::collections::BTreeMap;
 use std::path::Path;
 
-type Row = BTreeMap<String, String>;
+pub(crate) type Row = BTreeMap<String, String>;
 
 /// Runs the binary in the test's folder (off the async runtime, which serves the target).
-async fn cli(t: &TestServer, args: Vec<String>) -> std::process::Output {
+pub(crate) async fn cli(t: &TestServer, args: Vec<String>) -> std::process::Output {
     let dir = t.dir.path().to_path_buf();
     tokio::task::spawn_blocking(move || {
         listpipe(&dir, &args.iter().map(String::as_str).collect::<Vec<_>>())
@@ -27,7 +27,7 @@ fn text(bytes: &[u8]) -> String {
 
 /// Writes `files` under `exports/`, runs `init` on them into `pipeline.toml`, checks it,
 /// runs it and exports `group`: the pipeline, init's summary and the exported rows.
-async fn init_run_export(
+pub(crate) async fn init_run_export(
     t: &TestServer,
     files: &[(&str, &[u8])],
     group: &str,
@@ -94,13 +94,13 @@ fn read_csv(path: &Path) -> Vec<Row> {
         .collect()
 }
 
-fn row<'a>(rows: &'a [Row], email: &str) -> &'a Row {
+pub(crate) fn row<'a>(rows: &'a [Row], email: &str) -> &'a Row {
     rows.iter()
         .find(|r| r["email"] == email)
         .unwrap_or_else(|| panic!("no {email} in {rows:?}"))
 }
 
-fn emails(rows: &[Row]) -> Vec<&str> {
+pub(crate) fn emails(rows: &[Row]) -> Vec<&str> {
     let mut e: Vec<&str> = rows.iter().map(|r| r["email"].as_str()).collect();
     e.sort();
     e
@@ -419,14 +419,15 @@ async fn init_downloads_a_url_source_and_the_pipeline_names_the_url() {
 }
 
 #[tokio::test]
-async fn init_leaves_an_ambiguous_date_format_to_the_user_and_rejects_only_the_values_it_reads_two_ways()
+async fn init_leaves_an_ambiguous_date_format_to_the_user_and_leaves_out_only_the_values_it_reads_two_ways()
  {
     let t = TestServer::start().await;
     let file = "email,signup\nanna@example.com,03/04/2025\nben@example.com,05/05/2025\n";
     let (pipeline, summary, rows) =
         init_run_export(&t, &[("list.csv", file.as_bytes())], "List").await;
     assert!(
-        pipeline.contains(r#"registered = { column = "signup", format = ["%d/%m/%Y", "%m/%d/%Y"], ambiguous = "reject" }"#),
+        // Issue 55: an undecided date must not reject its rows: the value is left out.
+        pipeline.contains(r#"registered = { column = "signup", format = ["%d/%m/%Y", "%m/%d/%Y"], ambiguous = "omit" }"#),
         "{pipeline}"
     );
     assert!(
@@ -437,9 +438,17 @@ async fn init_leaves_an_ambiguous_date_format_to_the_user_and_rejects_only_the_v
         summary.contains("the date format of \"signup\""),
         "{summary}"
     );
-    assert_eq!(emails(&rows), ["ben@example.com"]);
+    assert_eq!(emails(&rows), ["anna@example.com", "ben@example.com"]);
     assert_eq!(
         row(&rows, "ben@example.com")["registered"],
         "2025-05-05T00:00:00Z"
+    );
+    assert_ne!(
+        row(&rows, "anna@example.com")["registered"],
+        "2025-03-04T00:00:00Z"
+    );
+    assert_ne!(
+        row(&rows, "anna@example.com")["registered"],
+        "2025-04-03T00:00:00Z"
     );
 }

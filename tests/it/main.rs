@@ -30,6 +30,7 @@ mod hostile;
 mod import;
 mod incremental;
 mod init;
+mod init_evidence;
 mod job_runners;
 mod load_state;
 mod logs;

@@ -90,7 +90,7 @@ fn errors_name_file_line_column_and_the_valid_choices() {
             &[
                 "p.toml:2:7: `url` must be \"builtin\" or an http:// or https:// address, not \"ftp://x\"",
                 "p.toml:3:15: `concurrency` in [target] must be a whole number from 1 to 1024",
-                "p.toml:5:40: unknown encoding \"ebcdic\"; valid encodings: utf-8, utf-8-bom, utf-16, utf-16le, utf-16be, windows-1252, latin-1",
+                "p.toml:5:40: unknown encoding \"ebcdic\"; valid encodings: utf-8, utf-8-bom, utf-16, utf-16le, utf-16be, windows-1252, latin-1, windows-1250 to windows-1258, windows-874, iso-8859-2 to iso-8859-16, koi8-r, koi8-u, ibm866, x-mac-cyrillic, macintosh, shift_jis (cp932), euc-jp, iso-2022-jp, gbk, gb18030, big5, euc-kr",
             ],
         ),
         (
@@ -135,7 +135,7 @@ fn errors_name_file_line_column_and_the_valid_choices() {
                 "p.toml:8:44: `format` in `registered` of `receiver` of [[import]] step 1 lists no format; give one, or several to try in order",
                 "p.toml:8:59: unknown timezone \"berlin\" (did you mean \"Europe/Berlin\"?); write an IANA zone name such as \"Europe/Berlin\"",
                 "p.toml:9:67: `ambiguous` decides between the formats of a `format` list, and `activated` has fewer than two; list them (format = [\"%d/%m/%Y\", \"%m/%d/%Y\"]) or remove it",
-                "p.toml:10:48: unknown ambiguous \"last\"; valid values: `reject` or `first`",
+                "p.toml:10:48: unknown ambiguous \"last\"; valid values: `reject`, `first` or `omit`",
                 "p.toml:12:59: `timezone` has no effect on `birthday`: a date is a calendar date, read as written; remove it",
                 "p.toml:13:39: `ambiguous` decides between the date and time formats of `format`, and `name` is text; remove it",
                 "p.toml:13:59: `timezone` reads times, and `name` is text; remove it",

@@ -228,6 +228,7 @@ fn table() -> Vec<(&'static str, &'static str, String, Effect)> {
         ("source", "delimiter", "[[import]]\nsource = { path = \"in.csv\", delimiter = \"|\" }\ngroup = \"News\"\n[import.receiver]\nemail = \"email,name,joined,score,tags,order,price,gender,flag\"\n".into(), Shows("    invalid email: 4")),
         ("source", "encoding", "[[import]]\nsource = { path = \"in.csv\", encoding = \"windows-1252\" }\ngroup = \"News\"\n[import.receiver]\nemail = \"email\"\n".into(), Parsed("encoding: Some(Windows1252)")),
         ("source", "header_row", "[[import]]\nsource = { path = \"hr.csv\", header_row = 2 }\ngroup = \"News\"\n[import.receiver]\nemail = \"email\"\n".into(), row(3, "\"email\":\"e@example.com\"")),
+        ("source", "header", "[[import]]\nsource = { path = \"in2.csv\", header = false }\ngroup = \"News\"\n[import.receiver]\nemail = \"column_1\"\n".into(), row(2, "\"email\":\"e@example.com\"")),
         ("source", "sheet", "[[import]]\nsource = { path = \"in.csv\", sheet = 2 }\ngroup = \"News\"\n[import.receiver]\nemail = \"email\"\n".into(), Parsed("sheets: [Index(2)]")),
         ("source", "sheets", "[[import]]\nsource = { path = \"in.csv\", sheets = [\"a\", 2] }\ngroup = \"News\"\n[import.receiver]\nemail = \"email\"\n".into(), Parsed("sheets: [Name(\"a\"), Index(2)]")),
         ("source", "pad_short_rows", "[[import]]\nsource = { path = \"short.csv\", pad_short_rows = true }\ngroup = \"News\"\n[import.receiver]\nemail = \"email\"\n".into(), Shows("1 short row padded with empty fields")),

@@ -1,8 +1,9 @@
 //! What reading a source tells a new user (issue 12, issue 21's unterminated quote): the
 //! reject reasons with a first row in `check` and the run's summary, UTF-8 rejects with an
 //! optional BOM, short rows padded, null placeholders, numbers Excel mangled, several sheets
-//! of a workbook, and a quote that never closes. Fixtures are written here, reproducing the
-//! traits of real exports (an Outlook contacts CSV in Windows-1252, a workbook per year).
+//! of a workbook, a quote that never closes, and a Japanese export in CP932 (issue 55).
+//! Fixtures are written here, reproducing the traits of real exports (an Outlook contacts
+//! CSV in Windows-1252, a workbook per year, a Japanese Excel's "CSV").
 
 use crate::import::{listpipe, run};
 use crate::support::TestServer;
@@ -399,4 +400,208 @@ async fn every_sheet_of_a_workbook_is_imported_with_sheet_star() {
         .collect();
     emails.sort();
     assert_eq!(emails, ["a@example.com", "b@example.com", "c@example.com"]);
+}
+
+/// A Japanese Excel's "CSV": CP932 (Shift_JIS with Microsoft's extensions: `髙` of 髙橋 is
+/// one of them), CRLF, Japanese column names; one row's address is not one.
+fn cp932_contacts() -> Vec<u8> {
+    let text = "メールアドレス,姓,名,都道府県\r\n\
+tanaka@example.jp,田中,太郎,東京都\r\n\
+suzuki@example.jp,鈴木,花子,大阪府\r\n\
+takahashi@example.jp,髙橋,美咲,愛知県\r\n\
+sato@example.jp,佐藤,健,神奈川県\r\n\
+ito@example.jp,伊藤,翔太,北海道\r\n\
+watanabe@example.jp,渡辺,さくら,福岡県\r\n\
+yamamoto@example.jp,山本,大輔,兵庫県\r\n\
+nakamura@example.jp,中村,あゆみ,京都府\r\n\
+kobayashi@example.jp,小林,直樹,宮城県\r\n\
+メールなし,加藤,ゆかり,広島県\r\n";
+    let (bytes, _, unmappable) = encoding_rs::SHIFT_JIS.encode(text);
+    assert!(!unmappable);
+    bytes.into_owned()
+}
+
+const CP932_PIPELINE: &str = "[[import]]\nname = \"kunden\"\nsource = SOURCE\ngroup = \"顧客\"\ncreate_group = true\n\
+     [import.receiver]\nemail = \"メールアドレス\"\n\
+     [import.global_attributes]\nlastname = \"姓\"\nfirstname = \"名\"\ncity = \"都道府県\"\n";
+
+#[tokio::test]
+async fn a_cp932_export_with_japanese_names_is_detected_imported_and_read_back_intact() {
+    let t = TestServer::start().await;
+    let dir = t.dir.path();
+    write(dir, "kunden.csv", &cp932_contacts());
+    write(
+        dir,
+        "p.toml",
+        CP932_PIPELINE
+            .replace("SOURCE", "\"kunden.csv\"")
+            .as_bytes(),
+    );
+    // `check` shows the names as they will be sent: detected, not guessed (no warning).
+    let c = check(dir);
+    assert_eq!(c.code, 1, "{}{}", c.stdout, c.stderr);
+    assert!(
+        c.stdout.contains(
+            r#"row 4: {"email":"takahashi@example.jp","global_attributes":{"city":"愛知県","firstname":"美咲","lastname":"髙橋"}}"#
+        ),
+        "{}",
+        c.stdout
+    );
+    assert!(!c.stdout.contains("guessed"), "{}", c.stdout);
+
+    let (code, _, stderr) = run(&t, &dir.join("p.toml"), &[]).await;
+    assert_eq!(code, 1, "the row without an address is rejected\n{stderr}");
+    let receivers = t.receivers_of("顧客").await;
+    assert_eq!(receivers.len(), 9);
+    let name = |email: &str| {
+        let r = receivers.iter().find(|r| r.email == email).unwrap();
+        (
+            r.global_attributes["lastname"].as_str(),
+            r.global_attributes["firstname"].as_str(),
+            r.global_attributes["city"].as_str(),
+        )
+    };
+    assert_eq!(name("tanaka@example.jp"), ("田中", "太郎", "東京都"));
+    assert_eq!(name("takahashi@example.jp"), ("髙橋", "美咲", "愛知県"));
+    assert_eq!(name("watanabe@example.jp"), ("渡辺", "さくら", "福岡県"));
+    // Rejects are UTF-8, as for every source, the Japanese text intact.
+    let rejects = std::fs::read(dir.join(".listpipe/rejects/p/kunden.rejects.csv")).unwrap();
+    let rejects = String::from_utf8(rejects).expect("UTF-8 rejects");
+    assert!(
+        rejects.starts_with("メールアドレス,姓,名,都道府県,row_number,field,reason\r\nメールなし,加藤,ゆかり,広島県,11,"),
+        "{rejects}"
+    );
+}
+
+#[test]
+fn an_encoding_named_in_the_source_is_used_and_a_guess_is_named_by_check() {
+    let dir = tempfile::tempdir().unwrap();
+    // One row: too little for the detector to be sure.
+    let (one_row, _, _) =
+        encoding_rs::SHIFT_JIS.encode("email,name\r\ntanaka@example.jp,田中 太郎\r\n");
+    write(dir.path(), "in.csv", &one_row);
+    let pipeline = |source: &str| {
+        format!(
+            "[[import]]\nname = \"imp\"\nsource = {source}\ngroup = \"News\"\n[import.receiver]\nemail = \"email\"\n[import.global_attributes]\nname = \"name\"\n"
+        )
+    };
+    write(dir.path(), "p.toml", pipeline("\"in.csv\"").as_bytes());
+    let c = check(dir.path());
+    assert_eq!(c.code, 0, "{}{}", c.stdout, c.stderr);
+    assert!(
+        c.stdout.contains(
+            "\n[imp] import into group \"News\"\n  warning: in.csv: the encoding was guessed as shift_jis; if the text looks wrong, set encoding = \"...\" in the source to the file's real encoding (encoding = \"shift_jis\" keeps this one)\n"
+        ),
+        "{}",
+        c.stdout
+    );
+    assert!(c.stdout.contains(r#""name":"田中 太郎""#), "{}", c.stdout);
+
+    write(
+        dir.path(),
+        "p.toml",
+        pipeline("{ path = \"in.csv\", encoding = \"cp932\" }").as_bytes(),
+    );
+    let c = check(dir.path());
+    assert_eq!(c.code, 0, "{}{}", c.stdout, c.stderr);
+    assert!(!c.stdout.contains("guessed"), "{}", c.stdout);
+    assert!(c.stdout.contains(r#""name":"田中 太郎""#), "{}", c.stdout);
+
+    write(
+        dir.path(),
+        "p.toml",
+        pipeline("{ path = \"in.csv\", encoding = \"cp-932\" }").as_bytes(),
+    );
+    let c = check(dir.path());
+    assert_eq!(c.code, 2, "{}", c.stdout);
+    assert!(
+        c.stderr.contains("unknown encoding \"cp-932\"; valid encodings: utf-8, utf-8-bom, utf-16, utf-16le, utf-16be, windows-1252, latin-1, windows-1250 to windows-1258, windows-874, iso-8859-2 to iso-8859-16, koi8-r, koi8-u, ibm866, x-mac-cyrillic, macintosh, shift_jis (cp932), euc-jp, iso-2022-jp, gbk, gb18030, big5, euc-kr"),
+        "{}",
+        c.stderr
+    );
+}
+
+/// A Medium member list: one address a line, no header, an empty third line.
+const MEDIUM_MEMBERS: &[u8] = b"lorem@example.com\nipsum@example.com\n\ndolor@example.com\nsimet@example.com\namett@example.com\n";
+
+#[tokio::test]
+async fn a_headerless_list_of_addresses_is_imported_whole_by_the_pipeline_init_writes() {
+    let t = TestServer::start().await;
+    let (pipeline, summary, rows) =
+        crate::init::init_run_export(&t, &[("members.txt", MEDIUM_MEMBERS)], "G").await;
+    assert!(
+        pipeline.contains(
+            "source = { path = \"exports/members.txt\", delimiter = \",\", encoding = \"utf-8\", header = false }"
+        ),
+        "{pipeline}"
+    );
+    assert!(pipeline.contains("email = \"column_1\""), "{pipeline}");
+    assert!(summary.contains("no header row"), "{summary}");
+    assert_eq!(
+        crate::init::emails(&rows),
+        [
+            "amett@example.com",
+            "dolor@example.com",
+            "ipsum@example.com",
+            "lorem@example.com",
+            "simet@example.com"
+        ]
+    );
+}
+
+#[test]
+fn header_false_names_the_columns_column_n_and_a_non_boolean_is_refused_at_the_key() {
+    use crate::pipeline_errors::errors_beside;
+    let files: &[(&str, &[u8])] = &[
+        ("members.txt", MEDIUM_MEMBERS),
+        ("members.jsonl", b"{\"email\":\"a@example.com\"}\n"),
+    ];
+    let pipeline = |source: &str| {
+        format!(
+            "[[import]]\nsource = {source}\ngroup = \"News\"\n[import.receiver]\nemail = \"column_1\"\n"
+        )
+    };
+    let no_header = pipeline("{ path = \"members.txt\", header = false }");
+    assert_eq!(errors_beside(files, &no_header), Vec::<String>::new());
+    // The key refused, the source is read with its first row as the header, as without it.
+    assert_eq!(
+        errors_beside(
+            files,
+            &pipeline("{ path = \"members.txt\", header = \"no\" }")
+        ),
+        [
+            "p.toml:2:43: `header` in `source` of [[import]] step 1 must be true or false, not a string",
+            "p.toml:5:9: the source has no column \"column_1\"; its columns: `lorem@example.com`"
+        ]
+    );
+    assert_eq!(
+        errors_beside(
+            files,
+            &pipeline("{ path = \"members.txt\", header = true }")
+        ),
+        ["p.toml:5:9: the source has no column \"column_1\"; its columns: `lorem@example.com`"]
+    );
+    assert_eq!(
+        errors_beside(
+            files,
+            &pipeline("{ path = \"members.jsonl\", header = false }")
+        ),
+        [
+            "p.toml:2:45: `header = false` is for CSV files and spreadsheets without a header row; a Parquet or JSON lines file names its own columns; remove it",
+            "p.toml:5:9: the source has no column \"column_1\"; its columns: `email`"
+        ]
+    );
+    // `check` reads every address, the first line's too, under its own row number.
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "members.txt", MEDIUM_MEMBERS);
+    write(dir.path(), "p.toml", no_header.as_bytes());
+    let c = check(dir.path());
+    assert_eq!(c.code, 0, "{}{}", c.stdout, c.stderr);
+    assert!(c.stdout.contains("5 rows read"), "{}", c.stdout);
+    assert!(
+        c.stdout.contains("  row 1: ") && c.stdout.contains("lorem@example.com"),
+        "{}",
+        c.stdout
+    );
+    assert!(c.stdout.contains("  row 4: "), "{}", c.stdout);
 }

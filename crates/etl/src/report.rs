@@ -84,6 +84,28 @@ pub fn reason_lines(stats: &PrepareStats) -> Vec<String> {
         .collect()
 }
 
+/// One line per field whose values were left out (`ambiguous = "omit"`): how many, and
+/// what the first reads as (`registered: 6 values left out until the format is decided
+/// (ambiguous = "omit"; "5/6/2012 15:53" is 2012-06-05 or 2012-05-06: put the right
+/// format first and set ambiguous = "first")`).
+pub fn left_out_lines(stats: &PrepareStats) -> Vec<String> {
+    stats
+        .values_left_out
+        .iter()
+        .map(|(field, n)| {
+            let example = stats
+                .left_out_examples
+                .get(field)
+                .map(|e| format!("; {e}"))
+                .unwrap_or_default();
+            format!(
+                "{field}: {n} value{} left out until the format is decided (ambiguous = \"omit\"{example}: put the right format first and set ambiguous = \"first\")",
+                if *n == 1 { "" } else { "s" }
+            )
+        })
+        .collect()
+}
+
 /// What reading the source noticed besides rejects: padded short rows, and the warnings
 /// about text-like columns holding numbers in scientific notation.
 pub fn source_notes(stats: &PrepareStats) -> Vec<String> {
@@ -315,6 +337,11 @@ impl StepReport {
             reason_lines(p)
                 .into_iter()
                 .map(|l| format!("{}: rejected: {l}", self.name)),
+        );
+        lines.extend(
+            left_out_lines(p)
+                .into_iter()
+                .map(|l| format!("{}: prepare: {l}", self.name)),
         );
         lines.extend(
             source_notes(p)

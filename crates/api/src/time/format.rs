@@ -5,6 +5,7 @@
 //! cell of a million rows was a tenth of a `check`.
 
 use super::date_format::{FormatEntry, format_entry};
+use super::names::{self, Names};
 use chrono::format::{Item, Parsed};
 use chrono::{DateTime, Duration, FixedOffset, NaiveDate, NaiveDateTime, Utc};
 
@@ -15,10 +16,12 @@ pub const EXCEL_DAYS: std::ops::RangeInclusive<i64> = 1..=2_958_465;
 /// A compiled `format` entry.
 #[derive(Debug, Clone)]
 pub(super) enum Format {
-    /// A chrono format, with its spelling for messages.
+    /// A chrono format, with its spelling for messages; `names` when it reads
+    /// month or weekday names (its weekday item is taken out of `items` then).
     Chrono {
         items: Vec<Item<'static>>,
         name: String,
+        names: Option<Names>,
     },
     /// `unix`: whole Unix seconds.
     Unix,
@@ -58,11 +61,22 @@ pub(super) fn compile(spelling: &str) -> Result<Format, String> {
     Ok(match format_entry(spelling)? {
         FormatEntry::Unix => Format::Unix,
         FormatEntry::Excel => Format::Excel,
-        FormatEntry::Chrono(items) => Format::Chrono {
+        FormatEntry::Chrono(mut items) => Format::Chrono {
+            names: names::compile(&mut items),
             items,
             name: spelling.to_string(),
         },
     })
+}
+
+/// What an entry that is not a format compiles to: it reads nothing, as
+/// chrono's own parse would.
+pub(super) fn unreadable(spelling: &str) -> Format {
+    Format::Chrono {
+        items: vec![Item::Error],
+        name: spelling.to_string(),
+        names: None,
+    }
 }
 
 impl Format {
@@ -80,7 +94,16 @@ impl Format {
         match self {
             Format::Unix => s.parse::<i64>().ok().map(Read::Unix),
             Format::Excel => excel(s),
-            Format::Chrono { items, .. } => {
+            Format::Chrono { items, names, .. } => {
+                // Month and weekday names put as chrono reads them.
+                let english;
+                let s = match names {
+                    Some(n) => {
+                        english = n.english(s)?;
+                        english.as_str()
+                    }
+                    None => s,
+                };
                 let mut p = Parsed::new();
                 chrono::format::parse(&mut p, s, items.iter()).ok()?;
                 from_parsed(&p)

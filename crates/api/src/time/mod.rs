@@ -3,7 +3,9 @@
 //! Unix seconds): `01.02.2024` could be either month, so it needs
 //! `format = "%d.%m.%Y"`. A `format` list is tried in order, and a value two
 //! formats read differently is refused as ambiguous unless the pipeline says
-//! the first wins. Times without an offset are read in the mapping's
+//! the first wins or that such values are left out (`ambiguous = "omit"`).
+//! Month and weekday names are read in English, German, French and Spanish
+//! (`names`). Times without an offset are read in the mapping's
 //! `timezone` (UTC without one); a trailing offset (`2024-03-05 14:22:10
 //! +0100`, as Shopify writes them) is applied. Dates are calendar dates and
 //! take no zone.
@@ -15,6 +17,7 @@
 pub mod date_format;
 mod format;
 mod hint;
+mod names;
 mod zone;
 
 pub use format::EXCEL_DAYS;
@@ -93,12 +96,7 @@ impl Times {
     pub fn new(formats: &[String], ambiguous: Ambiguous, zone: Option<Tz>) -> Times {
         let formats = formats
             .iter()
-            .map(|f| {
-                format::compile(f).unwrap_or_else(|_| Format::Chrono {
-                    items: vec![chrono::format::Item::Error],
-                    name: f.clone(),
-                })
-            })
+            .map(|f| format::compile(f).unwrap_or_else(|_| format::unreadable(f)))
             .collect();
         Times {
             formats,
@@ -107,11 +105,23 @@ impl Times {
         }
     }
 
-    /// Unix seconds from text; the error is the reject reason.
+    /// Unix seconds from text; the error is the reject reason (with
+    /// `ambiguous = "omit"` too: a caller that can leave a value out reads it
+    /// with [`Times::read_timestamp`]).
     pub fn timestamp(&self, s: &str) -> Result<i64, String> {
+        self.timestamp_as(s, false).map_err(Unread::into_text)
+    }
+
+    /// Unix seconds from text, or why there are none: refused, or left out
+    /// (`ambiguous = "omit"` and a value the formats read differently).
+    pub fn read_timestamp(&self, s: &str) -> Result<i64, Unread> {
+        self.timestamp_as(s, self.ambiguous == Ambiguous::Omit)
+    }
+
+    fn timestamp_as(&self, s: &str, omit: bool) -> Result<i64, Unread> {
         let s = s.trim();
         if self.formats.is_empty() {
-            return auto_timestamp(s, self.zone);
+            return auto_timestamp(s, self.zone).map_err(Unread::Refused);
         }
         let miss = |gap: Option<Gap>| match (gap, self.formats.as_slice()) {
             (Some(Gap(tz)), _) => format!(
@@ -123,24 +133,35 @@ impl Times {
             (None, _) => self.no_match(s),
         };
         self.read(s).map_err(|e| match e {
-            ReadErr::Ambiguous(why) => why,
-            ReadErr::Miss(gap) => miss(gap),
+            ReadErr::Ambiguous(readings) => ambiguity(s, &readings, omit),
+            ReadErr::Miss(gap) => Unread::Refused(miss(gap)),
         })
     }
 
-    /// A calendar date as `YYYY-MM-DD` (the wire form of date attributes).
+    /// A calendar date as `YYYY-MM-DD` (the wire form of date attributes);
+    /// the error is the reject reason, as [`Times::timestamp`]'s.
     pub fn date(&self, s: &str) -> Result<String, String> {
+        self.date_as(s, false).map_err(Unread::into_text)
+    }
+
+    /// A calendar date as `YYYY-MM-DD`, or why there is none, as
+    /// [`Times::read_timestamp`] says it.
+    pub fn read_date(&self, s: &str) -> Result<String, Unread> {
+        self.date_as(s, self.ambiguous == Ambiguous::Omit)
+    }
+
+    fn date_as(&self, s: &str, omit: bool) -> Result<String, Unread> {
         let s = s.trim();
         if self.formats.is_empty() {
-            return auto_date(s);
+            return auto_date(s).map_err(Unread::Refused);
         }
-        let date: Result<NaiveDate, String> = self.read(s).map_err(|e| match e {
-            ReadErr::Ambiguous(why) => why,
-            ReadErr::Miss(_) => match self.formats.as_slice() {
+        let date: Result<NaiveDate, Unread> = self.read(s).map_err(|e| match e {
+            ReadErr::Ambiguous(readings) => ambiguity(s, &readings, omit),
+            ReadErr::Miss(_) => Unread::Refused(match self.formats.as_slice() {
                 [Format::Excel] => excel_miss(s),
                 [f] => format!("\"{s}\" is not a date in the format {}", f.name()),
                 _ => self.no_match(s),
-            },
+            }),
         });
         date.map(|d| d.format("%Y-%m-%d").to_string())
     }
@@ -154,9 +175,10 @@ impl Times {
     }
 
     /// What the formats read: the first reading, or with `ambiguous =
-    /// "reject"` the one reading all formats that read it agree on. `Err`
-    /// holds the reject reason of an ambiguous value, or the gap one format
-    /// fell into when no format read it (`None`: no format read it).
+    /// "reject"` (or `"omit"`) the one reading all formats that read it
+    /// agree on. `Err` holds the readings of an ambiguous value, or the gap
+    /// one format fell into when no format read it (`None`: no format read
+    /// it).
     fn read<T: Outcome>(&self, s: &str) -> Result<T, ReadErr> {
         let mut readings: Vec<(&Format, Read, T)> = Vec::new();
         let mut gap = None;
@@ -174,21 +196,76 @@ impl Times {
         if readings.iter().all(|(_, _, v)| *v == first) {
             return Ok(first);
         }
+        Err(ReadErr::Ambiguous(
+            readings
+                .iter()
+                .map(|(f, r, _)| (r.shown(), f.name().to_string()))
+                .collect(),
+        ))
+    }
+}
+
+/// Why a value gave no date or time.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Unread {
+    /// Not read: the reject reason.
+    Refused(String),
+    /// `ambiguous = "omit"`: the listed formats read it differently, so it is
+    /// left out, as an empty cell is. What it reads as, for the note that
+    /// counts such values (`"5/6/2012 15:53" is 2012-06-05 or 2012-05-06`).
+    LeftOut(String),
+}
+
+impl Unread {
+    /// The reject reason, or what a value left out reads as.
+    pub fn into_text(self) -> String {
+        match self {
+            Unread::Refused(why) | Unread::LeftOut(why) => why,
+        }
+    }
+}
+
+/// What an ambiguous value comes to: its reject reason naming every reading
+/// with its format, or (left out) its distinct readings, as dates alone when
+/// they agree on the time of day.
+fn ambiguity(s: &str, readings: &[(String, String)], omit: bool) -> Unread {
+    if !omit {
         let shown: Vec<String> = readings
             .iter()
-            .map(|(f, r, _)| format!("{} with {}", r.shown(), f.name()))
+            .map(|(r, f)| format!("{r} with {f}"))
             .collect();
-        Err(ReadErr::Ambiguous(format!(
+        return Unread::Refused(format!(
             "\"{s}\" is ambiguous: {}; list the format that wins first and set ambiguous = \"first\"",
             shown.join(", ")
-        )))
+        ));
     }
+    let mut distinct: Vec<&str> = Vec::new();
+    for (r, _) in readings {
+        if !distinct.contains(&r.as_str()) {
+            distinct.push(r);
+        }
+    }
+    let time_of = |r: &str| r.split_once(' ').map(|(_, t)| t.to_string());
+    let first_time = distinct.first().and_then(|f| time_of(f));
+    let same_time = distinct.iter().all(|r| time_of(r) == first_time);
+    let shown: Vec<&str> = distinct
+        .iter()
+        .map(|r| match r.split_once(' ') {
+            Some((day, _)) if same_time => day,
+            _ => r,
+        })
+        .collect();
+    let listed = match shown.as_slice() {
+        [init @ .., last] if !init.is_empty() => format!("{} or {last}", init.join(", ")),
+        _ => shown.join(""),
+    };
+    Unread::LeftOut(format!("\"{s}\" is {listed}"))
 }
 
 /// Why no single reading came out of a value.
 enum ReadErr {
-    /// The reject reason naming every reading.
-    Ambiguous(String),
+    /// The readings, each as a person checks it, with its format's name.
+    Ambiguous(Vec<(String, String)>),
     /// No format read it; `Some` when one read a time the zone skips.
     Miss(Option<Gap>),
 }
@@ -295,4 +372,6 @@ pub enum Ambiguous {
     Reject,
     /// The first listed format that reads it wins.
     First,
+    /// Left out: the cell counts as empty, and the run counts and says it.
+    Omit,
 }

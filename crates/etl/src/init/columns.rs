@@ -35,8 +35,8 @@ pub enum Role {
     ConsentTime(DateFormat),
     /// When the person withdrew: a non-empty cell is an opt-out.
     WithdrawalTime(Option<DateFormat>),
-    /// A status or flag whose values say whether the person subscribed.
-    ConsentFlag,
+    /// A column that may record consent, and how it is read (`consent`).
+    Consent(super::consent::Reading),
     /// A flag whose yes-values mean withdrawn or blocked.
     WithdrawalFlag,
     /// Tags, with the separator found.
@@ -207,22 +207,27 @@ pub fn roles(sample: &Sample) -> Vec<Role> {
             .count()
             >= 1;
 
+    let mut consent = super::consent::read(sample);
+    let registered = registered_column(sample, &values, has_orders);
     let mut used_targets: Vec<Target> = Vec::new();
     let mut used_orders: Vec<&'static str> = Vec::new();
-    let mut registered_taken = false;
     for i in 0..n {
         if roles[i].is_some() {
             continue;
         }
         let header = sample.columns[i].as_str();
         let vals = &values[i];
-        roles[i] = Some(role_of(
+        let column = Column {
             header,
             vals,
+            consent: consent[i].take(),
+            registered: registered == Some(i),
+        };
+        roles[i] = Some(role_of(
+            column,
             has_orders,
             &mut used_targets,
             &mut used_orders,
-            &mut registered_taken,
         ));
     }
     roles
@@ -231,14 +236,52 @@ pub fn roles(sample: &Sample) -> Vec<Role> {
         .collect()
 }
 
+/// The column the receiver's `registered` comes from: a date column whose header names the
+/// sign-up or the record's creation, an exact name first.
+fn registered_column(sample: &Sample, values: &[Vec<&str>], has_orders: bool) -> Option<usize> {
+    let dated = |i: &usize| {
+        let header = &sample.columns[*i];
+        let order_date = has_orders && order_field(header).is_some();
+        !values[*i].is_empty()
+            && dates::detect(&values[*i]).is_some()
+            && !rules::header_is(header, rules::CONSENT_TIME_NAMES)
+            && !order_date
+    };
+    let n = sample.columns.len();
+    (0..n)
+        .filter(dated)
+        .find(|&i| rules::header_is(&sample.columns[i], rules::REGISTERED_NAMES))
+        .or_else(|| {
+            (0..n).filter(dated).find(|&i| {
+                let h = &sample.columns[i];
+                rules::header_contains(h, rules::REGISTERED_PARTS)
+                    && !rules::header_contains(h, rules::NOT_REGISTERED_PARTS)
+            })
+        })
+}
+
+/// What `role_of` is told of one column.
+struct Column<'a> {
+    header: &'a str,
+    vals: &'a [&'a str],
+    /// Its consent role, if `consent::read` gave it one.
+    consent: Option<Role>,
+    /// It is the receiver's `registered`.
+    registered: bool,
+}
+
 fn role_of(
-    header: &str,
-    vals: &[&str],
+    column: Column<'_>,
     has_orders: bool,
     used_targets: &mut Vec<Target>,
     used_orders: &mut Vec<&'static str>,
-    registered_taken: &mut bool,
 ) -> Role {
+    let Column {
+        header,
+        vals,
+        consent,
+        registered,
+    } = column;
     if let Some(why) = secret(header, vals) {
         return Role::Secret(why);
     }
@@ -250,17 +293,15 @@ fn role_of(
     if vals.is_empty() {
         return Role::Empty;
     }
-    if rules::header_contains(header, rules::WITHDRAWAL_FLAG_PARTS) {
-        return match date {
-            Some(d) => Role::WithdrawalTime(Some(d)),
-            None => Role::WithdrawalFlag,
-        };
-    }
-    if date.is_none()
-        && (rules::header_contains(header, rules::CONSENT_FLAG_PARTS)
-            || rules::header_is(header, rules::CONSENT_STATUS_NAMES))
-    {
-        return Role::ConsentFlag;
+    match (consent, &date) {
+        (Some(Role::WithdrawalFlag), Some(d)) => return Role::WithdrawalTime(Some(d.clone())),
+        // Dates under a header that names consent (`Double Opt-In`, `Email Marketing
+        // Consent Timestamp`): when the person opted in.
+        (Some(Role::Consent(super::consent::Reading::Unknown)), Some(d)) if !has_orders => {
+            return Role::ConsentTime(d.clone());
+        }
+        (Some(role), None) => return role,
+        _ => {}
     }
     if rules::header_is(header, rules::TAG_NAMES) {
         return Role::Tags(tag_separator(vals));
@@ -281,8 +322,7 @@ fn role_of(
         if rules::header_is(header, rules::CONSENT_TIME_NAMES) && !has_orders {
             return Role::ConsentTime(d.clone());
         }
-        if rules::header_is(header, rules::REGISTERED_NAMES) && !*registered_taken {
-            *registered_taken = true;
+        if registered {
             return Role::Registered(d.clone());
         }
     }
@@ -347,17 +387,65 @@ fn role_of(
     }
 }
 
-/// An attribute's name from its column, as `other_columns` names them: lower case, `_` for
-/// anything but letters and digits (`ZIP Code` → `zip_code`).
+/// The longest attribute name the API takes.
+pub const MAX_NAME: usize = 64;
+
+/// An attribute's name from its column, one the attribute rules always accept: letters
+/// transliterated (`ä` → `ae`, `ß` → `ss`, other scripts through `deunicode`: `名前` →
+/// `ming_qian`), lower case, `_` for anything but letters and digits (`ZIP Code` →
+/// `zip_code`), `c_` before a leading digit, at most [`MAX_NAME`] characters; `column` when
+/// nothing is left.
 pub fn attribute_name(column: &str) -> String {
     let mut out = String::new();
-    for c in column.trim().chars() {
-        if c.is_alphanumeric() {
-            out.extend(c.to_lowercase());
-        } else if !out.ends_with('_') {
+    for c in transliterate(column.trim()).chars() {
+        if c.is_ascii_alphanumeric() {
+            out.push(c.to_ascii_lowercase());
+        } else if !out.is_empty() && !out.ends_with('_') {
             out.push('_');
         }
     }
-    let out = out.trim_matches('_').to_string();
-    if out.is_empty() { "column".into() } else { out }
+    let out = out.trim_end_matches('_');
+    let out = match out.chars().next() {
+        None => "column".to_string(),
+        Some(c) if c.is_ascii_alphabetic() => out.to_string(),
+        Some(_) => format!("c_{out}"),
+    };
+    // ASCII only by now, so any byte index is a boundary.
+    out[..out.len().min(MAX_NAME)]
+        .trim_end_matches('_')
+        .to_string()
+}
+
+/// `name`, or with `_2`, `_3`... when `taken` holds it, kept within [`MAX_NAME`].
+pub fn unique_name(name: String, taken: &[String]) -> String {
+    if !taken.contains(&name) {
+        return name;
+    }
+    (2..)
+        .map(|n| {
+            let suffix = format!("_{n}");
+            let base = &name[..name.len().min(MAX_NAME - suffix.len())];
+            format!("{}{suffix}", base.trim_end_matches('_'))
+        })
+        .find(|candidate| !taken.contains(candidate))
+        .unwrap_or(name)
+}
+
+/// A header in ASCII letters: German umlauts and `ß` as Germans spell them without (`ä` →
+/// `ae`), every other letter through `deunicode`'s tables.
+pub fn transliterate(header: &str) -> String {
+    let mut german = String::with_capacity(header.len());
+    for c in header.chars() {
+        match c {
+            'ä' => german.push_str("ae"),
+            'ö' => german.push_str("oe"),
+            'ü' => german.push_str("ue"),
+            'Ä' => german.push_str("Ae"),
+            'Ö' => german.push_str("Oe"),
+            'Ü' => german.push_str("Ue"),
+            'ß' => german.push_str("ss"),
+            c => german.push(c),
+        }
+    }
+    deunicode::deunicode(&german)
 }

@@ -1,15 +1,19 @@
-//! Consent, decided from what the file records and nothing else: a status or flag column
-//! whose every value is understood (see `rules::YES_VALUES`, `NO_VALUES`,
-//! `WITHDRAWN_VALUES`) activates the rows marked subscribed and deactivates the rows marked
-//! withdrawn; a withdrawal date deactivates. A consent column holding values `init` does not
-//! understand activates nobody, and the comment quotes the values for the user to decide.
-//! A row the file does not mark as subscribed is never active.
+//! Consent, decided from what the file records and nothing else. A column grants email
+//! consent only when what it says is unambiguous: its values are subscription words
+//! (`subscribed`, `unsubscribed`, `cleaned`, ... in the service's languages), or its name
+//! speaks of email, newsletter or marketing consent and its values are yes or no. A record's
+//! or account's state (`Active`/`Inactive`), a paid plan, another channel's or a partner's
+//! permission is never consent: at most a question ([`super::ask`]), else a `DECIDE`.
+//! Opt-out evidence (an unsubscribe date or status, `email_disabled = true`, do not email,
+//! blacklisted, bounced) deactivates whenever it is clear, and wins over a grant on the same
+//! row. A row the file does not mark as subscribed is never active. The tables are in
+//! `rules/consent.rs`; this module holds no names of its own.
 
+use super::ask::{Answer, Ask, Choices, Question};
 use super::columns::Role;
 use super::dates::DateFormat;
-use super::rules;
+use super::rules::{self, consent as table};
 use super::sample::Sample;
-use std::collections::BTreeSet;
 
 /// One `only_if` test.
 #[derive(Debug, Clone, PartialEq)]
@@ -22,7 +26,13 @@ pub struct Test {
 /// Where a state's time comes from.
 #[derive(Debug, Clone, PartialEq)]
 pub enum When {
-    Columns(Vec<String>, Option<DateFormat>),
+    /// The first of these columns not empty on the row; with `or_now`, the run's time when
+    /// they are all empty (written `default = "now"`).
+    Columns {
+        columns: Vec<String>,
+        format: Option<DateFormat>,
+        or_now: bool,
+    },
     Now,
 }
 
@@ -35,6 +45,28 @@ pub struct State {
     pub all: Vec<Test>,
 }
 
+/// How a column that may be consent is read.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Reading {
+    /// Its values say it: rows holding one of `grant` subscribed, one of `withdraw` opted out.
+    Known {
+        how: String,
+        grant: Vec<String>,
+        withdraw: Vec<String>,
+    },
+    /// A record's or account's state (`Active`/`Inactive`): consent only if the user says
+    /// so; `grant` and `withdraw` are what a yes would read.
+    State {
+        grant: Vec<String>,
+        withdraw: Vec<String>,
+    },
+    /// Named like consent, with values `init` does not understand: the user picks the
+    /// values that mean subscribed.
+    Unknown,
+    /// Named like consent, but another column is the file's email consent.
+    Superseded { by: String },
+}
+
 /// What `init` decided about consent, with the comments that explain it.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Consent {
@@ -42,22 +74,63 @@ pub struct Consent {
     pub deactivated: Option<State>,
     pub comments: Vec<String>,
     /// What the user must decide (empty: nothing).
-    pub decide: Vec<String>,
+    pub decide: Vec<Decide>,
+    /// Per column used, what it was read as and what it makes of the rows read.
+    pub summary: Vec<String>,
 }
 
-/// The distinct trimmed values of column `i`, in order of first appearance.
-fn distinct(sample: &Sample, i: usize) -> Vec<String> {
-    let mut seen = BTreeSet::new();
-    sample
-        .values(i)
-        .filter(|v| seen.insert(v.to_string()))
-        .map(str::to_string)
-        .take(50)
-        .collect()
+/// A decision left to the user: what to decide, and the pipeline lines each answer other
+/// than the one written would put in place (commented out, ready to use).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Decide {
+    pub text: String,
+    pub lines: Vec<String>,
 }
 
+impl Decide {
+    fn new(text: String) -> Decide {
+        Decide {
+            text,
+            lines: Vec::new(),
+        }
+    }
+}
+
+/// The distinct trimmed values of column `i` with their counts, most frequent first (ties
+/// in order of first appearance).
+pub fn counts(sample: &Sample, i: usize) -> Vec<(String, usize)> {
+    let mut out: Vec<(String, usize)> = Vec::new();
+    for v in sample.values(i) {
+        match out.iter_mut().find(|(seen, _)| seen == v) {
+            Some((_, n)) => *n += 1,
+            None => out.push((v.to_string(), 1)),
+        }
+    }
+    out.sort_by_key(|(_, n)| std::cmp::Reverse(*n));
+    out
+}
+
+/// `Active 5, Inactive 2`.
+pub fn with_counts(counts: &[(String, usize)]) -> String {
+    let shown: Vec<String> = counts
+        .iter()
+        .take(12)
+        .map(|(v, n)| format!("{v} {n}"))
+        .collect();
+    let more = counts.len().saturating_sub(12);
+    if more > 0 {
+        format!("{} and {more} more", shown.join(", "))
+    } else {
+        shown.join(", ")
+    }
+}
+
+/// Whether `v` is one of `list`, trimmed, without case (any script), `_` and `-` read as
+/// spaces: `NEVER_SUBSCRIBED` is `never subscribed`, `opted-in` is `opted in`.
 fn is_in(v: &str, list: &[&str]) -> bool {
-    list.iter().any(|x| x.eq_ignore_ascii_case(v.trim()))
+    let key = |s: &str| s.trim().to_lowercase().replace(['_', '-'], " ");
+    let v = key(v);
+    list.iter().any(|x| key(x) == v)
 }
 
 /// The quoted list of a column's values for a comment: `"1", "0"`.
@@ -69,207 +142,697 @@ pub fn quoted(values: &[String]) -> String {
         .join(", ")
 }
 
-/// Decides consent from the roles `columns` gave.
+/// Whether a header is a permission or state of something other than email.
+fn not_consent(header: &str) -> bool {
+    rules::header_contains(header, table::NOT_CONSENT_PARTS)
+        || rules::words(header)
+            .iter()
+            .any(|w| table::NOT_CONSENT_WORDS.contains(&w.as_str()))
+}
+
+/// Whether a header names email or newsletter consent by itself.
+fn names_email_consent(header: &str) -> bool {
+    rules::header_contains(header, table::NEWSLETTER_PARTS)
+        || (rules::header_contains(header, &["email"])
+            && (rules::header_contains(header, table::CONSENT_PARTS)
+                || rules::header_contains(header, table::EMAIL_CONSENT_PARTS)))
+}
+
+/// Whether a header names a status or the newsletter's subscriber: its values may be a
+/// subscription's state.
+fn names_status(header: &str) -> bool {
+    rules::header_is(header, table::CONSENT_STATUS_NAMES)
+        || rules::header_contains(header, &["status", "subscriber"])
+}
+
+/// The values of a yes/no column split into yes and no; `None` when some value is neither.
+/// A column of marks (`x`, or one spelling only beside empty cells) is yes where marked.
+fn yes_no(values: &[(String, usize)]) -> Option<(Vec<String>, Vec<String>)> {
+    let (mut yes, mut no) = (Vec::new(), Vec::new());
+    for (v, _) in values {
+        if is_in(v, table::YES_VALUES) || matches!(v.as_str(), "✓" | "✔") {
+            yes.push(v.clone());
+        } else if is_in(v, table::NO_VALUES) {
+            no.push(v.clone());
+        } else {
+            return None;
+        }
+    }
+    Some((yes, no))
+}
+
+/// The status words of a column split into subscribed and withdrawn, and whether any is a
+/// word only a subscription uses; `None` when some value is no status word.
+fn status_words(values: &[(String, usize)]) -> Option<(Vec<String>, Vec<String>, bool)> {
+    let (mut grant, mut withdraw, mut strong) = (Vec::new(), Vec::new(), false);
+    for (v, _) in values {
+        if is_in(v, table::SUBSCRIBED_VALUES) {
+            // `confirmed` alone is as often an order's or a booking's state.
+            strong |= !is_in(v, &["confirmed"]);
+            grant.push(v.clone());
+        } else if is_in(v, table::WITHDRAWN_VALUES) {
+            strong = true;
+            withdraw.push(v.clone());
+        } else if is_in(v, table::ACTIVE_VALUES) {
+            grant.push(v.clone());
+        } else if is_in(v, table::INACTIVE_VALUES) {
+            if !is_in(v, &["registered"]) {
+                withdraw.push(v.clone());
+            }
+        } else if !is_in(v, table::NEUTRAL_VALUES) {
+            return None;
+        }
+    }
+    Some((grant, withdraw, strong))
+}
+
+/// The consent role of every column that has one: a reading of consent, or an opt-out
+/// flag. `None` for the others (and for empty columns).
+pub fn read(sample: &Sample) -> Vec<Option<Role>> {
+    let n = sample.columns.len();
+    let header = |i: usize| sample.columns[i].as_str();
+    // A file that records unsubscribes is about email subscriptions: an `active` status
+    // there is the subscription's.
+    let unsubscribes = (0..n).find(|&i| {
+        !not_consent(header(i))
+            && (rules::header_is(header(i), table::WITHDRAWAL_TIME_NAMES)
+                || rules::header_contains(header(i), table::WITHDRAWAL_FLAG_PARTS))
+    });
+    let mut out: Vec<Option<Role>> = vec![None; n];
+    let mut generic: Vec<usize> = Vec::new();
+    let mut specific: Option<usize> = None;
+    for (i, slot) in out.iter_mut().enumerate() {
+        let elsewhere = unsubscribes.filter(|&u| u != i).map(header);
+        let Some((role, weight)) = read_column(header(i), &counts(sample, i), elsewhere) else {
+            continue;
+        };
+        match weight {
+            Weight::Specific => specific = specific.or(Some(i)),
+            Weight::Generic => generic.push(i),
+            Weight::Other => {}
+        }
+        *slot = Some(role);
+    }
+    // `Opt-in` beside `Newsletter` (PrestaShop: partner offers): the column that names
+    // email consent is the file's.
+    if let Some(s) = specific {
+        for i in generic {
+            out[i] = Some(Role::Consent(Reading::Superseded {
+                by: header(s).to_string(),
+            }));
+        }
+    }
+    out
+}
+
+/// How much a consent column says about the file's email consent.
+enum Weight {
+    /// It names email or newsletter consent, or its values are subscription words.
+    Specific,
+    /// It names consent without naming email (`Consent`, `Opt-in`).
+    Generic,
+    Other,
+}
+
+/// The consent role of one column with these values; `unsubscribes` names another column
+/// of the file that records unsubscribes, if one does.
+fn read_column(
+    h: &str,
+    values: &[(String, usize)],
+    unsubscribes: Option<&str>,
+) -> Option<(Role, Weight)> {
+    if values.is_empty() || not_consent(h) {
+        return None;
+    }
+    if rules::header_contains(h, table::DISABLED_FLAG_PARTS)
+        && let Some((yes, no)) = yes_no(values)
+    {
+        let reading = Reading::Known {
+            how: "whether email is disabled (\"no\": the person receives it)".into(),
+            grant: no,
+            withdraw: yes,
+        };
+        return Some((Role::Consent(reading), Weight::Specific));
+    }
+    if rules::header_contains(h, table::WITHDRAWAL_FLAG_PARTS) {
+        return Some((Role::WithdrawalFlag, Weight::Other));
+    }
+    if let Some((grant, withdraw, strong)) = status_words(values)
+        && (strong || names_status(h) || names_email_consent(h))
+        && (!grant.is_empty() || !withdraw.is_empty())
+    {
+        let about_email = strong || names_email_consent(h);
+        let reading = match (about_email, unsubscribes) {
+            (true, _) => Reading::Known {
+                how: "a subscription status".into(),
+                grant,
+                withdraw,
+            },
+            (false, Some(u)) => Reading::Known {
+                how: format!("a subscription status, as the file records unsubscribes in \"{u}\""),
+                grant,
+                withdraw,
+            },
+            (false, None) => Reading::State { grant, withdraw },
+        };
+        let weight = if about_email {
+            Weight::Specific
+        } else {
+            Weight::Other
+        };
+        return Some((Role::Consent(reading), weight));
+    }
+    let consent_name = names_email_consent(h) || rules::header_contains(h, table::CONSENT_PARTS);
+    if consent_name && let Some((yes, no)) = yes_no(values) {
+        let grant = if yes.is_empty() {
+            no.iter()
+                .filter_map(|v| table::YES_OF_NO.iter().find(|(n, _)| n == v))
+                .map(|(_, y)| y.to_string())
+                .collect()
+        } else {
+            yes
+        };
+        let reading = Reading::Known {
+            how: "email consent (yes or no)".into(),
+            grant,
+            withdraw: Vec::new(),
+        };
+        let weight = if names_email_consent(h) {
+            Weight::Specific
+        } else {
+            Weight::Generic
+        };
+        return Some((Role::Consent(reading), weight));
+    }
+    (consent_name || rules::header_is(h, table::CONSENT_STATUS_NAMES))
+        .then_some((Role::Consent(Reading::Unknown), Weight::Other))
+}
+
+/// Whether a test holds on row `r` of the sample (an empty or placeholder cell is `""`).
+fn holds(sample: &Sample, t: &Test, r: usize) -> bool {
+    let Some(i) = sample.columns.iter().position(|c| *c == t.column) else {
+        return false;
+    };
+    let cell = sample.cells[i]
+        .get(r)
+        .and_then(|c| c.as_deref())
+        .map(str::trim)
+        .filter(|v| !super::sample::is_placeholder(v))
+        .unwrap_or("");
+    t.values.iter().any(|v| v == cell) == t.equals
+}
+
+/// The rows of the sample on which some test holds.
+fn rows_where(sample: &Sample, tests: &[Test]) -> Vec<bool> {
+    (0..sample.rows)
+        .map(|r| tests.iter().any(|t| holds(sample, t, r)))
+        .collect()
+}
+
+/// With several columns granting consent, each of them must grant or be empty on the row:
+/// a `List status` of `subscribed` beside a `Global status` of `unconfirmed` is no clear
+/// consent. One column needs no second test.
+fn agreeing(yes: &[Test]) -> Vec<Test> {
+    if yes.len() < 2 {
+        return Vec::new();
+    }
+    yes.iter()
+        .map(|t| Test {
+            column: t.column.clone(),
+            equals: true,
+            values: t.values.iter().cloned().chain([String::new()]).collect(),
+        })
+        .collect()
+}
+
+fn negated(tests: &[Test], except: &[Test]) -> Vec<Test> {
+    tests
+        .iter()
+        .filter(|t| !except.iter().any(|y| y.column == t.column))
+        .map(|t| Test {
+            column: t.column.clone(),
+            equals: !t.equals,
+            values: t.values.clone(),
+        })
+        .collect()
+}
+
+/// Decides consent from the roles `columns` gave, asking `ask` where the file does not say.
 pub fn decide(
     sample: &Sample,
     roles: &[Role],
     registered: Option<(String, DateFormat)>,
+    ask: &mut dyn Ask,
 ) -> Consent {
-    let mut c = Consent::default();
-    let mut yes: Vec<Test> = Vec::new();
-    let mut withdrawn: Vec<Test> = Vec::new();
-    let mut unclear = false;
-    let mut consent_time: Option<(String, DateFormat)> = None;
-    let mut withdrawal_time: Option<(String, Option<DateFormat>)> = None;
+    let mut e = Evidence::default();
     for (i, role) in roles.iter().enumerate() {
-        let column = sample.columns[i].clone();
+        e.take(sample, i, role, ask);
+    }
+    e.finish(sample, registered.as_ref(), ask)
+}
+
+/// What the columns say about consent, gathered column by column.
+#[derive(Default)]
+struct Evidence {
+    c: Consent,
+    /// Tests of which one marks a row subscribed.
+    yes: Vec<Test>,
+    /// Tests of which one marks a row opted out.
+    withdrawn: Vec<Test>,
+    /// A column may be consent and nobody said: nobody is activated.
+    unclear: bool,
+    /// Answered: everyone on the file opted in.
+    everyone: bool,
+    /// Unanswered account states, offered as lines once the activation time is known.
+    pending: Vec<Pending>,
+    consent_time: Option<(String, DateFormat)>,
+    withdrawal_time: Option<(String, Option<DateFormat>)>,
+}
+
+/// An account state left to the user: its `decide` entry and what a yes would read.
+struct Pending {
+    entry: usize,
+    column: String,
+    grant: Vec<String>,
+    withdraw: Vec<String>,
+}
+
+fn test(column: &str, values: Vec<String>) -> Test {
+    Test {
+        column: column.to_string(),
+        equals: true,
+        values,
+    }
+}
+
+impl Evidence {
+    /// Takes in what column `i` says.
+    fn take(&mut self, sample: &Sample, i: usize, role: &Role, ask: &mut dyn Ask) {
+        let column = sample.columns[i].as_str();
+        let values = || counts(sample, i);
         match role {
-            Role::ConsentTime(d) if consent_time.is_none() => {
-                consent_time = Some((column, d.clone()));
+            Role::ConsentTime(d) if self.consent_time.is_none() => {
+                self.consent_time = Some((column.to_string(), d.clone()));
             }
-            Role::WithdrawalTime(d) if withdrawal_time.is_none() => {
-                c.comments.push(format!(
+            Role::WithdrawalTime(d) if self.withdrawal_time.is_none() => {
+                self.c.comments.push(format!(
                     "\"{column}\" records a withdrawal: a row with a date there is deactivated."
                 ));
-                withdrawal_time = Some((column, d.clone()));
-            }
-            Role::ConsentFlag => {
-                let values = distinct(sample, i);
-                let unknown: Vec<String> = values
-                    .iter()
-                    .filter(|v| {
-                        !is_in(v, rules::YES_VALUES)
-                            && !is_in(v, rules::NO_VALUES)
-                            && !is_in(v, rules::WITHDRAWN_VALUES)
-                    })
-                    .cloned()
-                    .collect();
-                let mut ys: Vec<String> = values
-                    .iter()
-                    .filter(|v| is_in(v, rules::YES_VALUES))
-                    .cloned()
-                    .collect();
-                if ys.is_empty() {
-                    ys = values
-                        .iter()
-                        .filter_map(|v| rules::YES_OF_NO.iter().find(|(no, _)| no == v))
-                        .map(|(_, yes)| yes.to_string())
-                        .collect();
-                    if !ys.is_empty() {
-                        c.comments.push(format!(
-                            "No row read is marked subscribed in \"{column}\"; rows marked {} would be.",
-                            quoted(&ys)
-                        ));
-                    }
-                }
-                let ws: Vec<String> = values
-                    .iter()
-                    .filter(|v| is_in(v, rules::WITHDRAWN_VALUES) && !is_in(v, rules::YES_VALUES))
-                    .cloned()
-                    .collect();
-                if !unknown.is_empty() {
-                    unclear = true;
-                    c.comments.push(format!(
-                        "\"{column}\" looks like consent; its values: {}.",
-                        quoted(&values)
-                    ));
-                    c.decide.push(format!(
-                        "which values of \"{column}\" mean the person subscribed ({} are not understood); then add activated with only_if = {{ column = \"{column}\", equals = [...] }}",
-                        quoted(&unknown)
-                    ));
-                    continue;
-                }
-                c.comments.push(format!(
-                    "\"{column}\" records consent; its values: {}.",
-                    quoted(&values)
-                ));
-                if !ys.is_empty() {
-                    yes.push(Test {
-                        column: column.clone(),
-                        equals: true,
-                        values: ys,
-                    });
-                }
-                if !ws.is_empty() {
-                    withdrawn.push(Test {
-                        column,
-                        equals: true,
-                        values: ws,
-                    });
-                }
+                self.withdrawal_time = Some((column.to_string(), d.clone()));
             }
             Role::WithdrawalFlag => {
-                let values = distinct(sample, i);
-                let ys: Vec<String> = values
+                // Any value but a no is an opt-out (`1`, `true`, `Unsubscribed (email)`):
+                // deactivating on a doubt sends nobody a newsletter.
+                let values = values();
+                let outs: Vec<String> = values
                     .iter()
-                    .filter(|v| is_in(v, rules::YES_VALUES))
-                    .cloned()
+                    .filter(|(v, _)| {
+                        !is_in(v, table::NO_VALUES) && !is_in(v, table::SUBSCRIBED_VALUES)
+                    })
+                    .map(|(v, _)| v.clone())
                     .collect();
-                c.comments.push(format!(
+                self.c.comments.push(format!(
                     "\"{column}\" records a withdrawal or a block; its values: {}.",
-                    quoted(&values)
+                    with_counts(&values)
                 ));
-                if !ys.is_empty() {
-                    withdrawn.push(Test {
-                        column,
-                        equals: true,
-                        values: ys,
-                    });
+                if !outs.is_empty() {
+                    self.withdrawn.push(test(column, outs));
                 }
             }
+            Role::Consent(Reading::Known {
+                how,
+                grant,
+                withdraw,
+            }) => {
+                let values = values();
+                let names: Vec<String> = values.iter().map(|(v, _)| v.clone()).collect();
+                self.c.comments.push(format!(
+                    "\"{column}\" records consent; its values: {}. Read as {how} ({}).",
+                    quoted(&names),
+                    with_counts(&values)
+                ));
+                self.grant(column, grant, withdraw);
+            }
+            Role::Consent(Reading::State { grant, withdraw }) => {
+                self.ask_state(column, &values(), grant, withdraw, ask);
+            }
+            Role::Consent(Reading::Unknown) => self.ask_values(column, &values(), ask),
+            Role::Consent(Reading::Superseded { by }) => self.c.comments.push(format!(
+                "\"{column}\" is not read as email consent: \"{by}\" is the file's (a permission such as partner offers would otherwise subscribe people who never asked for the newsletter)."
+            )),
             _ => {}
         }
     }
-    if let Some((column, _)) = &withdrawal_time {
-        withdrawn.push(Test {
-            column: column.clone(),
-            equals: false,
-            values: vec![String::new()],
-        });
+
+    fn grant(&mut self, column: &str, grant: &[String], withdraw: &[String]) {
+        if !grant.is_empty() {
+            self.yes.push(test(column, grant.to_vec()));
+        }
+        if !withdraw.is_empty() {
+            self.withdrawn.push(test(column, withdraw.to_vec()));
+        }
     }
 
-    // The time of consent: the confirmation, else the sign-up, else the run's time.
-    let activation_time = consent_time
-        .clone()
-        .or(registered.clone())
-        .map(|(col, d)| When::Columns(vec![col], Some(d)))
-        .unwrap_or(When::Now);
-    if unclear {
-        c.comments
-            .push("Nobody is activated until you decide what the column means.".into());
-    } else if !yes.is_empty() {
-        // A column already tested for its yes-values needs no second test.
-        let all = withdrawn
-            .iter()
-            .filter(|t| !yes.iter().any(|y| y.column == t.column))
-            .map(|t| Test {
-                column: t.column.clone(),
-                equals: !t.equals,
-                values: t.values.clone(),
-            })
-            .collect();
-        c.activated = Some(State {
-            when: activation_time,
-            any: yes,
-            all,
-        });
-        c.comments.push(
-            "Only rows marked subscribed are activated; the others are registered and wait for a double opt-in.".into(),
-        );
-    } else if let Some((column, d)) = consent_time {
-        // A confirmation time is consent on record by itself.
-        c.comments.push(format!(
-            "\"{column}\" records when the person confirmed: rows with a time there are activated."
-        ));
-        let all = withdrawn
-            .iter()
-            .map(|t| Test {
-                column: t.column.clone(),
-                equals: !t.equals,
-                values: t.values.clone(),
-            })
-            .collect();
-        c.activated = Some(State {
-            when: When::Columns(vec![column], Some(d)),
-            any: Vec::new(),
-            all,
-        });
-    } else {
-        c.comments.push(
-            "No column records consent: nobody is activated, every row is registered and waits for a double opt-in.".into(),
-        );
-        c.decide.push(
-            "the file records no consent: if everyone on it has opted in, set activated = { value = \"now\" }".into(),
-        );
+    /// A record's or account's state: consent only if the user says so.
+    fn ask_state(
+        &mut self,
+        column: &str,
+        values: &[(String, usize)],
+        grant: &[String],
+        withdraw: &[String],
+        ask: &mut dyn Ask,
+    ) {
+        let shown = with_counts(values);
+        let question = Question {
+            text: format!(
+                "\"{column}\": {shown}. Is this consent to receive email? It reads like a customer's or account's state"
+            ),
+            choices: Choices::YesNo,
+        };
+        match ask.ask(&question) {
+            Some(Answer::Yes(true)) => {
+                self.c.comments.push(format!(
+                    "\"{column}\" ({shown}) is consent to receive email: answered at init."
+                ));
+                self.grant(column, grant, withdraw);
+            }
+            Some(_) => self.c.comments.push(format!(
+                "\"{column}\" ({shown}) is not consent to receive email: answered at init."
+            )),
+            None => {
+                self.unclear = true;
+                self.c.comments.push(format!(
+                    "\"{column}\" holds {shown}: a customer's or account's state, which says nothing about email."
+                ));
+                self.pending.push(Pending {
+                    entry: self.c.decide.len(),
+                    column: column.to_string(),
+                    grant: grant.to_vec(),
+                    withdraw: withdraw.to_vec(),
+                });
+                self.c.decide.push(Decide::new(format!(
+                    "is \"{column}\" ({shown}) consent to receive email? As written, nobody is activated from it; if it is, use the lines below instead"
+                )));
+            }
+        }
     }
-    if !withdrawn.is_empty() {
-        let when = match (&withdrawal_time, withdrawn.len()) {
-            (Some((column, d)), 1) => When::Columns(vec![column.clone()], d.clone()),
-            (Some((column, d)), _) => {
-                let mut cols = vec![column.clone()];
-                if let Some((r, _)) = &registered {
-                    cols.push(r.clone());
-                    c.comments.push(format!(
+
+    /// A column named like consent with values `init` does not understand: the user
+    /// picks the values that mean subscribed.
+    fn ask_values(&mut self, column: &str, values: &[(String, usize)], ask: &mut dyn Ask) {
+        let names: Vec<String> = values.iter().map(|(v, _)| v.clone()).collect();
+        let shown = with_counts(values);
+        let question = Question {
+            text: format!(
+                "\"{column}\": {shown}. Which of these values mean the person subscribed to email? (none: it is not consent)"
+            ),
+            choices: Choices::Many(names.clone()),
+        };
+        match ask.ask(&question) {
+            Some(Answer::Many(picked)) if !picked.is_empty() => {
+                let grant: Vec<String> = picked
+                    .iter()
+                    .filter_map(|&k| names.get(k).cloned())
+                    .collect();
+                self.c.comments.push(format!(
+                    "\"{column}\" records consent where it holds {}: answered at init.",
+                    quoted(&grant)
+                ));
+                self.yes.push(test(column, grant));
+            }
+            Some(_) => self.c.comments.push(format!(
+                "\"{column}\" ({shown}) is not consent to receive email: answered at init."
+            )),
+            None => {
+                self.unclear = true;
+                self.c.comments.push(format!(
+                    "\"{column}\" looks like consent; its values: {}.",
+                    quoted(&names)
+                ));
+                self.c.decide.push(Decide::new(format!(
+                    "which values of \"{column}\" mean the person subscribed ({shown} are not understood); then add activated with only_if = {{ column = \"{column}\", equals = [...] }}"
+                )));
+            }
+        }
+    }
+
+    /// The states, the lines offered for what is undecided, and the summary.
+    fn finish(
+        mut self,
+        sample: &Sample,
+        registered: Option<&(String, DateFormat)>,
+        ask: &mut dyn Ask,
+    ) -> Consent {
+        if let Some((column, _)) = &self.withdrawal_time {
+            self.withdrawn.push(Test {
+                column: column.clone(),
+                equals: false,
+                values: vec![String::new()],
+            });
+        }
+        let when = activation_time(self.consent_time.as_ref(), registered);
+        self.offer_pending(&when);
+        self.activation(when, ask);
+        self.deactivation(registered);
+        self.summarise(sample);
+        self.c
+    }
+
+    /// The lines a "yes, it is consent" would write, for each unanswered state.
+    fn offer_pending(&mut self, when: &When) {
+        for p in &self.pending {
+            let mut lines = Vec::new();
+            if !p.grant.is_empty() {
+                let state = State {
+                    when: when.clone(),
+                    any: vec![test(&p.column, p.grant.clone())],
+                    all: negated(&self.withdrawn, &[]),
+                };
+                lines.push(format!("activated = {}", super::render::state(&state)));
+            }
+            if !p.withdraw.is_empty() {
+                let state = State {
+                    when: When::Now,
+                    any: vec![test(&p.column, p.withdraw.clone())],
+                    all: Vec::new(),
+                };
+                lines.push(format!("deactivated = {}", super::render::state(&state)));
+            }
+            if let Some(d) = self.c.decide.get_mut(p.entry) {
+                d.lines = lines;
+            }
+        }
+    }
+
+    /// `activated`: the rows marked subscribed, else those with a confirmation time, else
+    /// (asked) everyone, else nobody.
+    fn activation(&mut self, when: When, ask: &mut dyn Ask) {
+        let c = &mut self.c;
+        if !self.yes.is_empty() {
+            c.activated = Some(State {
+                when,
+                all: agreeing(&self.yes)
+                    .into_iter()
+                    .chain(negated(&self.withdrawn, &self.yes))
+                    .collect(),
+                any: self.yes.clone(),
+            });
+            c.comments.push(
+                "Only rows marked subscribed are activated; the others are registered and wait for a double opt-in.".into(),
+            );
+        } else if let Some((column, d)) = &self.consent_time {
+            // A confirmation time is consent on record by itself.
+            c.comments.push(format!(
+                "\"{column}\" records when the person confirmed: rows with a time there are activated."
+            ));
+            self.yes.push(Test {
+                column: column.clone(),
+                equals: false,
+                values: vec![String::new()],
+            });
+            c.activated = Some(State {
+                when: When::Columns {
+                    columns: vec![column.clone()],
+                    format: Some(d.clone()),
+                    or_now: false,
+                },
+                any: Vec::new(),
+                all: negated(&self.withdrawn, &[]),
+            });
+        } else if self.unclear {
+            c.comments
+                .push("Nobody is activated until you decide what the column means.".into());
+        } else {
+            let question = Question {
+                text: "Nothing in the file records consent to receive email. Has everyone on it opted in (if you are not sure: no)?".into(),
+                choices: Choices::YesNo,
+            };
+            match ask.ask(&question) {
+                Some(Answer::Yes(true)) => {
+                    c.comments.push(
+                        "Everyone on the file opted in to receive email: answered at init.".into(),
+                    );
+                    c.activated = Some(State {
+                        when,
+                        any: Vec::new(),
+                        all: negated(&self.withdrawn, &[]),
+                    });
+                    self.everyone = true;
+                }
+                answered => {
+                    c.comments.push(
+                        "No column records consent: nobody is activated, every row is registered and waits for a double opt-in.".into(),
+                    );
+                    if answered.is_none() {
+                        c.decide.push(Decide::new(
+                            "the file records no consent: if everyone on it has opted in, set activated = { value = \"now\" }".into(),
+                        ));
+                    }
+                }
+            }
+        }
+    }
+
+    /// `deactivated`: the rows opted out, at the withdrawal date, else the sign-up date,
+    /// else the run's time.
+    fn deactivation(&mut self, registered: Option<&(String, DateFormat)>) {
+        if self.withdrawn.is_empty() {
+            return;
+        }
+        let by_flag = self.withdrawn.len() > usize::from(self.withdrawal_time.is_some());
+        let when = match (&self.withdrawal_time, by_flag) {
+            (Some((column, d)), false) => When::Columns {
+                columns: vec![column.clone()],
+                format: d.clone(),
+                or_now: false,
+            },
+            (Some((column, d)), true) => {
+                let mut columns = vec![column.clone()];
+                if let Some((r, rd)) = registered
+                    && Some(rd) == d.as_ref()
+                {
+                    columns.push(r.clone());
+                    self.c.comments.push(format!(
                         "A withdrawn row without a date in \"{column}\" takes \"{r}\" as its deactivation time."
                     ));
                 }
-                When::Columns(cols, d.clone())
+                When::Columns {
+                    columns,
+                    format: d.clone(),
+                    or_now: true,
+                }
             }
-            (None, _) => match &registered {
+            (None, _) => match registered {
                 Some((r, d)) => {
-                    c.comments.push(format!(
+                    self.c.comments.push(format!(
                         "The file has no withdrawal date: withdrawn rows take \"{r}\" as their deactivation time."
                     ));
-                    When::Columns(vec![r.clone()], Some(d.clone()))
+                    When::Columns {
+                        columns: vec![r.clone()],
+                        format: Some(d.clone()),
+                        or_now: true,
+                    }
                 }
                 None => When::Now,
             },
         };
-        c.deactivated = Some(State {
+        self.c.deactivated = Some(State {
             when,
-            any: withdrawn,
+            any: self.withdrawn.clone(),
             all: Vec::new(),
         });
     }
-    c
+
+    /// What the states make of the rows read, per column and in all, and the rows whose
+    /// opt-out wins over a grant.
+    fn summarise(&mut self, sample: &Sample) {
+        let marked = rows_where(sample, &self.yes);
+        let opted_out = rows_where(sample, &self.withdrawn);
+        let granted: Vec<bool> = match &self.c.activated {
+            None => vec![false; sample.rows],
+            Some(a) => (0..sample.rows)
+                .map(|r| (self.everyone || marked[r]) && a.all.iter().all(|t| holds(sample, t, r)))
+                .collect(),
+        };
+        self.c.summary = summary(sample, &self.yes, &self.withdrawn, &granted, &opted_out);
+        let both = (0..sample.rows)
+            .filter(|&r| (self.everyone || marked[r]) && opted_out[r])
+            .count();
+        if both > 0 {
+            let line = format!(
+                "{both} row(s) marked subscribed also record an opt-out: they are deactivated, not activated (an opt-out wins)."
+            );
+            self.c.comments.push(line.clone());
+            self.c.summary.push(format!("consent: {line}"));
+        }
+    }
+}
+
+/// The time of consent: the confirmation, else the sign-up (the first of them not empty
+/// on the row, when they are written alike), else the run's time.
+fn activation_time(
+    consent_time: Option<&(String, DateFormat)>,
+    registered: Option<&(String, DateFormat)>,
+) -> When {
+    match (consent_time, registered) {
+        (Some((ct, cd)), Some((r, rd))) if cd == rd => When::Columns {
+            columns: vec![ct.clone(), r.clone()],
+            format: Some(cd.clone()),
+            or_now: true,
+        },
+        (Some((col, d)), _) | (None, Some((col, d))) => When::Columns {
+            columns: vec![col.clone()],
+            format: Some(d.clone()),
+            or_now: true,
+        },
+        (None, None) => When::Now,
+    }
+}
+
+/// Per column used, what it makes of the rows read, and the whole: `consent: "status" marks
+/// 5 row(s) subscribed and 3 opted out`.
+fn summary(
+    sample: &Sample,
+    yes: &[Test],
+    withdrawn: &[Test],
+    granted: &[bool],
+    opted_out: &[bool],
+) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut columns: Vec<&str> = Vec::new();
+    for t in yes.iter().chain(withdrawn) {
+        if !columns.contains(&t.column.as_str()) {
+            columns.push(&t.column);
+        }
+    }
+    let marked = |tests: &[Test], column: &str| {
+        let own: Vec<Test> = tests
+            .iter()
+            .filter(|t| t.column == column)
+            .cloned()
+            .collect();
+        rows_where(sample, &own).iter().filter(|b| **b).count()
+    };
+    for column in columns {
+        let (g, o) = (marked(yes, column), marked(withdrawn, column));
+        let grants = yes.iter().any(|t| t.column == column);
+        let outs = withdrawn.iter().any(|t| t.column == column);
+        out.push(match (grants, outs) {
+            (true, true) => {
+                format!("consent: \"{column}\" marks {g} row(s) subscribed and {o} opted out")
+            }
+            (true, false) => format!("consent: \"{column}\" marks {g} row(s) subscribed"),
+            _ => format!("consent: \"{column}\" marks {o} row(s) opted out"),
+        });
+    }
+    let active = (0..sample.rows)
+        .filter(|&r| granted[r] && !opted_out[r])
+        .count();
+    let deactivated = opted_out.iter().filter(|b| **b).count();
+    out.push(format!(
+        "consent of the {} rows read: {active} active, {deactivated} deactivated, {} registered",
+        sample.rows,
+        sample.rows - active - deactivated
+    ));
+    out
 }

@@ -6,26 +6,71 @@
 
 use crate::prepare::time::{parse_date, parse_timestamp};
 
-/// Regional formats tried, dates and times alike; the pipeline's `format` spelling.
+/// Regional formats tried, dates and times alike; the pipeline's `format` spelling. A
+/// column is read by those that read every value: one, or several that read each value
+/// alike, is `One` (the first listed); several that read a value differently (day first
+/// and month first) are `Ambiguous`, listed in this order. So each month-first format
+/// follows its day-first twin, and an abbreviated month name (`%b`) comes before the full
+/// one (`%B`, which reads abbreviations too): a column of `Sep 15, 2014` gets `%b`, one of
+/// `September 15, 2014` (or both spellings) `%B`.
 pub const FORMATS: &[&str] = &[
     "%d.%m.%Y",
     "%d.%m.%Y %H:%M",
     "%d.%m.%Y %H:%M:%S",
     "%d.%m.%y",
+    "%d.%m.%y %H:%M",
     "%d/%m/%Y",
     "%m/%d/%Y",
     "%d/%m/%Y %H:%M",
     "%m/%d/%Y %H:%M",
     "%d/%m/%Y %H:%M:%S",
     "%m/%d/%Y %H:%M:%S",
+    "%d/%m/%Y %I:%M %p",
     "%m/%d/%Y %I:%M %p",
+    "%d/%m/%Y %I:%M:%S %p",
+    "%m/%d/%Y %I:%M:%S %p",
     "%d-%m-%Y",
     "%m-%d-%Y",
     "%d-%m-%Y %H:%M",
+    "%m-%d-%Y %H:%M",
+    "%d-%m-%Y %H:%M:%S",
+    "%m-%d-%Y %H:%M:%S",
     "%Y/%m/%d",
+    "%Y/%m/%d %H:%M",
     "%Y/%m/%d %H:%M:%S",
     "%d/%m/%y",
     "%m/%d/%y",
+    "%d/%m/%y %H:%M",
+    "%m/%d/%y %H:%M",
+    "%m/%d/%y %I:%M %p",
+    // Month names (English, German, French, Spanish: `time` reads them all).
+    "%b %d, %Y",
+    "%B %d, %Y",
+    "%b %d, %Y %I:%M %p",
+    "%B %d, %Y %I:%M %p",
+    "%b %d, %Y %I:%M:%S %p",
+    "%B %d, %Y %I:%M:%S %p",
+    "%b %d, %Y %H:%M:%S",
+    "%B %d, %Y %H:%M:%S",
+    "%b %d %Y",
+    "%B %d %Y",
+    "%d %b %Y",
+    "%d %B %Y",
+    "%d %b %Y %H:%M",
+    "%d %B %Y %H:%M",
+    "%d %b %Y %H:%M:%S",
+    "%d %B %Y %H:%M:%S",
+    "%d-%b-%Y",
+    "%d-%b-%y",
+    "%a, %d %b %Y %H:%M:%S",
+    "%a, %d %b %Y %H:%M:%S %z",
+    "%a %b %d %H:%M:%S %Y",
+    "%d. %b %Y",
+    "%d. %B %Y",
+    "%d. %b %Y %H:%M",
+    "%d. %B %Y %H:%M",
+    "%d de %b de %Y",
+    "%d de %B de %Y",
 ];
 
 /// How a column's values are written.
@@ -35,6 +80,9 @@ pub enum DateFormat {
     Iso,
     /// Every value reads with this format.
     One(&'static str),
+    /// Every value reads with one of these, and with one only (`May 11, 2019 11:21 AM`
+    /// beside `September 15, 2014 5:59:48 PM`).
+    List(Vec<&'static str>),
     /// Day-first and month-first both read every value: the user decides. `example` is a
     /// value the two read differently.
     Ambiguous {
@@ -49,7 +97,7 @@ impl DateFormat {
         match self {
             DateFormat::Iso => Vec::new(),
             DateFormat::One(f) => vec![f],
-            DateFormat::Ambiguous { formats, .. } => formats.clone(),
+            DateFormat::List(formats) | DateFormat::Ambiguous { formats, .. } => formats.clone(),
         }
     }
 }
@@ -82,7 +130,7 @@ pub fn detect(values: &[&str]) -> Option<DateFormat> {
         .filter(|f| values.clone().all(|v| reads(v, Some(f))))
         .collect();
     match fitting.as_slice() {
-        [] => None,
+        [] => covering(values.clone()),
         [one] => Some(DateFormat::One(one)),
         several => {
             let example = values
@@ -99,6 +147,22 @@ pub fn detect(values: &[&str]) -> Option<DateFormat> {
             }
         }
     }
+}
+
+/// When no one format reads every value: the fewest formats of [`FORMATS`] (taken in
+/// order) that read each value one way, as people write a time with and without seconds
+/// in one column. `None` when a value reads with none, or two of them read one value
+/// differently.
+fn covering<'a>(values: impl Iterator<Item = &'a str> + Clone) -> Option<DateFormat> {
+    let mut chosen: Vec<&'static str> = Vec::new();
+    for v in values.clone() {
+        if chosen.iter().any(|f| reads(v, Some(f))) {
+            continue;
+        }
+        chosen.push(FORMATS.iter().copied().find(|f| reads(v, Some(f)))?);
+    }
+    let one_way = values.into_iter().all(|v| readings(v, &chosen).len() == 1);
+    (one_way && chosen.len() > 1).then_some(DateFormat::List(chosen))
 }
 
 /// The distinct dates `value` stands for under `formats`, each with its format.

@@ -4,8 +4,10 @@
 //! tool's export is handed to its preset (`tools`), and the result is written as a
 //! commented pipeline (`render`). Nothing here touches the network or the target.
 
+pub mod ask;
 mod columns;
 mod consent;
+mod date_order;
 mod dates;
 mod render;
 pub mod rules;
@@ -14,9 +16,16 @@ mod source_line;
 mod tools;
 
 #[cfg(test)]
+mod consent_tests;
+#[cfg(test)]
+mod names_tests;
+#[cfg(test)]
+mod sample_tests;
+#[cfg(test)]
 mod tests;
 
 use crate::source::SourceError;
+use ask::Ask;
 use columns::Role;
 use render::{comment, key, mapping, string, strings};
 use rules::{AttrType, Target};
@@ -61,9 +70,19 @@ pub enum InitError {
     NoAddress { columns: String },
 }
 
-/// Reads the sources and writes the pipeline for them.
-pub fn draft(opts: &Options) -> Result<Draft, InitError> {
+/// Reads the sources and writes the pipeline for them, asking `ask` what the file does
+/// not say.
+pub fn draft(opts: &Options, ask: &mut dyn Ask) -> Result<Draft, InitError> {
     let sample = sample::read(&opts.local, &opts.base)?;
+    draft_from(opts, &sample, ask)
+}
+
+/// The pipeline for what the sources' first rows showed.
+fn draft_from(
+    opts: &Options,
+    sample: &sample::Sample,
+    ask: &mut dyn Ask,
+) -> Result<Draft, InitError> {
     let mut w = Writer::default();
     let first = opts.sources.first().map(String::as_str).unwrap_or("source");
     let stem = stem(first);
@@ -88,7 +107,7 @@ pub fn draft(opts: &Options) -> Result<Draft, InitError> {
     w.line("");
     w.line("[[import]]");
     w.line(&format!("name = {}", string(&step_name(&stem))));
-    source_lines(&mut w, opts, &sample);
+    source_lines(&mut w, opts, sample);
     let group = opts.group.clone().unwrap_or_else(|| stem.clone());
     w.line(&format!("group = {}", string(&group)));
     w.line("create_group = true");
@@ -106,9 +125,9 @@ pub fn draft(opts: &Options) -> Result<Draft, InitError> {
     }
 
     if let Some(tool) = tools::preset_for(&sample.columns) {
-        preset_step(&mut w, &sample, tool.preset);
+        preset_step(&mut w, sample, tool.preset);
     } else {
-        mapped_step(&mut w, &sample)?;
+        mapped_step(&mut w, sample, ask)?;
     }
     Ok(w.finish())
 }
@@ -122,24 +141,54 @@ fn preset_step(w: &mut Writer, sample: &sample::Sample, preset: &str) {
     w.decided(format!("the {preset} preset (its headers fit)"));
     let regional = sample.columns.iter().enumerate().find_map(|(i, _)| {
         match dates::detect(&sample.values(i).collect::<Vec<_>>()) {
-            Some(d @ (dates::DateFormat::One(_) | dates::DateFormat::Ambiguous { .. })) => Some(d),
+            Some(
+                d @ (dates::DateFormat::One(_)
+                | dates::DateFormat::List(_)
+                | dates::DateFormat::Ambiguous { .. }),
+            ) => Some(d),
             _ => None,
         }
     });
     if let Some(d) = regional {
         w.comment("The export writes its dates in a regional format:");
-        w.line(&format!("date_format = {}", strings(&d.formats())));
-        if let dates::DateFormat::Ambiguous { .. } = d {
-            w.comment("DECIDE: day first or month first: put your export's format first.");
-            w.look_at("the date format (day first or month first)".into());
+        match (&d, date_order::month_first_tool(&sample.columns)) {
+            (dates::DateFormat::Ambiguous { formats, example }, Some(tool)) => {
+                let first = date_order::pick(formats, true).unwrap_or(formats[0]);
+                w.comment(&format!(
+                    "\"{example}\" reads day first and month first alike: read month first, as {tool} writes its dates."
+                ));
+                w.line(&format!("date_format = {}", string(first)));
+            }
+            (dates::DateFormat::Ambiguous { .. }, None) => {
+                w.line(&format!("date_format = {}", strings(&d.formats())));
+                w.comment("DECIDE: day first or month first: put your export's format first and set ambiguous = \"first\"; until then values read both ways are left out.");
+                w.line("ambiguous = \"omit\"");
+                w.look_at("the date format (day first or month first)".into());
+            }
+            _ => w.line(&format!("date_format = {}", strings(&d.formats()))),
         }
     }
 }
 
 /// A step with a mapping of its own.
-fn mapped_step(w: &mut Writer, sample: &sample::Sample) -> Result<(), InitError> {
-    let roles = columns::roles(sample);
+fn mapped_step(
+    w: &mut Writer,
+    sample: &sample::Sample,
+    ask: &mut dyn Ask,
+) -> Result<(), InitError> {
+    let mut roles = columns::roles(sample);
     let col = |i: usize| sample.columns[i].as_str();
+    choose_address(&mut roles, sample, ask);
+    let settled = date_order::settle(&mut roles, &sample.columns, ask);
+    for (_, why) in &settled {
+        w.decided(why.clone());
+    }
+    let settled_note = |i: usize| {
+        settled
+            .iter()
+            .find(|(c, _)| *c == i)
+            .map(|(_, why)| why.clone())
+    };
     let Some(email) = roles
         .iter()
         .position(|r| *r == Role::Email { primary: true })
@@ -157,7 +206,7 @@ fn mapped_step(w: &mut Writer, sample: &sample::Sample) -> Result<(), InitError>
         Role::Registered(d) => Some((col(i).to_string(), d.clone())),
         _ => None,
     });
-    let consent = consent::decide(sample, &roles, registered.clone());
+    let consent = consent::decide(sample, &roles, registered.clone(), ask);
 
     w.line("");
     w.line("[import.receiver]");
@@ -180,6 +229,11 @@ fn mapped_step(w: &mut Writer, sample: &sample::Sample) -> Result<(), InitError>
     }
     if let Some((c, d)) = &registered {
         w.comment(&format!("When they signed up: \"{c}\"."));
+        if let Some(i) = sample.columns.iter().position(|h| h == c)
+            && let Some(why) = settled_note(i)
+        {
+            w.comment(&why);
+        }
         if let Some(text) = render::ambiguity_comment(c, Some(d)) {
             w.comment(&text);
             w.look_at(format!("the date format of \"{c}\""));
@@ -189,23 +243,7 @@ fn mapped_step(w: &mut Writer, sample: &sample::Sample) -> Result<(), InitError>
             mapping(c, &render::format_keys(Some(d)))
         ));
     }
-    for text in &consent.comments {
-        w.comment(text);
-    }
-    for d in &consent.decide {
-        w.comment(&format!("DECIDE: {d}"));
-        w.look_at(format!("consent: {d}"));
-    }
-    if let Some(s) = &consent.activated {
-        w.line(&format!("activated = {}", render::state(s)));
-        w.decided(format!("activated = {}", render::state(s)));
-    } else {
-        w.decided("nobody activated (no consent the file records is understood)".into());
-    }
-    if let Some(s) = &consent.deactivated {
-        w.line(&format!("deactivated = {}", render::state(s)));
-        w.decided(format!("deactivated = {}", render::state(s)));
-    }
+    write_consent(w, &consent);
     for (i, r) in roles.iter().enumerate() {
         if let Role::Named {
             target: Target::Receiver(field),
@@ -243,6 +281,9 @@ fn mapped_step(w: &mut Writer, sample: &sample::Sample) -> Result<(), InitError>
                 continue;
             };
             taken.push(name.to_string());
+            if let Some(why) = settled_note(i) {
+                w.comment(&why);
+            }
             if let Some(text) = render::ambiguity_comment(col(i), date.as_ref()) {
                 w.comment(&text);
                 w.look_at(format!("the date format of \"{}\"", col(i)));
@@ -270,7 +311,18 @@ fn mapped_step(w: &mut Writer, sample: &sample::Sample) -> Result<(), InitError>
     let others: Vec<usize> = roles
         .iter()
         .enumerate()
-        .filter(|(_, r)| matches!(r, Role::Attribute { .. } | Role::Email { primary: false }))
+        .filter(|(_, r)| {
+            matches!(
+                r,
+                Role::Attribute { .. }
+                    | Role::Email { primary: false }
+                    | Role::Consent(
+                        consent::Reading::State { .. }
+                            | consent::Reading::Unknown
+                            | consent::Reading::Superseded { .. }
+                    )
+            )
+        })
         .map(|(i, _)| i)
         .collect();
     if !others.is_empty() {
@@ -278,12 +330,18 @@ fn mapped_step(w: &mut Writer, sample: &sample::Sample) -> Result<(), InitError>
         w.comment("The file's other columns, as attributes of this group, typed by their values.");
         w.line("[import.attributes]");
         for i in others {
-            let mut name = columns::attribute_name(col(i));
-            while taken.contains(&name) {
-                name.push_str("_2");
-            }
+            let name = columns::unique_name(columns::attribute_name(col(i)), &taken);
             taken.push(name.clone());
+            if !col(i).is_ascii() {
+                w.comment(&format!(
+                    "{name}: the header {} spelled in the letters attribute names take.",
+                    string(col(i))
+                ));
+            }
             let r = &roles[i];
+            if let Some(why) = settled_note(i) {
+                w.comment(&why);
+            }
             if let Role::Attribute { date, .. } = r
                 && let Some(text) = render::ambiguity_comment(col(i), date.as_ref())
             {
@@ -333,6 +391,9 @@ fn mapped_step(w: &mut Writer, sample: &sample::Sample) -> Result<(), InitError>
             if *decimal_comma {
                 extra.push("decimal = \",\"".into());
             }
+            if let Some(why) = settled_note(i) {
+                w.comment(&why);
+            }
             if let Some(text) = render::ambiguity_comment(col(i), date.as_ref()) {
                 w.comment(&text);
             }
@@ -341,6 +402,13 @@ fn mapped_step(w: &mut Writer, sample: &sample::Sample) -> Result<(), InitError>
         w.decided("orders on the rows".into());
     }
 
+    write_left_out(w, sample, &roles);
+    Ok(())
+}
+
+/// The columns not imported, each with why, and the secrets in the summary.
+fn write_left_out(w: &mut Writer, sample: &sample::Sample, roles: &[Role]) {
+    let col = |i: usize| sample.columns[i].as_str();
     let left_out: Vec<String> = roles
         .iter()
         .enumerate()
@@ -372,7 +440,70 @@ fn mapped_step(w: &mut Writer, sample: &sample::Sample) -> Result<(), InitError>
             w.decided(format!("\"{}\" left out (a secret)", col(i)));
         }
     }
-    Ok(())
+}
+
+/// The consent lines of `[import.receiver]`: the comments that explain them, each
+/// `DECIDE` with the lines its other answer would write, the states and their counts.
+fn write_consent(w: &mut Writer, consent: &consent::Consent) {
+    for text in &consent.comments {
+        w.comment(text);
+    }
+    for d in &consent.decide {
+        w.comment(&format!("DECIDE: {}", d.text));
+        for line in &d.lines {
+            w.line(&format!("# {line}"));
+        }
+        w.look_at(format!("consent: {}", d.text));
+    }
+    if let Some(s) = &consent.activated {
+        w.line(&format!("activated = {}", render::state(s)));
+        w.decided(format!("activated = {}", render::state(s)));
+    } else {
+        w.decided("nobody activated (no consent the file records is understood)".into());
+    }
+    if let Some(s) = &consent.deactivated {
+        w.line(&format!("deactivated = {}", render::state(s)));
+        w.decided(format!("deactivated = {}", render::state(s)));
+    }
+    for line in &consent.summary {
+        w.decided(line.clone());
+    }
+}
+
+/// With several address columns, the receiver's is asked for (the one `columns` chose
+/// first, the default); unanswered, that one is taken and the others are said.
+fn choose_address(roles: &mut [Role], sample: &sample::Sample, ask: &mut dyn Ask) {
+    let mut candidates: Vec<usize> = (0..roles.len())
+        .filter(|&i| matches!(roles[i], Role::Email { .. }))
+        .collect();
+    if candidates.len() < 2 {
+        return;
+    }
+    candidates.sort_by_key(|&i| roles[i] != Role::Email { primary: true });
+    let choices = candidates
+        .iter()
+        .map(|&i| {
+            format!(
+                "\"{}\" ({} addresses, e.g. {})",
+                sample.columns[i],
+                sample.values(i).filter(|v| columns::is_address(v)).count(),
+                sample.values(i).next().unwrap_or("")
+            )
+        })
+        .collect();
+    let question = ask::Question {
+        text: "Several columns hold addresses. Which is the receiver's?".into(),
+        choices: ask::Choices::One(choices),
+    };
+    if let Some(ask::Answer::One(k)) = ask.ask(&question)
+        && let Some(&chosen) = candidates.get(k)
+    {
+        for &i in &candidates {
+            roles[i] = Role::Email {
+                primary: i == chosen,
+            };
+        }
+    }
 }
 
 /// A comment and a summary line when a column holds numbers Excel mangled.

@@ -30,14 +30,17 @@ pub fn strings<S: AsRef<str>>(items: &[S]) -> String {
     format!("[{}]", inner.join(", "))
 }
 
-/// The `format` (and `ambiguous`) keys of a date column, if it needs any.
+/// The `format` (and `ambiguous`) keys of a date column, if it needs any. An undecided
+/// column's values read two ways are left out (`ambiguous = "omit"`), not rejected: the
+/// unedited pipeline still imports every row.
 pub fn format_keys(d: Option<&DateFormat>) -> Vec<String> {
     match d {
         None | Some(DateFormat::Iso) => Vec::new(),
         Some(DateFormat::One(f)) => vec![format!("format = {}", string(f))],
+        Some(DateFormat::List(formats)) => vec![format!("format = {}", strings(formats))],
         Some(DateFormat::Ambiguous { formats, .. }) => vec![
             format!("format = {}", strings(formats)),
-            "ambiguous = \"reject\"".to_string(),
+            "ambiguous = \"omit\"".to_string(),
         ],
     }
 }
@@ -52,7 +55,7 @@ pub fn ambiguity_comment(column: &str, d: Option<&DateFormat>) -> Option<String>
         .map(|(date, f)| format!("{date} with {f}"))
         .collect();
     Some(format!(
-        "DECIDE: \"{column}\" reads day first and month first alike: \"{example}\" is {}. Put your export's format first and set ambiguous = \"first\"; until then such values are rejected.",
+        "DECIDE: \"{column}\" reads day first and month first alike: \"{example}\" is {}. Put your export's format first and set ambiguous = \"first\"; until then such values are left out (ambiguous = \"omit\"): the rows are imported without them, and `check` and `run` count them.",
         both.join(", ")
     ))
 }
@@ -120,13 +123,20 @@ fn test(t: &Test) -> String {
 pub fn state(s: &State) -> String {
     let mut keys: Vec<String> = Vec::new();
     match &s.when {
-        When::Columns(cols, d) => {
-            keys.push(if cols.len() == 1 {
-                format!("column = {}", string(&cols[0]))
+        When::Columns {
+            columns,
+            format,
+            or_now,
+        } => {
+            keys.push(if columns.len() == 1 {
+                format!("column = {}", string(&columns[0]))
             } else {
-                format!("column = {}", strings(cols))
+                format!("column = {}", strings(columns))
             });
-            keys.extend(format_keys(d.as_ref()));
+            if *or_now {
+                keys.push("default = \"now\"".into());
+            }
+            keys.extend(format_keys(format.as_ref()));
         }
         When::Now => keys.push("value = \"now\"".into()),
     }

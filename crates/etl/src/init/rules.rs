@@ -5,12 +5,9 @@
 //! names are compared normalised (see [`normalise`]): lower case, anything but letters and
 //! digits dropped, so `E-Mail`, `e_mail` and `EMAIL` are one name.
 
-mod consent;
+pub mod consent;
 
-pub use consent::{
-    CONSENT_FLAG_PARTS, CONSENT_STATUS_NAMES, CONSENT_TIME_NAMES, NO_VALUES, WITHDRAWAL_FLAG_PARTS,
-    WITHDRAWAL_TIME_NAMES, WITHDRAWN_VALUES, YES_OF_NO, YES_VALUES,
-};
+pub use consent::{CONSENT_TIME_NAMES, WITHDRAWAL_TIME_NAMES};
 
 /// A header name reduced to lower-case letters and digits: `"E-Mail Address"` → `emailaddress`.
 pub fn normalise(name: &str) -> String {
@@ -18,6 +15,28 @@ pub fn normalise(name: &str) -> String {
         .filter(|c| c.is_alphanumeric())
         .flat_map(char::to_lowercase)
         .collect()
+}
+
+/// A header's words, lower case: split at anything but letters and digits and where a
+/// lower-case letter meets an upper-case one (`doNotCall` → `do`, `not`, `call`).
+pub fn words(header: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let mut word = String::new();
+    let mut last_lower = false;
+    for c in header.chars() {
+        let boundary = !c.is_alphanumeric() || (c.is_uppercase() && last_lower);
+        if boundary && !word.is_empty() {
+            out.push(std::mem::take(&mut word));
+        }
+        if c.is_alphanumeric() {
+            word.extend(c.to_lowercase());
+        }
+        last_lower = c.is_lowercase();
+    }
+    if !word.is_empty() {
+        out.push(word);
+    }
+    out
 }
 
 /// Whether `header` is one of `names` (normalised), or ends with one of them after a known
@@ -317,6 +336,40 @@ pub const REGISTERED_NAMES: &[&str] = &[
     "opt-in date",
 ];
 
+/// Header parts of a date column that says when the record was made or the person signed
+/// up, for files whose header is none of [`REGISTERED_NAMES`] (`Created Time`,
+/// `Customer Since`, `Erstellt am`, `Date d'inscription`).
+pub const REGISTERED_PARTS: &[&str] = &[
+    "created",
+    "creation",
+    "createdate",
+    "signup",
+    "signedup",
+    "registered",
+    "registration",
+    "joined",
+    "dateadded",
+    "since",
+    "erstellt",
+    "angelegt",
+    "registriert",
+    "anmeldung",
+    "inscription",
+    "inscrit",
+    "alta",
+    "registro",
+    "iscrizione",
+    "aangemaakt",
+    "aanmelding",
+];
+
+/// Header parts that make a date something else than the sign-up, whatever else the header
+/// says (`Last Modified Date`, `Order Created At`, `Paid at`).
+pub const NOT_REGISTERED_PARTS: &[&str] = &[
+    "modified", "updated", "changed", "last", "order", "paid", "invoice", "expir", "renew",
+    "birth", "geburt", "due", "ship", "unsub", "delete",
+];
+
 /// Columns holding tags, by name.
 pub const TAG_NAMES: &[&str] = &[
     "tags",
@@ -437,4 +490,64 @@ pub const ORDER_DETAIL_PARTS: &[&str] = &[
     "subtotal",
     "fulfillment",
     "refund",
+];
+
+/// Tools that write dates month first (`5/6/2012` is May 6), known by their headers: every
+/// header of one `all` present (normalised) means the file is that tool's export. A date
+/// column of such a file that reads both ways is read month first.
+pub struct MonthFirstTool {
+    pub tool: &'static str,
+    pub all: &'static [&'static str],
+}
+
+/// US systems whose exports write month first.
+pub const MONTH_FIRST_TOOLS: &[MonthFirstTool] = &[
+    MonthFirstTool {
+        tool: "Magento",
+        all: &["Customer Since", "Web Site"],
+    },
+    MonthFirstTool {
+        tool: "Magento",
+        all: &["Account Created in"],
+    },
+    MonthFirstTool {
+        tool: "Magento",
+        all: &["email", "_website", "_store"],
+    },
+    MonthFirstTool {
+        tool: "Magento",
+        all: &["email", "website_id", "created_in"],
+    },
+    MonthFirstTool {
+        tool: "Shopify",
+        all: &["Accepts Email Marketing"],
+    },
+    MonthFirstTool {
+        tool: "Shopify",
+        all: &["Accepts Marketing", "Total Spent"],
+    },
+    MonthFirstTool {
+        tool: "Shopify",
+        all: &["Lineitem name", "Financial Status"],
+    },
+    MonthFirstTool {
+        tool: "WooCommerce",
+        all: &["billing_email", "billing_first_name"],
+    },
+    MonthFirstTool {
+        tool: "WooCommerce",
+        all: &["_billing_email"],
+    },
+    MonthFirstTool {
+        tool: "WooCommerce",
+        all: &["Billing Email Address", "Order Number"],
+    },
+    MonthFirstTool {
+        tool: "HubSpot",
+        all: &["Lifecycle Stage", "Create Date"],
+    },
+    MonthFirstTool {
+        tool: "HubSpot",
+        all: &["Record ID", "Contact owner"],
+    },
 ];

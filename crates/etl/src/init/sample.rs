@@ -1,7 +1,7 @@
 //! The first rows of the sources, read exactly as `run` reads them (the source stage's
 //! sniffing of encodings, delimiters and sheets), plus the dialect choices `run` cannot
-//! make alone: the header row when titles sit above it, and whether short rows need
-//! padding. The rest of `init` looks at these rows only.
+//! make alone: the header row when titles sit above it, whether there is a header row at
+//! all, and whether short rows need padding. The rest of `init` looks at these rows only.
 
 use super::InitError;
 use crate::source::{self, SourceFormat, SourceSpec, TextEncoding};
@@ -24,7 +24,12 @@ pub struct Sample {
     pub format: SourceFormat,
     pub delimiter: u8,
     pub encoding: TextEncoding,
+    /// The encoding is the detector's guess, which the bytes did not settle.
+    pub encoding_guessed: bool,
     pub header_row: usize,
+    /// The file has no header row (its first row held an address): the row at `header_row`
+    /// is data, and the columns are `column_1`, `column_2`, ...
+    pub no_header: bool,
     /// Rows with fewer fields than the header, in the sample (before padding).
     pub short_rows: usize,
     /// Rows with more fields than the header: rejected by `run` whatever the pipeline says.
@@ -68,34 +73,48 @@ pub fn is_placeholder(v: &str) -> bool {
 }
 
 /// The spec `init` reads with (and writes): the paths and the dialect found so far.
-pub fn spec(paths: &[String], header_row: usize, pad: bool) -> SourceSpec {
+pub fn spec(paths: &[String], header_row: usize, pad: bool, no_header: bool) -> SourceSpec {
     SourceSpec {
         paths: paths.to_vec(),
         header_row,
+        no_header,
         pad_short_rows: pad,
         ..SourceSpec::default()
     }
 }
 
-/// Reads the first [`SAMPLE_ROWS`] rows of `paths` (relative to `base`), finding the header row.
+/// Reads the first [`SAMPLE_ROWS`] rows of `paths` (relative to `base`), finding the header
+/// row, or that there is none.
 pub fn read(paths: &[String], base: &Path) -> Result<Sample, InitError> {
-    let first = read_at(paths, base, 1)?;
-    if !looks_misplaced(&first) {
-        return Ok(first);
-    }
-    // Titles above the header: the header is the first row below that names most columns
-    // and leaves the fewest rows ragged.
-    let mut best = first;
-    for row in 2..=MAX_HEADER_ROW {
-        // Past the last row the read fails: nothing further down.
-        let Ok(candidate) = read_at(paths, base, row) else {
-            break;
-        };
-        if header_score(&candidate) > header_score(&best) {
-            best = candidate;
+    let first = read_at(paths, base, 1, false)?;
+    let chosen = if names_an_address(&first) || !looks_misplaced(&first) {
+        first
+    } else {
+        // Titles above the header: the header is the first row below that names most
+        // columns and leaves the fewest rows ragged.
+        let mut best = first;
+        for row in 2..=MAX_HEADER_ROW {
+            // Past the last row the read fails: nothing further down.
+            let Ok(candidate) = read_at(paths, base, row, false) else {
+                break;
+            };
+            if header_score(&candidate) > header_score(&best) {
+                best = candidate;
+            }
         }
+        best
+    };
+    // A header is a name, never an address: a "header" holding one is the first data row
+    // of a file without a header row (a Medium member list: one address a line).
+    if names_an_address(&chosen) {
+        return read_at(paths, base, chosen.header_row, true);
     }
-    Ok(best)
+    Ok(chosen)
+}
+
+/// Whether a cell of the header read is an email address.
+fn names_an_address(s: &Sample) -> bool {
+    !s.no_header && s.columns.iter().any(|c| super::columns::is_address(c))
 }
 
 /// A header that names few of the columns the rows have: titles above the real header.
@@ -127,8 +146,13 @@ fn enough() -> source::SourceError {
     source::SourceError::NoPaths
 }
 
-fn read_at(paths: &[String], base: &Path, header_row: usize) -> Result<Sample, InitError> {
-    let spec = spec(paths, header_row, false);
+fn read_at(
+    paths: &[String],
+    base: &Path,
+    header_row: usize,
+    no_header: bool,
+) -> Result<Sample, InitError> {
+    let spec = spec(paths, header_row, false, no_header);
     let mut got: Option<source::Table> = None;
     let result = source::read_chunks(&spec, base, SAMPLE_ROWS, &mut |t| {
         if got.is_none() {
@@ -176,7 +200,9 @@ fn read_at(paths: &[String], base: &Path, header_row: usize) -> Result<Sample, I
         format: table.dialect.format,
         delimiter: table.dialect.delimiter,
         encoding: table.dialect.encoding,
+        encoding_guessed: table.dialect.encoding_guessed,
         header_row,
+        no_header,
         short_rows,
         long_rows,
         sheets,

@@ -30,16 +30,43 @@ pub(super) fn source_lines(w: &mut Writer, opts: &Options, sample: &sample::Samp
             "delimiter \"{delimiter}\", encoding {}",
             sample.encoding.as_str()
         ));
+        if sample.encoding_guessed {
+            w.look_at(format!(
+                "the encoding was guessed as {}: if names or other text look wrong in the preview of `check`, set `encoding` in `source` to the file's real encoding",
+                sample.encoding.as_str()
+            ));
+        }
     }
     if sample.header_row > 1 {
-        keys.push(format!("header_row = {}", sample.header_row));
+        let row = sample.header_row;
+        keys.push(format!("header_row = {row}"));
+        if sample.no_header {
+            found.push(format!(
+                "the data from row {row} (rows above it are titles)"
+            ));
+            w.look_at(format!(
+                "the data starts on row {row}: rows above it are skipped"
+            ));
+        } else {
+            found.push(format!(
+                "the header on row {row} (rows above it are titles)"
+            ));
+            w.look_at(format!(
+                "the header sits on row {row}: rows above it are skipped"
+            ));
+        }
+    }
+    if sample.no_header {
+        keys.push("header = false".into());
+        let columns = match sample.columns.as_slice() {
+            [] | [_] => "column_1".to_string(),
+            [first, .., last] => format!("{first} to {last}"),
+        };
         found.push(format!(
-            "the header on row {} (rows above it are titles)",
-            sample.header_row
+            "no header row: the first row is data, columns are {columns}"
         ));
         w.look_at(format!(
-            "the header sits on row {}: rows above it are skipped",
-            sample.header_row
+            "the file has no header row (its first row holds an address): header = false reads that row as data and names the columns {columns}; if the file does have a header, remove header = false"
         ));
     }
     if sample.sheets.len() > 1

@@ -1,5 +1,6 @@
 //! One test per rule of `init`: each table row and each decision, on small samples.
 
+use super::ask::NoQuestions;
 use super::columns::{self, Role};
 use super::consent::{self, Test, When};
 use super::dates::{self, DateFormat};
@@ -9,7 +10,7 @@ use super::{render, tools};
 use crate::source::{SourceFormat, TextEncoding};
 
 /// A sample of `columns` holding `rows` (an empty string is an empty cell).
-fn sample(columns: &[&str], rows: &[&[&str]]) -> Sample {
+pub(super) fn sample(columns: &[&str], rows: &[&[&str]]) -> Sample {
     let cells = (0..columns.len())
         .map(|i| {
             rows.iter()
@@ -24,7 +25,9 @@ fn sample(columns: &[&str], rows: &[&[&str]]) -> Sample {
         format: SourceFormat::Csv,
         delimiter: b',',
         encoding: TextEncoding::Utf8,
+        encoding_guessed: false,
         header_row: 1,
+        no_header: false,
         short_rows: 0,
         long_rows: 0,
         sheets: Vec::new(),
@@ -206,7 +209,7 @@ fn day_first_and_month_first_both_fitting_are_left_to_the_user_with_both_reading
     );
     assert_eq!(
         render::ambiguity_comment("Signup", Some(&d)).unwrap(),
-        "DECIDE: \"Signup\" reads day first and month first alike: \"03/04/2025\" is 2025-04-03 with %d/%m/%Y, 2025-03-04 with %m/%d/%Y. Put your export's format first and set ambiguous = \"first\"; until then such values are rejected."
+        "DECIDE: \"Signup\" reads day first and month first alike: \"03/04/2025\" is 2025-04-03 with %d/%m/%Y, 2025-03-04 with %m/%d/%Y. Put your export's format first and set ambiguous = \"first\"; until then such values are left out (ambiguous = \"omit\"): the rows are imported without them, and `check` and `run` count them."
     );
 }
 
@@ -221,7 +224,7 @@ fn a_newsletter_flag_activates_only_the_rows_it_marks() {
         &["email", "newsletter"],
         &[&["a@example.com", "1"], &["b@example.com", "0"]],
     );
-    let c = consent::decide(&s, &columns::roles(&s), None);
+    let c = consent::decide(&s, &columns::roles(&s), None, &mut NoQuestions);
     let a = c.activated.unwrap();
     assert_eq!(a.when, When::Now);
     assert_eq!(
@@ -239,7 +242,7 @@ fn a_newsletter_flag_activates_only_the_rows_it_marks() {
 #[test]
 fn a_flag_whose_rows_all_say_no_activates_the_rows_marked_yes_only() {
     let s = sample(&["email", "newsletter"], &[&["a@example.com", "0"]]);
-    let c = consent::decide(&s, &columns::roles(&s), None);
+    let c = consent::decide(&s, &columns::roles(&s), None, &mut NoQuestions);
     assert_eq!(c.activated.unwrap().any[0].values, vec!["1".to_string()]);
 }
 
@@ -249,19 +252,23 @@ fn a_status_of_unknown_values_activates_nobody_and_says_what_to_decide() {
         &["email", "status"],
         &[&["a@example.com", "gold"], &["b@example.com", "silver"]],
     );
-    let c = consent::decide(&s, &columns::roles(&s), None);
+    let c = consent::decide(&s, &columns::roles(&s), None, &mut NoQuestions);
     assert!(c.activated.is_none());
     assert_eq!(
         c.comments[0],
         "\"status\" looks like consent; its values: \"gold\", \"silver\"."
     );
-    assert!(c.decide[0].starts_with("which values of \"status\" mean the person subscribed"));
+    assert!(
+        c.decide[0]
+            .text
+            .starts_with("which values of \"status\" mean the person subscribed")
+    );
 }
 
 #[test]
 fn without_a_consent_column_nobody_is_activated() {
     let s = sample(&["email"], &[&["a@example.com"]]);
-    let c = consent::decide(&s, &columns::roles(&s), None);
+    let c = consent::decide(&s, &columns::roles(&s), None, &mut NoQuestions);
     assert!(c.activated.is_none() && c.deactivated.is_none());
     assert_eq!(c.decide.len(), 1);
 }
@@ -275,14 +282,16 @@ fn a_withdrawal_date_deactivates_and_keeps_its_rows_from_activation() {
             &["b@example.com", "unsubscribed", "2024-05-01"],
         ],
     );
-    let c = consent::decide(&s, &columns::roles(&s), None);
+    let c = consent::decide(&s, &columns::roles(&s), None, &mut NoQuestions);
     assert_eq!(
         render::state(&c.activated.unwrap()),
         r#"{ value = "now", only_if = [{ column = "status", equals = "active" }, { column = "unsubscribed_at", equals = "" }] }"#
     );
     assert_eq!(
         render::state(&c.deactivated.unwrap()),
-        r#"{ column = "unsubscribed_at", only_if = { any = [{ column = "status", equals = "unsubscribed" }, { column = "unsubscribed_at", not_equals = "" }] } }"#
+        // A row unsubscribed by its status but without a date is deactivated at the run's
+        // time (issue 55: opt-out evidence is taken whenever it is clear).
+        r#"{ column = "unsubscribed_at", default = "now", only_if = { any = [{ column = "status", equals = "unsubscribed" }, { column = "unsubscribed_at", not_equals = "" }] } }"#
     );
 }
 
@@ -294,7 +303,7 @@ fn an_unsubscribed_flag_deactivates_its_yes_rows() {
     );
     let roles = columns::roles(&s);
     assert_eq!(roles[1], Role::WithdrawalFlag);
-    let c = consent::decide(&s, &roles, None);
+    let c = consent::decide(&s, &roles, None, &mut NoQuestions);
     assert_eq!(
         c.deactivated.unwrap().any[0].values,
         vec!["true".to_string()]
@@ -380,4 +389,145 @@ fn attribute_names_follow_other_columns_spelling() {
 fn keys_are_quoted_only_when_they_must_be() {
     assert_eq!(render::key("zip_code"), "zip_code");
     assert_eq!(render::key("Dr."), "\"Dr.\"");
+}
+
+// Dates as people write them (issue 55, part 5): month names in English, German, French
+// and Spanish, times with seconds or AM/PM after either date order, and an undecided
+// column's values left out (`ambiguous = "omit"`) rather than rejected.
+
+#[test]
+fn month_name_columns_get_their_format() {
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &["September 15, 2014 5:59:48 PM", "May 11, 2019 11:21:04 AM"],
+            "%B %d, %Y %I:%M:%S %p",
+        ),
+        (
+            &["May 11, 2019 11:21 AM", "January 2, 2020 9:05 PM"],
+            "%B %d, %Y %I:%M %p",
+        ),
+        (&["September 15, 2014", "May 11, 2019"], "%B %d, %Y"),
+        (&["Sep 15, 2014", "Jan 2, 2020"], "%b %d, %Y"),
+        (&["Jan 15 2023", "Feb 3 2023"], "%b %d %Y"),
+        (&["15 Jan 2023", "3 Feb 2023"], "%d %b %Y"),
+        (&["15 January 2023", "3 février 2023"], "%d %B %Y"),
+        (&["15-Jan-2023", "3-Feb-2023"], "%d-%b-%Y"),
+        (
+            &["3 févr. 2021 14:05", "15 janv. 2021 09:00"],
+            "%d %b %Y %H:%M",
+        ),
+        (
+            &["Mon, 15 Jan 2023 10:00:00", "Tue, 17 Jan 2023 11:30:00"],
+            "%a, %d %b %Y %H:%M:%S",
+        ),
+        (
+            &[
+                "Sun, 15 Jan 2023 10:00:00 +0100",
+                "Tue, 17 Jan 2023 11:30:00 +0000",
+            ],
+            "%a, %d %b %Y %H:%M:%S %z",
+        ),
+        (&["15. März 2023", "1. Mai 2023"], "%d. %B %Y"),
+        (&["15. Mär. 2023", "1. Okt. 2023"], "%d. %b %Y"),
+        (
+            &["12 de enero de 2020", "3 de setiembre de 2021"],
+            "%d de %B de %Y",
+        ),
+    ];
+    for (values, format) in cases {
+        assert_eq!(
+            dates::detect(values),
+            Some(DateFormat::One(format)),
+            "{values:?}"
+        );
+    }
+}
+
+#[test]
+fn times_with_seconds_or_am_pm_get_their_format_in_either_date_order() {
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &["5/6/2012 5:53:10 PM", "25/6/2012 9:01:00 AM"],
+            "%d/%m/%Y %I:%M:%S %p",
+        ),
+        (
+            &["5/6/2012 5:53:10 PM", "5/26/2012 9:01:00 AM"],
+            "%m/%d/%Y %I:%M:%S %p",
+        ),
+        (
+            &["5/6/2012 5:53 PM", "25/6/2012 9:01 AM"],
+            "%d/%m/%Y %I:%M %p",
+        ),
+        (
+            &["01.02.2024 10:00:05", "31.12.2023 23:59:59"],
+            "%d.%m.%Y %H:%M:%S",
+        ),
+        (
+            &["01-02-2024 10:00:05", "31-12-2023 23:59:59"],
+            "%d-%m-%Y %H:%M:%S",
+        ),
+        (
+            &["01-02-2024 10:00:05", "12-31-2023 23:59:59"],
+            "%m-%d-%Y %H:%M:%S",
+        ),
+        (&["2024/02/01 10:00", "2023/12/31 23:59"], "%Y/%m/%d %H:%M"),
+    ];
+    for (values, format) in cases {
+        assert_eq!(
+            dates::detect(values),
+            Some(DateFormat::One(format)),
+            "{values:?}"
+        );
+    }
+}
+
+#[test]
+fn an_undecided_column_lists_both_orders_and_leaves_its_doubtful_values_out() {
+    // Magento's `5/6/2012 15:53` on every row.
+    let d = dates::detect(&["5/6/2012 15:53", "5/6/2012 15:53"]).unwrap();
+    assert_eq!(
+        d,
+        DateFormat::Ambiguous {
+            formats: vec!["%d/%m/%Y %H:%M", "%m/%d/%Y %H:%M"],
+            example: "5/6/2012 15:53".into()
+        }
+    );
+    assert_eq!(
+        render::format_keys(Some(&d)),
+        vec![
+            r#"format = ["%d/%m/%Y %H:%M", "%m/%d/%Y %H:%M"]"#.to_string(),
+            r#"ambiguous = "omit""#.to_string()
+        ]
+    );
+    let comment = render::ambiguity_comment("created_at", Some(&d)).unwrap();
+    assert!(
+        comment.ends_with("until then such values are left out (ambiguous = \"omit\"): the rows are imported without them, and `check` and `run` count them."),
+        "{comment}"
+    );
+    let twelve = dates::detect(&["5/6/2012 5:53 PM", "3/4/2012 9:01 AM"]).unwrap();
+    assert_eq!(
+        twelve.formats(),
+        vec!["%d/%m/%Y %I:%M %p", "%m/%d/%Y %I:%M %p"]
+    );
+    // A mapping written with these keys parses and reads the values as it says.
+    let formats: Vec<String> = d.formats().iter().map(|f| f.to_string()).collect();
+    let times =
+        crate::prepare::time::Times::new(&formats, crate::prepare::time::Ambiguous::Omit, None);
+    assert!(matches!(
+        times.read_timestamp("5/6/2012 15:53"),
+        Err(crate::prepare::time::Unread::LeftOut(_))
+    ));
+}
+
+#[test]
+fn a_column_of_times_with_and_without_seconds_lists_both_formats() {
+    assert_eq!(
+        dates::detect(&["September 15, 2014 5:59:48 PM", "May 11, 2019 11:21 AM"]),
+        Some(DateFormat::List(vec![
+            "%B %d, %Y %I:%M:%S %p",
+            "%b %d, %Y %I:%M %p"
+        ]))
+    );
+    // A value no format reads keeps the column from being taken for dates.
+    assert_eq!(dates::detect(&["May 11, 2019 11:21 AM", "soon"]), None);
 }

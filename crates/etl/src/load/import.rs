@@ -154,11 +154,17 @@ pub async fn run(
 
     // Timestamps given as `value = "now"` mean "when it first happened": they
     // are sent on create, and on update only where the target holds none
-    // (see rows.rs), so a later run does not move them.
+    // (see rows.rs), so a later run does not move them. So do those that fall
+    // back to `default = "now"` (the opt-in of a row without a date): a time
+    // set by an earlier run is not moved by today's.
+    let now = |v: &str| v.eq_ignore_ascii_case("now");
     let create_only: Vec<ReceiverField> = step
         .fields
         .iter()
-        .filter(|(_, m)| matches!(&m.from, ValueFrom::Constant(v) if v.eq_ignore_ascii_case("now")))
+        .filter(|(_, m)| {
+            matches!(&m.from, ValueFrom::Constant(v) if now(v))
+                || m.default.as_deref().is_some_and(now)
+        })
         .map(|(f, _)| *f)
         .collect();
     let journal = match (&opts.journal, &group, opts.dry_run) {

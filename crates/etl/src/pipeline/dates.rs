@@ -12,7 +12,7 @@ use super::timezone;
 use super::*;
 use toml::Spanned;
 
-const AMBIGUOUS: &[&str] = &["reject", "first"];
+const AMBIGUOUS: &[&str] = &["reject", "first", "omit"];
 
 /// A step's `date_format` and `ambiguous`, for its mappings without their own.
 #[derive(Debug, Default)]
@@ -62,6 +62,7 @@ impl Parser<'_> {
         let value = match a.get_ref().as_str() {
             "reject" => Ambiguous::Reject,
             "first" => Ambiguous::First,
+            "omit" => Ambiguous::Omit,
             other => {
                 self.ctx.error(
                     a.span(),
@@ -150,5 +151,56 @@ impl StepDates {
                 .filter(|(f, _)| f.kind() == ValueKind::Timestamp)
                 .for_each(|(_, m)| set(m));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{Ambiguous, PipelineError, ReceiverField, Step, load};
+
+    /// `p.toml` holding `toml`, beside `in.csv` (columns email, joined), loaded.
+    fn loaded(toml: &str) -> Result<super::super::Pipeline, PipelineError> {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("in.csv"),
+            "email,joined\na@example.com,5/6/2012\n",
+        )
+        .unwrap();
+        let path = dir.path().join("p.toml");
+        std::fs::write(&path, toml).unwrap();
+        load(&path)
+    }
+
+    const STEP: &str =
+        "[[import]]\nsource = \"in.csv\"\ngroup = \"News\"\n[import.receiver]\nemail = \"email\"\n";
+
+    #[test]
+    fn ambiguous_omit_is_read_and_an_unknown_value_names_the_three() {
+        let p = loaded(&format!(
+            "{STEP}registered = {{ column = \"joined\", format = [\"%d/%m/%Y\", \"%m/%d/%Y\"], ambiguous = \"omit\" }}\n"
+        ))
+        .unwrap();
+        let Step::Import(s) = &p.steps[0] else {
+            panic!("not an import")
+        };
+        let (_, registered) = s
+            .fields
+            .iter()
+            .find(|(f, _)| *f == ReceiverField::Registered)
+            .unwrap();
+        assert_eq!(registered.ambiguous, Some(Ambiguous::Omit));
+
+        let e = loaded(&format!(
+            "{STEP}registered = {{ column = \"joined\", format = [\"%d/%m/%Y\", \"%m/%d/%Y\"], ambiguous = \"last\" }}\n"
+        ))
+        .unwrap_err();
+        assert_eq!(e.0.len(), 1, "{:?}", e.0);
+        assert!(
+            e.0[0].ends_with(
+                "p.toml:6:82: unknown ambiguous \"last\"; valid values: `reject`, `first` or `omit`"
+            ),
+            "{}",
+            e.0[0]
+        );
     }
 }

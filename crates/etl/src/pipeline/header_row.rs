@@ -12,7 +12,8 @@ const LOOKED_AT_ROWS: usize = 20;
 /// The row (1-based) below the source's own `header_row` whose names include every one
 /// of `missing`, if there is one within the first [`LOOKED_AT_ROWS`] rows.
 pub(super) fn lower_header(spec: &SourceSpec, base_dir: &Path, missing: &[&str]) -> Option<usize> {
-    if missing.is_empty() || spec.postgres.is_some() {
+    // Without a header row no row names columns: every one reads as `column_N`.
+    if missing.is_empty() || spec.postgres.is_some() || spec.no_header {
         return None;
     }
     let header_at = |row: usize| {

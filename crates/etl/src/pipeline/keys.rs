@@ -121,6 +121,7 @@ pub(super) const SOURCE_KEYS: &[&str] = &[
     "delimiter",
     "encoding",
     "header_row",
+    "header",
     "sheet",
     "sheets",
     "pad_short_rows",

@@ -468,6 +468,12 @@ impl OrderField {
 #[error("{}", .0.join("\n"))]
 pub struct PipelineError(pub Vec<String>);
 
+/// Parses and checks a pipeline's text as if read from `path` (its sources are relative to
+/// its folder; offline).
+pub fn parse_text(path: &Path, text: &str) -> Result<Pipeline, PipelineError> {
+    parse::parse(path, text)
+}
+
 /// Reads, parses and checks a pipeline file (offline).
 pub fn load(path: &Path) -> Result<Pipeline, PipelineError> {
     let text = std::fs::read_to_string(path).map_err(|e| {
@@ -476,5 +482,5 @@ pub fn load(path: &Path) -> Result<Pipeline, PipelineError> {
             path.display()
         )])
     })?;
-    parse::parse(path, &text)
+    parse_text(path, &text)
 }

@@ -136,6 +136,10 @@ impl Parser<'_> {
                     return None;
                 }
                 spec.pad_short_rows = t.bool(ctx, "pad_short_rows").unwrap_or(false);
+                spec.no_header = !t.bool(ctx, "header").unwrap_or(true);
+                if spec.no_header {
+                    no_header_readable(&t, ctx, &spec);
+                }
                 spec.max_quoted_lines = t
                     .int(ctx, "max_quoted_lines", 1..100_000_001)
                     .map_or(0, |n| n as u64);
@@ -174,6 +178,38 @@ impl Parser<'_> {
         }
         Some(spec)
     }
+}
+
+/// `header = false` on a source whose columns are named by the source itself (a query,
+/// Parquet, JSON lines): refused at the key, as it would change nothing.
+fn no_header_readable(t: &Table, ctx: &mut Ctx, spec: &SourceSpec) {
+    let named_by_source = |format: Option<SourceFormat>| {
+        matches!(
+            format,
+            Some(SourceFormat::Parquet | SourceFormat::JsonLines)
+        )
+    };
+    let what = if spec.postgres.is_some() {
+        "a query's result"
+    } else if named_by_source(spec.format)
+        || (spec.format.is_none()
+            && !spec.paths.is_empty()
+            && spec
+                .paths
+                .iter()
+                .all(|p| named_by_source(SourceFormat::from_path(Path::new(p)))))
+    {
+        "a Parquet or JSON lines file"
+    } else {
+        return;
+    };
+    let span = t.get("header").map_or(0..0, |v| v.span());
+    ctx.error(
+        span,
+        format!(
+            "`header = false` is for CSV files and spreadsheets without a header row; {what} names its own columns; remove it"
+        ),
+    );
 }
 
 /// `postgres = "URL"` or `postgres_env = "VAR"`, with `query`: a query source, or `None`

@@ -5,7 +5,7 @@
 use super::condition::RowTest;
 use super::reasons::{self, RejectExample};
 use super::time::{ColumnHint, Times};
-use super::value;
+use super::value::{self, Unsent};
 use super::{PrepareError, PrepareStats};
 use crate::pipeline::{AttributeMapping, Mapping, ValueFrom, ValueKind};
 use crate::source::{FILE_COL, ROW_COL, RejectRow, Table};
@@ -22,10 +22,38 @@ pub(super) struct RowError {
     value: Option<String>,
 }
 
-/// The errors found in a table, by row index; and the addresses trimmed of
-/// spaces or tabs at their ends (counted, as every change to a value is).
+/// The errors found in a table, by row index; the addresses trimmed of
+/// spaces or tabs at their ends (counted, as every change to a value is); and
+/// the values left out (`ambiguous = "omit"`) by field.
 #[derive(Default)]
-pub(super) struct Errors(pub(super) BTreeMap<usize, Vec<RowError>>, pub(super) u64);
+pub(super) struct Errors(
+    pub(super) BTreeMap<usize, Vec<RowError>>,
+    pub(super) u64,
+    pub(super) LeftOut,
+);
+
+/// The values of each field left out as the formats read them two ways
+/// (`ambiguous = "omit"`): how many, and what the first reads as.
+#[derive(Default)]
+pub(super) struct LeftOut(BTreeMap<String, (u64, String)>);
+
+impl LeftOut {
+    fn add(&mut self, field: &str, what: String) {
+        match self.0.get_mut(field) {
+            Some((n, _)) => *n += 1,
+            None => {
+                self.0.insert(field.to_string(), (1, what));
+            }
+        }
+    }
+
+    /// Counted into `stats`, each field's first example kept.
+    pub(super) fn count_into(&self, stats: &mut PrepareStats) {
+        for (field, (n, what)) in &self.0 {
+            stats.count_left_out(field, *n, what);
+        }
+    }
+}
 
 impl Errors {
     pub(super) fn add(&mut self, row: usize, field: &str, value: &str, reason: String) {
@@ -133,7 +161,12 @@ pub(super) fn map_column(
                 let cleaned = dated.then(|| v.to_string());
                 match value::convert(kind, m, &times, v) {
                     Ok(v) => out.append_value(v),
-                    Err(reason) => {
+                    // Left out: the cell counts as empty (no date is a required value).
+                    Err(Unsent::LeftOut(what)) => {
+                        errors.2.add(field, what);
+                        out.append_null();
+                    }
+                    Err(Unsent::Rejected(reason)) => {
                         match cleaned {
                             Some(c) => failed.push((i, raw.unwrap_or("").to_string(), c, reason)),
                             None => errors.add(i, field, raw.unwrap_or(""), reason),
@@ -189,6 +222,7 @@ pub(super) fn reject_rows(
     let rows = table.frame.column(ROW_COL)?.u32()?;
     let files = table.frame.column(FILE_COL)?.u32()?;
     stats.addresses_trimmed += errors.1;
+    errors.2.count_into(stats);
     let mut out = Vec::with_capacity(errors.0.len() + table.ragged.len());
     // Examples name their file; the caller forgets it when the source
     // turns out to be one file (`PrepareStats::files_read`).

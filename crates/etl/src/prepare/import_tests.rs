@@ -188,3 +188,55 @@ fn joined_orders_in_chunks_keep_file_order_and_reject_orders_without_their_recei
         }
     }
 }
+
+#[test]
+fn values_read_two_ways_with_ambiguous_omit_are_left_out_counted_by_field_not_rejected() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("in.csv"),
+        "email,joined,born\na@example.com,5/6/2012 15:53,3/4/1990\nb@example.com,25/6/2012 10:00,\nc@example.com,1/2/2013 08:00,\nd@example.com,2/3/2014 09:00,x\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("p.toml"),
+        "[[import]]\nname = \"i\"\nsource = \"in.csv\"\ngroup = \"G\"\ndate_format = [\"%d/%m/%Y %H:%M\", \"%m/%d/%Y %H:%M\", \"%d/%m/%Y\", \"%m/%d/%Y\"]\nambiguous = \"omit\"\n[import.receiver]\nemail = \"email\"\nregistered = \"joined\"\n[import.global_attributes]\nbirthday = { column = \"born\", type = \"date\" }\n",
+    )
+    .unwrap();
+    let p = pipeline::load(&dir.path().join("p.toml")).unwrap();
+    let Some(Step::Import(step)) = p.steps.into_iter().next() else {
+        panic!("an import step")
+    };
+    // In chunks of two rows: the counts add up over the chunks.
+    let mut registered: Vec<Option<String>> = Vec::new();
+    let budget = Budget::default().with_chunk_rows(2);
+    let summary = import_chunks(&step, dir.path(), budget, &mut |c| {
+        let col = c.frame.column("registered").unwrap().str().unwrap().clone();
+        registered.extend(col.iter().map(|v| v.map(str::to_string)));
+        true
+    })
+    .unwrap();
+    let stats = summary.stats;
+    // Row 5's "x" is no date: rejected as before.
+    assert_eq!(stats.rejected_total(), 1, "{:?}", stats.rejected);
+    assert_eq!(
+        stats.values_left_out,
+        [("birthday".to_string(), 1), ("registered".to_string(), 3)].into()
+    );
+    assert_eq!(
+        stats.left_out_examples["registered"],
+        "\"5/6/2012 15:53\" is 2012-06-05 or 2012-05-06"
+    );
+    assert_eq!(
+        stats.left_out_examples["birthday"],
+        "\"3/4/1990\" is 1990-04-03 or 1990-03-04"
+    );
+    // The rows are sent, without the value left out.
+    assert_eq!(registered, [None, Some("1340618400".to_string()), None]);
+    assert_eq!(
+        crate::report::left_out_lines(&stats),
+        [
+            "birthday: 1 value left out until the format is decided (ambiguous = \"omit\"; \"3/4/1990\" is 1990-04-03 or 1990-03-04: put the right format first and set ambiguous = \"first\")",
+            "registered: 3 values left out until the format is decided (ambiguous = \"omit\"; \"5/6/2012 15:53\" is 2012-06-05 or 2012-05-06: put the right format first and set ambiguous = \"first\")",
+        ]
+    );
+}

@@ -140,6 +140,10 @@ impl JoinedOrders {
         stats.orders_read += self.stats.orders_read;
         stats.orders_accepted += self.accepted;
         stats.addresses_trimmed += self.stats.addresses_trimmed;
+        for (field, n) in &self.stats.values_left_out {
+            let example = self.stats.left_out_examples.get(field);
+            stats.count_left_out(field, *n, example.map_or("", String::as_str));
+        }
         Ok(OrderRejects {
             format,
             rows: self.rejected,

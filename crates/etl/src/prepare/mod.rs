@@ -140,6 +140,15 @@ pub struct PrepareStats {
     /// The first rejected row of each reason in `rejected`, for the summaries.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub reject_examples: BTreeMap<String, RejectExample>,
+    /// Values left out by field (`registered`, `birthday`): dates or times the
+    /// listed formats read differently, with `ambiguous = "omit"`. Their
+    /// cells count as empty; the rows are sent.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub values_left_out: BTreeMap<String, u64>,
+    /// What the first value left out of each field reads as (`"5/6/2012
+    /// 15:53" is 2012-06-05 or 2012-05-06`), for the summaries.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub left_out_examples: BTreeMap<String, String>,
     pub duplicates: u64,
     pub tags_changed: u64,
     /// Order lines read (from the receiver rows or the orders source).
@@ -199,6 +208,15 @@ impl PrepareStats {
         self.reject_examples
             .entry(category.to_string())
             .or_insert(example);
+    }
+
+    /// Counts `n` values of `field` left out (`ambiguous = "omit"`), keeping
+    /// the first one's reading as its example.
+    pub fn count_left_out(&mut self, field: &str, n: u64, example: &str) {
+        *self.values_left_out.entry(field.to_string()).or_default() += n;
+        self.left_out_examples
+            .entry(field.to_string())
+            .or_insert_with(|| example.to_string());
     }
 
     /// The examples name their file only when the source had several.

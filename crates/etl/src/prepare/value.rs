@@ -2,7 +2,7 @@
 //! case, value map, default) and converted to its wire form, or an error
 //! that becomes the row's reject reason.
 
-use super::time::Times;
+use super::time::{Times, Unread};
 use crate::pipeline::{Case, Mapping, ValueKind};
 use listpipe_api::email;
 use std::borrow::Cow;
@@ -106,27 +106,54 @@ pub const GENDERS: &[&str] = &[
     "herr", "divers", "mr", "mr.", "mrs", "mrs.", "ms", "ms.", "miss", "mx", "mx.", "unknown",
 ];
 
+/// Why a cleaned value is not sent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Unsent {
+    /// Refused: the row's reject reason.
+    Rejected(String),
+    /// Left out (`ambiguous = "omit"`): the cell counts as empty; what the
+    /// value reads as, for the note that counts them.
+    LeftOut(String),
+}
+
+impl From<String> for Unsent {
+    fn from(why: String) -> Unsent {
+        Unsent::Rejected(why)
+    }
+}
+
+impl From<Unread> for Unsent {
+    fn from(u: Unread) -> Unsent {
+        match u {
+            Unread::Refused(why) => Unsent::Rejected(why),
+            Unread::LeftOut(what) => Unsent::LeftOut(what),
+        }
+    }
+}
+
 /// Converts a cleaned value to what the API takes for `kind`; `times` is the
-/// column's date and time reading, compiled once (see [`Times::new`]).
+/// column's date and time reading, compiled once (see [`Times::new`]). A
+/// date or time its formats read two ways is left out with `ambiguous =
+/// "omit"`.
 pub fn convert<'a>(
     kind: ValueKind,
     m: &Mapping,
     times: &Times,
     v: Cow<'a, str>,
-) -> Result<Cow<'a, str>, String> {
-    let owned = |r: Result<String, String>| r.map(Cow::Owned);
+) -> Result<Cow<'a, str>, Unsent> {
+    let owned = |r: Result<String, String>| r.map(Cow::Owned).map_err(Unsent::from);
     match kind {
         ValueKind::Text => Ok(v),
         ValueKind::Gender if GENDERS.contains(&v.to_lowercase().as_str()) => Ok(v),
-        ValueKind::Gender => Err(format!(
+        ValueKind::Gender => Err(Unsent::Rejected(format!(
             "\"{v}\" is not a gender spelling listpipe knows (m, f, d, male, female, Herr, Frau, Mr, Mrs...); give it a `map` entry"
-        )),
+        ))),
         ValueKind::Email => owned(normalize_email(&v, m.email_rules)),
         ValueKind::Timestamp if v.eq_ignore_ascii_case("now") => {
             Ok(Cow::Owned(chrono::Utc::now().timestamp().to_string()))
         }
-        ValueKind::Timestamp => owned(times.timestamp(&v).map(|t| t.to_string())),
-        ValueKind::Date => owned(times.date(&v)),
+        ValueKind::Timestamp => Ok(Cow::Owned(times.read_timestamp(&v)?.to_string())),
+        ValueKind::Date => Ok(Cow::Owned(times.read_date(&v)?)),
         ValueKind::Integer => owned(
             v.trim()
                 .parse::<i64>()
@@ -142,14 +169,14 @@ pub fn convert<'a>(
             };
             match t.parse::<f64>() {
                 Ok(n) if n.is_finite() => Ok(Cow::Owned(t)),
-                _ => Err(format!(
+                _ => Err(Unsent::Rejected(format!(
                     "\"{v}\" is not a number{}",
                     if m.decimal == '.' && v.contains(',') {
                         " (set decimal = \",\")"
                     } else {
                         ""
                     }
-                )),
+                ))),
             }
         }
     }

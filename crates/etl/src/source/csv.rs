@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 
 use ::csv::{ReaderBuilder, StringRecord};
 
-use super::builder::{self, Header, TableBuilder};
+use super::builder::{self, Fields, Header, TableBuilder};
 use super::compressed::{self, Compression};
 use super::encoding;
 use super::quotes::{self, QuoteEnd};
@@ -25,6 +25,9 @@ use super::{Dialect, SourceError, SourceFormat, SourceSpec};
 /// How much of a file [`read_header`] reads first; the whole file only if the header does
 /// not end within it.
 const HEADER_PREFIX: u64 = 1 << 20;
+// The detector reads the first bytes: the header's read must hold all it reads, to guess
+// as the whole file's does.
+const _: () = assert!(HEADER_PREFIX as usize >= encoding::GUESS_SCAN);
 
 /// A zip member to read instead of the file at `path`: the archive and the member's name.
 pub(crate) type Member = Option<(PathBuf, String)>;
@@ -173,6 +176,7 @@ fn prepare<'a>(
         format: SourceFormat::Csv,
         delimiter,
         encoding: decoded.encoding,
+        encoding_guessed: decoded.guessed,
         line_ending,
     };
     Ok((text, dialect))
@@ -198,16 +202,37 @@ pub(super) fn excel_sep_line(text: &str) -> Option<(u8, usize)> {
 }
 
 /// Skips the rows above the header row; the first non-blank row from there is the header.
+/// Without a header row (`no_header`) that row is the first data row: it names the columns
+/// by its field count only, and the next [`Rows::next`] reads it again, as a row.
 pub(super) fn find_header(
     rows: &mut Rows<'_>,
     spec: &SourceSpec,
 ) -> Result<Option<Header>, SourceError> {
     while let Some(row) = rows.next()? {
         if row >= spec.header_row() {
-            return Ok(Some(builder::header(&rows.record)));
+            if spec.no_header {
+                rows.again = true;
+            }
+            return Ok(Some(header_of(&rows.record, spec)));
         }
     }
     Ok(None)
+}
+
+/// The header the first row at the header row makes: its names; or, for a file without a
+/// header row (`no_header`), `column_1`, `column_2`, ... for its fields, named as empty
+/// header cells are, the rows needing the fields up to its last non-empty one (as a header
+/// ending in unnamed cells does).
+pub(super) fn header_of(first: &(impl Fields + ?Sized), spec: &SourceSpec) -> Header {
+    if !spec.no_header {
+        return builder::header(first);
+    }
+    let unnamed: Vec<Option<&str>> = vec![None; first.count()];
+    let mut header = builder::header(unnamed.as_slice());
+    header.named = (0..first.count())
+        .rposition(|i| first.field(i).is_some_and(|f| !f.trim().is_empty()))
+        .map_or(0, |i| i + 1);
+    header
 }
 
 pub(super) fn empty_or_beyond(rows: &Rows<'_>, spec: &SourceSpec, path: &Path) -> SourceError {
@@ -250,6 +275,9 @@ pub(super) struct Rows<'t> {
     /// In a window: where the record that reached its end starts (the next
     /// window starts there).
     pub(super) cut: Option<usize>,
+    /// The next [`Rows::next`] gives the record just read again (the first row of a file
+    /// without a header row, read by [`find_header`] for its width).
+    again: bool,
 }
 
 /// What a window's rows hand on to the next window's.
@@ -306,6 +334,7 @@ impl<'t> Rows<'t> {
             broken: None,
             last,
             cut: None,
+            again: false,
         }
     }
 
@@ -331,6 +360,10 @@ impl<'t> Rows<'t> {
 
     /// Reads the next non-blank record into `self.record`; returns its row number.
     pub(super) fn next(&mut self) -> Result<Option<u64>, SourceError> {
+        // The record is still in `record`, and its quote (if one ran away) in `broken`.
+        if std::mem::take(&mut self.again) {
+            return Ok(Some(self.last_row));
+        }
         self.broken = None;
         loop {
             let line_before = self.reader.position().line();

@@ -104,6 +104,7 @@ fn a_comma_separated_utf8_file_keeps_exact_cell_text_and_empty_cells_are_null() 
             format: SourceFormat::Csv,
             delimiter: b',',
             encoding: TextEncoding::Utf8,
+            encoding_guessed: false,
             line_ending: LineEnding::Lf,
         }
     );
@@ -402,4 +403,150 @@ fn a_spreadsheet_file_that_is_really_text_is_refused_with_a_hint() {
             .ends_with("; for CSV text set format = \"csv\""),
         "{err}"
     );
+}
+
+/// A Medium member list: one address a line, no header, a blank line in the middle.
+const HEADERLESS: &[u8] =
+    b"lorem@example.com\nipsum@example.com\n\ndolor@example.com\nsimet@example.com\n";
+
+#[test]
+fn without_a_header_row_the_first_row_is_data_and_keeps_its_line_number() {
+    // `read_bytes` reads it whole and in windows of 1, 2, 5 and 64 bytes: the same table.
+    let table = read_bytes("members.txt", HEADERLESS, |s| s.no_header = true).unwrap();
+    assert_eq!(table.columns, ["column_1"]);
+    assert_eq!(
+        cells(&table.frame, "column_1"),
+        some(&[
+            "lorem@example.com",
+            "ipsum@example.com",
+            "dolor@example.com",
+            "simet@example.com"
+        ])
+    );
+    assert_eq!(row_numbers(&table.frame), [1, 2, 4, 5]);
+    assert!(table.ragged.is_empty());
+    // As before without the key: the first address is the header.
+    let with_header = read_bytes("members.txt", HEADERLESS, |_| {}).unwrap();
+    assert_eq!(with_header.columns, ["lorem@example.com"]);
+    assert_eq!(row_numbers(&with_header.frame), [2, 4, 5]);
+}
+
+#[test]
+fn without_a_header_row_the_header_read_names_the_first_rows_fields() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("list.csv"),
+        b"a@x.de;Anna;\r\nb@x.de;Bob;Bonn\r\n",
+    )
+    .unwrap();
+    let mut spec = spec(&["list.csv"]);
+    spec.no_header = true;
+    assert_eq!(
+        read_columns(&spec, dir.path()).unwrap(),
+        ["column_1", "column_2", "column_3"]
+    );
+    let table = read_bytes("list.csv", b"a@x.de;Anna;\r\nb@x.de;Bob;Bonn\r\n", |s| {
+        s.no_header = true
+    })
+    .unwrap();
+    assert_eq!(table.columns, ["column_1", "column_2", "column_3"]);
+    assert_eq!(cells(&table.frame, "column_3"), some(&["", "Bonn"]));
+    assert_eq!(row_numbers(&table.frame), [1, 2]);
+}
+
+#[test]
+fn without_a_header_row_header_row_says_where_the_data_starts() {
+    let text = b"Members export\n\nx@a.de,X\ny@a.de,Y\n";
+    let table = read_bytes("titled.csv", text, |s| {
+        s.no_header = true;
+        s.header_row = 3;
+    })
+    .unwrap();
+    assert_eq!(table.columns, ["column_1", "column_2"]);
+    assert_eq!(cells(&table.frame, "column_1"), some(&["x@a.de", "y@a.de"]));
+    assert_eq!(row_numbers(&table.frame), [3, 4]);
+    // A blank row there: the data starts on the first non-blank row below it.
+    let table = read_bytes("titled.csv", text, |s| {
+        s.no_header = true;
+        s.header_row = 2;
+    })
+    .unwrap();
+    assert_eq!(row_numbers(&table.frame), [3, 4]);
+    let err = read_bytes("titled.csv", text, |s| {
+        s.no_header = true;
+        s.header_row = 9;
+    })
+    .err()
+    .unwrap();
+    assert!(
+        err.to_string().starts_with("header row 9 is beyond"),
+        "{err}"
+    );
+}
+
+#[test]
+fn without_a_header_row_rows_wider_or_shorter_than_the_first_are_ragged_as_usual() {
+    let text = b"a@x.de,A\nb@x.de,B,extra\nc@x.de\nd@x.de,D\n";
+    let table = read_bytes("list.csv", text, |s| s.no_header = true).unwrap();
+    assert_eq!(cells(&table.frame, "column_1"), some(&["a@x.de", "d@x.de"]));
+    assert_eq!(row_numbers(&table.frame), [1, 4]);
+    let ragged: Vec<(u64, &str)> = table
+        .ragged
+        .iter()
+        .map(|r| (r.row_number, r.reason.as_str()))
+        .collect();
+    assert_eq!(
+        ragged,
+        [
+            (2, "row has 3 fields, the header has 2"),
+            (
+                3,
+                "row has 1 fields, the header has 2; if the missing fields are empty ones at the end, set pad_short_rows = true in the source"
+            ),
+        ]
+    );
+    let padded = read_bytes("list.csv", text, |s| {
+        s.no_header = true;
+        s.pad_short_rows = true;
+    })
+    .unwrap();
+    assert_eq!(row_numbers(&padded.frame), [1, 3, 4]);
+    assert_eq!(padded.padded, 1);
+}
+
+#[test]
+fn without_a_header_row_a_quote_that_never_closes_in_the_first_row_rejects_that_row() {
+    let text = b"a@x.de,\"never closes\nb@x.de,B\nc@x.de,C\n";
+    let table = read_bytes("list.csv", text, |s| s.no_header = true).unwrap();
+    assert_eq!(table.columns, ["column_1", "column_2"]);
+    assert_eq!(cells(&table.frame, "column_1"), some(&["b@x.de", "c@x.de"]));
+    assert_eq!(row_numbers(&table.frame), [2, 3]);
+    assert_eq!(table.ragged.len(), 1);
+    assert_eq!(table.ragged[0].row_number, 1);
+    assert_eq!(table.ragged[0].column.as_deref(), Some("column_2"));
+}
+
+#[test]
+fn without_a_header_row_a_sheets_first_row_is_data() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut book = rust_xlsxwriter::Workbook::new();
+    let sheet = book.add_worksheet();
+    sheet.write_string(0, 0, "Members").unwrap();
+    sheet.write_string(2, 0, "a@x.de").unwrap();
+    sheet.write_string(2, 1, "Anna").unwrap();
+    sheet.write_string(3, 0, "b@x.de").unwrap();
+    sheet.write_string(4, 0, "c@x.de").unwrap();
+    book.save(dir.path().join("list.xlsx")).unwrap();
+    let mut spec = spec(&["list.xlsx"]);
+    spec.no_header = true;
+    spec.header_row = 2;
+    let table = read(&spec, dir.path()).unwrap();
+    assert_eq!(table.columns, ["column_1", "column_2"]);
+    assert_eq!(
+        cells(&table.frame, "column_1"),
+        some(&["a@x.de", "b@x.de", "c@x.de"])
+    );
+    assert_eq!(cells(&table.frame, "column_2"), some(&["Anna", "", ""]));
+    assert_eq!(row_numbers(&table.frame), [3, 4, 5]);
+    assert_eq!(read_columns(&spec, dir.path()).unwrap(), table.columns);
 }

@@ -58,11 +58,16 @@ pub struct SourceSpec {
     pub format: Option<SourceFormat>,
     /// CSV delimiter; None: sniffed among `,` `;` TAB `|` from the first lines (outside quotes).
     pub delimiter: Option<u8>,
-    /// None: detected (BOM -> UTF-8/UTF-16LE/UTF-16BE; else valid UTF-8; else Windows-1252).
+    /// None: detected (BOM -> UTF-8/UTF-16LE/UTF-16BE; NULs -> UTF-16; else valid UTF-8;
+    /// else the legacy encoding chardetng guesses, Windows-1252 for Western European text).
     pub encoding: Option<TextEncoding>,
     /// 1-based row holding the column names (default 1; 0 also means 1). Rows above it are
     /// skipped; if it is blank, the first non-blank row below it is the header.
     pub header_row: usize,
+    /// The file has no header row (`header = false`): the row at `header_row` is the first
+    /// data row, and the columns are named `column_1`, `column_2`, ... (as empty header
+    /// cells are) for that row's fields.
+    pub no_header: bool,
     /// Spreadsheet sheets read as one source (they share a layout); empty: the first sheet.
     pub sheets: Vec<SheetRef>,
     /// Rows with fewer fields than the header get empty ones instead of being rejected.
@@ -153,7 +158,22 @@ pub struct Dialect {
     pub format: SourceFormat,
     pub delimiter: u8,
     pub encoding: TextEncoding,
+    /// The encoding is the detector's guess, which the file's bytes did not settle (few
+    /// non-ASCII characters, or ones several encodings read as text): [`Dialect::encoding_note`].
+    pub encoding_guessed: bool,
     pub line_ending: LineEnding,
+}
+
+impl Dialect {
+    /// What to tell a user of a guessed encoding (`check`, `init`); none when it is sure.
+    pub fn encoding_note(&self) -> Option<String> {
+        self.encoding_guessed.then(|| {
+            let name = self.encoding.as_str();
+            format!(
+                "the encoding was guessed as {name}; if the text looks wrong, set encoding = \"...\" in the source to the file's real encoding (encoding = \"{name}\" keeps this one)"
+            )
+        })
+    }
 }
 
 /// A row that could not become a table row (wrong number of fields, a quote that never
@@ -266,6 +286,7 @@ pub fn read_chunks(
         tracing::debug!(target: log_target!(),
             file = %path.display(),
             encoding = dialect.encoding.as_str(),
+            encoding_guessed = dialect.encoding_guessed,
             delimiter = %char::from(dialect.delimiter).escape_default(),
             "source file read"
         );

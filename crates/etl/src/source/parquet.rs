@@ -29,6 +29,7 @@ pub(crate) const TEXT_DIALECT: Dialect = Dialect {
     format: SourceFormat::Csv,
     delimiter: b',',
     encoding: TextEncoding::Utf8,
+    encoding_guessed: false,
     line_ending: LineEnding::Lf,
 };
 

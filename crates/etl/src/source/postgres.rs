@@ -36,6 +36,7 @@ const REJECTS_DIALECT: Dialect = Dialect {
     format: SourceFormat::Csv,
     delimiter: b',',
     encoding: TextEncoding::Utf8,
+    encoding_guessed: false,
     line_ending: LineEnding::Lf,
 };
 

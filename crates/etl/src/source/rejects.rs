@@ -4,9 +4,10 @@
 //! renderer); [`super::rejects_file`] writes it as rows fail, [`super::reject_spool`] sets
 //! rows aside on disk until their turn.
 //!
-//! Decision: the text is always UTF-8, whatever the input's encoding (a Windows-1252 or
-//! UTF-16 source is transcoded): the reasons listpipe adds hold characters Windows-1252
-//! cannot, and one encoding is what scripts reading rejects expect. A BOM (for Excel, which
+//! Decision: the text is always UTF-8, whatever the input's encoding (a UTF-16 source or
+//! one in a legacy encoding, Windows-1252, Shift_JIS, GBK, windows-1251, ..., is
+//! transcoded): the reasons listpipe adds hold characters a legacy encoding cannot, and
+//! one encoding is what scripts reading rejects expect. A BOM (for Excel, which
 //! reads BOM-less UTF-8 as the local code page) follows the input unless the step says
 //! (`rejects_bom`): see [`Dialect::has_bom`].
 
@@ -169,6 +170,7 @@ pub(super) mod tests {
             format: SourceFormat::Csv,
             delimiter,
             encoding,
+            encoding_guessed: false,
             line_ending,
         }
     }

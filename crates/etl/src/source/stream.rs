@@ -2,25 +2,29 @@
 //! so memory holds a window and a chunk of rows, not the file.
 //!
 //! What `csv.rs` decides from the whole text is decided first: the encoding
-//! (BOM, else whether every byte is valid UTF-8, else Windows-1252) and
-//! whether spaces stand before quotes, in one pass over the bytes; the
+//! (BOM, else whether every byte is valid UTF-8, else the detector's guess
+//! from the first megabyte, as `encoding::decode` guesses for a whole file)
+//! and whether spaces stand before quotes, in one pass over the bytes; the
 //! delimiter and line ending from the first megabyte. Then each window is
-//! decoded and parsed by the same [`Rows`] as a whole file, a record that
-//! reaches the window's end being read again, whole, in the next one. A
+//! decoded, by one decoder for the whole file (a character cut by a window's
+//! end is finished by the next window's bytes), and parsed by the same
+//! [`Rows`] as a whole file, a record that reaches the window's end being
+//! read again, whole, in the next one. A
 //! file this path cannot read the same way (UTF-16, old-Mac line ends,
 //! spaces before quotes to strip, a first megabyte too short to sniff, a
 //! zip member) is read whole, as before. A gzip or zstd file is read through
 //! its decoder, twice (the pass, then the windows), never decompressed whole.
 
+use std::borrow::Cow;
 use std::io::Read;
 use std::path::Path;
 
-use encoding_rs::WINDOWS_1252;
+use encoding_rs::Decoder;
 
-use super::builder::{self, TableBuilder};
+use super::builder::TableBuilder;
 use super::compressed::{self, Compression};
 use super::csv::{self, Carry, Member, Rows, broken_quote_reason, empty_or_beyond, excel_sep_line};
-use super::encoding::{self, UTF8_BOM};
+use super::encoding::{self, Guess, UTF8_BOM};
 use super::sniff::{self, SpaceBeforeQuote};
 use super::{Dialect, LineEnding, SourceError, SourceFormat, SourceSpec, TextEncoding};
 
@@ -30,6 +34,8 @@ pub(super) const STREAM_ABOVE: u64 = 16 << 20;
 pub(super) const WINDOW: usize = 4 << 20;
 /// The first bytes, for the dialect.
 const PREFIX: usize = 1 << 20;
+// The encoding is guessed from these first bytes, as from a file read whole.
+const _: () = assert!(PREFIX >= encoding::GUESS_SCAN);
 
 /// How the file will be read, decided before its rows are.
 pub(super) struct Plan {
@@ -70,25 +76,50 @@ pub(super) fn plan(path: &Path, spec: &SourceSpec) -> Result<Option<Plan>, Sourc
         .read_to_end(&mut prefix)
         .map_err(io_error(path))?;
     let detected = match spec.encoding {
-        Some(TextEncoding::Utf8) if prefix.starts_with(UTF8_BOM) => Some(TextEncoding::Utf8Bom),
-        Some(e) => Some(e),
-        None => encoding::detect_by_bytes(&prefix, path)?,
+        Some(TextEncoding::Utf8) if prefix.starts_with(UTF8_BOM) => {
+            Some(sure(TextEncoding::Utf8Bom))
+        }
+        Some(e) => Some(sure(e)),
+        None => encoding::detect_by_bytes(&prefix, path)?.map(sure),
     };
     if matches!(
-        detected,
+        detected.map(|d| d.encoding),
         Some(TextEncoding::Utf16Le | TextEncoding::Utf16Be)
     ) {
         return Ok(None);
     }
+    // Not UTF-8 already in the first bytes: the detector's guess from them, as
+    // `encoding::decode` makes it for the file read whole. (Valid so far: the
+    // pass over every byte below decides.)
+    let mut utf8 = Utf8Check::default();
+    let prefix_checked = detected.is_none();
+    let detected = match detected {
+        None => {
+            utf8.feed(&prefix);
+            let cut_at_end = prefix.len() < PREFIX && !utf8.pending.is_empty();
+            (utf8.invalid.is_some() || cut_at_end).then(|| encoding::guess(&prefix))
+        }
+        d => d,
+    };
     let bom = prefix.starts_with(UTF8_BOM)
         && matches!(
-            detected,
+            detected.map(|d| d.encoding),
             None | Some(TextEncoding::Utf8 | TextEncoding::Utf8Bom)
         );
     let body = &prefix[if bom { 3 } else { 0 }..];
-    // Only ASCII bytes matter to the dialect: a lossy reading of the first
-    // bytes sees them as any decoding would.
-    let head = String::from_utf8_lossy(body);
+    // Only ASCII characters matter to the dialect. In UTF-8 and the single-byte
+    // encodings every ASCII byte is one, and a lossy reading of the first bytes
+    // sees them as any decoding would; a multi-byte encoding's second byte can
+    // be an ASCII one (`|` in Shift_JIS), so that one decodes them.
+    let head: Cow<'_, str> = match detected.map(|d| d.encoding) {
+        Some(e @ (TextEncoding::Windows1252 | TextEncoding::Legacy(_))) => {
+            let mut decoder = e.encoding().new_decoder_without_bom_handling();
+            let mut head = String::new();
+            encoding::decode_append(&mut decoder, body, &mut head, prefix.len() < PREFIX);
+            Cow::Owned(head)
+        }
+        _ => String::from_utf8_lossy(body),
+    };
     let line_ending = match head.bytes().position(|b| b == b'\n' || b == b'\r') {
         None => return Ok(None),
         Some(i) if head.as_bytes()[i] == b'\r' && head.as_bytes().get(i + 1) != Some(&b'\n') => {
@@ -113,16 +144,20 @@ pub(super) fn plan(path: &Path, spec: &SourceSpec) -> Result<Option<Plan>, Sourc
     if !delimiter.is_ascii() {
         return Ok(None);
     }
-    // One pass over every byte: UTF-8 validity, spaces before quotes.
+    // One pass over every byte: UTF-8 validity (when the encoding is not
+    // known yet, or named UTF-8), spaces before quotes. The first bytes were
+    // checked for UTF-8 above.
     let mut spaces = SpaceBeforeQuote::new(delimiter);
-    let mut utf8 = Utf8Check::default();
-    let check_utf8 = !matches!(detected, Some(TextEncoding::Windows1252));
-    let mut block = prefix;
+    spaces.feed(&prefix);
+    let check_utf8 = matches!(
+        detected.map(|d| d.encoding),
+        None | Some(TextEncoding::Utf8 | TextEncoding::Utf8Bom)
+    );
+    if check_utf8 && !prefix_checked {
+        utf8.feed(&prefix);
+    }
+    let mut block = Vec::with_capacity(PREFIX);
     loop {
-        spaces.feed(&block);
-        if check_utf8 {
-            utf8.feed(&block);
-        }
         block.clear();
         if (&mut file)
             .take(PREFIX as u64)
@@ -132,31 +167,52 @@ pub(super) fn plan(path: &Path, spec: &SourceSpec) -> Result<Option<Plan>, Sourc
         {
             break;
         }
+        spaces.feed(&block);
+        if check_utf8 {
+            utf8.feed(&block);
+        }
     }
     if spaces.found {
         return Ok(None);
     }
-    let encoding = match (detected, utf8.invalid_at()) {
-        (Some(TextEncoding::Windows1252), _) => TextEncoding::Windows1252,
-        (None, None) => TextEncoding::Utf8,
-        (None, Some(_)) => TextEncoding::Windows1252,
-        (Some(e), None) => e,
-        (Some(_), Some(offset)) => {
+    let Guess { encoding, guessed } = match (detected, utf8.invalid_at()) {
+        (None, None) => sure(TextEncoding::Utf8),
+        // Invalid further on: guessed from the first bytes, as for the whole file.
+        (None, Some(_)) => {
+            let guess = encoding::guess(&prefix);
+            if !guess.encoding.encoding().is_single_byte() {
+                // The head was sniffed as UTF-8: only a single-byte encoding is
+                // sure to show its ASCII alike. Rare; read whole.
+                return Ok(None);
+            }
+            guess
+        }
+        (Some(d), None) => d,
+        (Some(_), Some(offset)) if check_utf8 => {
             return Err(SourceError::InvalidUtf8 {
                 file: path.to_path_buf(),
                 offset,
             });
         }
+        (Some(d), Some(_)) => d,
     };
     Ok(Some(Plan {
         dialect: Dialect {
             format: SourceFormat::Csv,
             delimiter,
             encoding,
+            encoding_guessed: guessed,
             line_ending,
         },
         bom,
     }))
+}
+
+fn sure(encoding: TextEncoding) -> Guess {
+    Guess {
+        encoding,
+        guessed: false,
+    }
 }
 
 /// UTF-8 validity of bytes fed piece by piece.
@@ -210,7 +266,7 @@ pub(super) fn read(
         file.read_exact(&mut skip).map_err(io_error(path))?;
     }
     let mut text = String::new();
-    let mut undecoded: Vec<u8> = Vec::new();
+    let mut decoder = WindowDecoder::new(dialect.encoding);
     let mut block = Vec::with_capacity(window);
     let mut eof = false;
     let mut first = true;
@@ -228,7 +284,7 @@ pub(super) fn read(
                 .read_to_end(&mut block)
                 .map_err(io_error(path))?;
             eof = n == 0;
-            decode_into(&mut text, &mut undecoded, &block, dialect.encoding);
+            decoder.decode(&block, &mut text, eof);
         }
         if first {
             first = false;
@@ -238,17 +294,23 @@ pub(super) fn read(
         }
         let mut rows = Rows::window(&text, dialect.delimiter, path, spec, carry, eof);
         while let Some(row) = rows.next()? {
-            let Some(file_columns) = &columns else {
-                if row >= spec.header_row() {
-                    let header = builder::header(rows.record());
-                    columns = Some((
-                        table.start_file(path.to_path_buf(), &header, dialect.clone()),
-                        header,
-                    ));
+            if columns.is_none() {
+                if row < spec.header_row() {
+                    continue;
                 }
+                let header = csv::header_of(rows.record(), spec);
+                columns = Some((
+                    table.start_file(path.to_path_buf(), &header, dialect.clone()),
+                    header,
+                ));
+                // Without a header row, the row that gave the width is the first data row.
+                if !spec.no_header {
+                    continue;
+                }
+            }
+            let Some((file_columns, header)) = &columns else {
                 continue;
             };
-            let (file_columns, header) = file_columns;
             match rows.broken.take() {
                 None => table.push_row(file_columns, row, rows.record())?,
                 Some(quote) => {
@@ -268,21 +330,38 @@ pub(super) fn read(
     }
 }
 
-/// Appends `bytes` decoded to `text`; a UTF-8 character cut at the end
-/// waits in `undecoded` for the rest (the plan checked the bytes are valid).
-fn decode_into(text: &mut String, undecoded: &mut Vec<u8>, bytes: &[u8], encoding: TextEncoding) {
-    match encoding {
-        TextEncoding::Windows1252 => {
-            text.push_str(&WINDOWS_1252.decode_without_bom_handling(bytes).0);
+/// The one decoder of a file read in windows: a character cut by a window's
+/// end waits in it for the rest.
+enum WindowDecoder {
+    /// The plan checked the bytes are valid: the start of a character cut
+    /// at the end.
+    Utf8(Vec<u8>),
+    Legacy(Decoder),
+}
+
+impl WindowDecoder {
+    fn new(encoding: TextEncoding) -> Self {
+        match encoding {
+            TextEncoding::Windows1252 | TextEncoding::Legacy(_) => {
+                WindowDecoder::Legacy(encoding.encoding().new_decoder_without_bom_handling())
+            }
+            _ => WindowDecoder::Utf8(Vec::new()),
         }
-        _ => {
-            undecoded.extend_from_slice(bytes);
-            let valid = match std::str::from_utf8(undecoded) {
-                Ok(s) => s.len(),
-                Err(e) => e.valid_up_to(),
-            };
-            text.push_str(&String::from_utf8_lossy(&undecoded[..valid]));
-            undecoded.drain(..valid);
+    }
+
+    /// Appends `bytes` decoded to `text`; `last`: the file ends after them.
+    fn decode(&mut self, bytes: &[u8], text: &mut String, last: bool) {
+        match self {
+            WindowDecoder::Legacy(decoder) => encoding::decode_append(decoder, bytes, text, last),
+            WindowDecoder::Utf8(undecoded) => {
+                undecoded.extend_from_slice(bytes);
+                let valid = match std::str::from_utf8(undecoded) {
+                    Ok(s) => s.len(),
+                    Err(e) => e.valid_up_to(),
+                };
+                text.push_str(&String::from_utf8_lossy(&undecoded[..valid]));
+                undecoded.drain(..valid);
+            }
         }
     }
 }

@@ -23,6 +23,7 @@ const REJECTS_DIALECT: Dialect = Dialect {
     format: SourceFormat::Spreadsheet,
     delimiter: b',',
     encoding: TextEncoding::Utf8Bom,
+    encoding_guessed: false,
     line_ending: LineEnding::Crlf,
 };
 
@@ -284,7 +285,8 @@ struct SheetRows {
 }
 
 impl SheetRows {
-    /// The header is the first non-blank row at or below the header row; the width is the
+    /// The header is the first non-blank row at or below the header row (without a header
+    /// row, that row is the first data row and the columns are `column_N`); the width is the
     /// rightmost non-empty cell of any row.
     fn new(range: &Range<Data>, spec: &SourceSpec, path: &Path) -> Result<Self, SourceError> {
         let top = u64::from(range.start().map_or(0, |(row, _)| row));
@@ -318,9 +320,10 @@ impl SheetRows {
             .nth(header_index)
             .map(|row| row.iter().take(width).map(cell_text).collect())
             .unwrap_or_default();
+        // Without a header row (`no_header`), that row is the first data row.
         Ok(SheetRows {
-            header: builder::header(cells.as_slice()),
-            first_data: header_index + 1,
+            header: super::csv::header_of(cells.as_slice(), spec),
+            first_data: header_index + usize::from(!spec.no_header),
             top,
             width,
         })
