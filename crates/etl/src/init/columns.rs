@@ -387,33 +387,15 @@ fn role_of(
     }
 }
 
-/// The longest attribute name the API takes.
-pub const MAX_NAME: usize = 64;
+pub use crate::pipeline::MAX_NAME;
 
 /// An attribute's name from its column, one the attribute rules always accept: letters
-/// transliterated (`ä` → `ae`, `ß` → `ss`, other scripts through `deunicode`: `名前` →
-/// `ming_qian`), lower case, `_` for anything but letters and digits (`ZIP Code` →
-/// `zip_code`), `c_` before a leading digit, at most [`MAX_NAME`] characters; `column` when
-/// nothing is left.
+/// transliterated first (`ä` → `ae`, `ß` → `ss`, other scripts through `deunicode`: `名前`
+/// → `ming_qian`), then named as `other_columns` names them (lower case, `_` for anything
+/// but letters and digits, `c_` before a leading digit, at most [`MAX_NAME`]; `column`
+/// when nothing is left).
 pub fn attribute_name(column: &str) -> String {
-    let mut out = String::new();
-    for c in transliterate(column.trim()).chars() {
-        if c.is_ascii_alphanumeric() {
-            out.push(c.to_ascii_lowercase());
-        } else if !out.is_empty() && !out.ends_with('_') {
-            out.push('_');
-        }
-    }
-    let out = out.trim_end_matches('_');
-    let out = match out.chars().next() {
-        None => "column".to_string(),
-        Some(c) if c.is_ascii_alphabetic() => out.to_string(),
-        Some(_) => format!("c_{out}"),
-    };
-    // ASCII only by now, so any byte index is a boundary.
-    out[..out.len().min(MAX_NAME)]
-        .trim_end_matches('_')
-        .to_string()
+    crate::pipeline::attribute_name(&transliterate(column.trim()))
 }
 
 /// `name`, or with `_2`, `_3`... when `taken` holds it, kept within [`MAX_NAME`].

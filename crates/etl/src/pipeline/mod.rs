@@ -30,6 +30,7 @@ mod repeated_header;
 mod source_key;
 mod state;
 mod step_columns;
+pub use step_columns::{MAX_NAME, attribute_name};
 mod step_name;
 mod tags_key;
 mod timezone;

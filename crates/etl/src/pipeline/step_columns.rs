@@ -18,7 +18,7 @@ use toml::Spanned;
 
 const OTHER_COLUMNS: &[&str] = &["global_attributes", "attributes"];
 /// The longest attribute name the API takes.
-const MAX_NAME: usize = 64;
+pub const MAX_NAME: usize = 64;
 
 /// Where the columns a step does not name go.
 #[derive(Clone, Copy, PartialEq)]
