@@ -407,6 +407,8 @@ struct Evidence {
     pending: Vec<Pending>,
     consent_time: Option<(String, DateFormat)>,
     withdrawal_time: Option<(String, Option<DateFormat>)>,
+    /// What each column used was read as, for the summary.
+    reads: Vec<(String, String)>,
 }
 
 /// An account state left to the user: its `decide` entry and what a yes would read.
@@ -438,6 +440,7 @@ impl Evidence {
                 self.c.comments.push(format!(
                     "\"{column}\" records a withdrawal: a row with a date there is deactivated."
                 ));
+                self.read_as(column, "an opt-out date");
                 self.withdrawal_time = Some((column.to_string(), d.clone()));
             }
             Role::WithdrawalFlag => {
@@ -458,6 +461,7 @@ impl Evidence {
                 if !outs.is_empty() {
                     self.withdrawn.push(test(column, outs));
                 }
+                self.read_as(column, "an opt-out flag");
             }
             Role::Consent(Reading::Known {
                 how,
@@ -471,6 +475,7 @@ impl Evidence {
                     quoted(&names),
                     with_counts(&values)
                 ));
+                self.read_as(column, how);
                 self.grant(column, grant, withdraw);
             }
             Role::Consent(Reading::State { grant, withdraw }) => {
@@ -482,6 +487,10 @@ impl Evidence {
             )),
             _ => {}
         }
+    }
+
+    fn read_as(&mut self, column: &str, how: &str) {
+        self.reads.push((column.to_string(), how.to_string()));
     }
 
     fn grant(&mut self, column: &str, grant: &[String], withdraw: &[String]) {
@@ -514,6 +523,7 @@ impl Evidence {
                 self.c.comments.push(format!(
                     "\"{column}\" ({shown}) is consent to receive email: answered at init."
                 ));
+                self.read_as(column, "consent, as answered");
                 self.grant(column, grant, withdraw);
             }
             Some(_) => self.c.comments.push(format!(
@@ -558,6 +568,7 @@ impl Evidence {
                     "\"{column}\" records consent where it holds {}: answered at init.",
                     quoted(&grant)
                 ));
+                self.read_as(column, "consent, as answered");
                 self.yes.push(test(column, grant));
             }
             Some(_) => self.c.comments.push(format!(
@@ -650,6 +661,8 @@ impl Evidence {
                 equals: false,
                 values: vec![String::new()],
             });
+            self.reads
+                .push((column.clone(), "the confirmation time".into()));
             c.activated = Some(State {
                 when: When::Columns {
                     columns: vec![column.clone()],
@@ -754,7 +767,13 @@ impl Evidence {
                 .map(|r| (self.everyone || marked[r]) && a.all.iter().all(|t| holds(sample, t, r)))
                 .collect(),
         };
-        self.c.summary = summary(sample, &self.yes, &self.withdrawn, &granted, &opted_out);
+        self.c.summary = summary(
+            sample,
+            &self.reads,
+            (&self.yes, &self.withdrawn),
+            &granted,
+            &opted_out,
+        );
         let both = (0..sample.rows)
             .filter(|&r| (self.everyone || marked[r]) && opted_out[r])
             .count();
@@ -789,22 +808,17 @@ fn activation_time(
     }
 }
 
-/// Per column used, what it makes of the rows read, and the whole: `consent: "status" marks
-/// 5 row(s) subscribed and 3 opted out`.
+/// Per column used, what it was read as and what it makes of the rows read, and the
+/// whole: `consent: "status" read as a subscription status: marks 5 row(s) subscribed and 3
+/// opted out`.
 fn summary(
     sample: &Sample,
-    yes: &[Test],
-    withdrawn: &[Test],
+    reads: &[(String, String)],
+    (yes, withdrawn): (&[Test], &[Test]),
     granted: &[bool],
     opted_out: &[bool],
 ) -> Vec<String> {
     let mut out = Vec::new();
-    let mut columns: Vec<&str> = Vec::new();
-    for t in yes.iter().chain(withdrawn) {
-        if !columns.contains(&t.column.as_str()) {
-            columns.push(&t.column);
-        }
-    }
     let marked = |tests: &[Test], column: &str| {
         let own: Vec<Test> = tests
             .iter()
@@ -813,17 +827,18 @@ fn summary(
             .collect();
         rows_where(sample, &own).iter().filter(|b| **b).count()
     };
-    for column in columns {
+    for (column, how) in reads {
         let (g, o) = (marked(yes, column), marked(withdrawn, column));
-        let grants = yes.iter().any(|t| t.column == column);
-        let outs = withdrawn.iter().any(|t| t.column == column);
-        out.push(match (grants, outs) {
-            (true, true) => {
-                format!("consent: \"{column}\" marks {g} row(s) subscribed and {o} opted out")
-            }
-            (true, false) => format!("consent: \"{column}\" marks {g} row(s) subscribed"),
-            _ => format!("consent: \"{column}\" marks {o} row(s) opted out"),
-        });
+        let grants = yes.iter().any(|t| t.column == *column);
+        let outs = withdrawn.iter().any(|t| t.column == *column);
+        let marks = match (grants, outs) {
+            (true, true) => format!("{g} row(s) subscribed and {o} opted out"),
+            (true, false) => format!("{g} row(s) subscribed"),
+            _ => format!("{o} row(s) opted out"),
+        };
+        out.push(format!(
+            "consent: \"{column}\" read as {how}: marks {marks}"
+        ));
     }
     let active = (0..sample.rows)
         .filter(|&r| granted[r] && !opted_out[r])
