@@ -55,6 +55,16 @@ pub struct ServeArgs {
     /// Seconds a request may take; a slower one is answered 503 with Retry-After.
     #[arg(long, value_name = "SECS", default_value_t = crate::server::overload::DEFAULT_REQUEST_TIMEOUT_SECS)]
     pub request_timeout: u64,
+    /// Seconds a request body may go without a byte (and it must arrive whole
+    /// within --request-timeout); a slower one is answered 408 and the
+    /// connection closed. A body is read before the request counts against
+    /// --max-in-flight, so slow uploads hold no one else up.
+    #[arg(long, value_name = "SECS", default_value_t = crate::server::overload::DEFAULT_BODY_TIMEOUT_SECS)]
+    pub body_timeout_secs: u64,
+    /// Bytes of a request's line and headers together (at least 8192); more
+    /// is answered 431 and the connection closed.
+    #[arg(long, value_name = "BYTES", default_value_t = crate::server::connections::DEFAULT_MAX_HEADER_BYTES)]
+    pub max_header_bytes: usize,
     /// Seconds from the first byte of a request to its last header; a slower
     /// client is disconnected (a half-sent request holds no connection for long).
     #[arg(long, value_name = "SECS", default_value_t = crate::server::connections::DEFAULT_HEADER_TIMEOUT_SECS)]
@@ -67,6 +77,12 @@ pub struct ServeArgs {
     /// it the connection idle the longest is closed to make room.
     #[arg(long, value_name = "N", default_value_t = crate::server::connections::DEFAULT_MAX_CONNECTIONS)]
     pub max_connections: usize,
+    /// A reverse proxy in front of this server (repeatable): from it, the
+    /// address in X-Forwarded-For (or Forwarded) is where a request comes
+    /// from, for the limits on failed logins and client authentications.
+    /// From other peers those headers are ignored. None unless given.
+    #[arg(long = "trusted-proxy", value_name = "ADDR")]
+    pub trusted_proxies: Vec<std::net::IpAddr>,
 }
 
 #[derive(Subcommand, Debug)]
@@ -116,11 +132,16 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     opts.spec_only = args.spec_only;
     opts.max_in_flight = args.max_in_flight.max(1);
     opts.request_timeout = std::time::Duration::from_secs(args.request_timeout.max(1));
+    opts.body_timeout = std::time::Duration::from_secs(args.body_timeout_secs.max(1));
     opts.connections = crate::server::connections::Limits {
         header_timeout: std::time::Duration::from_secs(args.header_timeout_secs.max(1)),
         idle_timeout: std::time::Duration::from_secs(args.idle_timeout_secs.max(1)),
         max_connections: args.max_connections.max(1),
+        max_header_bytes: args
+            .max_header_bytes
+            .max(crate::server::connections::MIN_MAX_HEADER_BYTES),
     };
+    opts.trusted_proxies = args.trusted_proxies.clone();
     let running = server::start(opts).await?;
     crate::errln!(
         "listpipe: serving the v3 API at {} (database {})",
@@ -139,6 +160,13 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         args.header_timeout_secs.max(1),
         args.idle_timeout_secs.max(1)
     );
+    if !args.trusted_proxies.is_empty() {
+        let proxies: Vec<String> = args.trusted_proxies.iter().map(|p| p.to_string()).collect();
+        crate::errln!(
+            "listpipe: trusted proxies (their X-Forwarded-For or Forwarded tells the client's address): {}",
+            proxies.join(", ")
+        );
+    }
     if let Some(n) = args.rate_limit {
         crate::errln!("listpipe: rate limit: {n} requests per second per account");
     }

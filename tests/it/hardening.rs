@@ -1,7 +1,10 @@
 //! Connection limits of the built-in server (issue 43): a slowloris of idle
 //! and half-sent connections neither starves a normal client nor holds its
 //! connections past the timeouts, and a server below its open-file limit
-//! makes room by closing the connection idle the longest.
+//! makes room by closing the connection idle the longest. And (issue 56)
+//! slow bodies hold no in-flight slot and are answered 408 after the body
+//! timeout, and a head over the header cap is answered 431, so that
+//! unfinished heads cost bounded memory.
 
 use crate::support::TestServer;
 use std::io::{BufRead, BufReader};
@@ -84,6 +87,11 @@ impl LimitedServer {
             log,
             dir,
         }
+    }
+
+    /// The server's process id.
+    pub(crate) fn pid(&self) -> u32 {
+        self.child.id()
     }
 
     fn said(&self, start: &str) -> &str {
@@ -275,4 +283,254 @@ async fn past_max_connections_with_every_connection_busy_a_new_one_is_answered_5
     for task in slow {
         assert_eq!(task.await.unwrap(), 200);
     }
+}
+
+/// The server's resident memory now and its peak so far, in KiB
+/// (`VmRSS` and `VmHWM` of /proc/PID/status).
+fn rss_kib(pid: u32) -> (u64, u64) {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let field = |name: &str| -> u64 {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|rest| rest.split_whitespace().next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("no {name} in {status}"))
+    };
+    (field("VmRSS:"), field("VmHWM:"))
+}
+
+/// Reads what the server sends on `stream` until it closes it or `deadline`.
+async fn answer_by(stream: &mut TcpStream, deadline: Instant) -> (String, bool) {
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match tokio::time::timeout(left, stream.read(&mut buf)).await {
+            Ok(Ok(0)) | Ok(Err(_)) => return (String::from_utf8_lossy(&got).into_owned(), true),
+            Ok(Ok(n)) => got.extend_from_slice(&buf[..n]),
+            Err(_) => return (String::from_utf8_lossy(&got).into_owned(), false),
+        }
+    }
+}
+
+#[tokio::test]
+async fn six_hundred_slow_bodies_hold_no_in_flight_slot_and_are_answered_408_after_the_body_timeout()
+ {
+    assert!(
+        raise_own_open_file_limit() >= 1400,
+        "this test opens 600 connections"
+    );
+    // 600 is more than the 512 requests handled at once: before issue 56
+    // every other client was answered 503 until --request-timeout.
+    let server = LimitedServer::start(4096, 4096, &["--body-timeout-secs", "2"]);
+    let addr = server.base_url.trim_start_matches("http://").to_string();
+    let head = format!(
+        "POST /v3/groups HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {}\r\n\
+         Content-Type: application/json\r\nContent-Length: 100000\r\n\r\n{{",
+        server.token
+    );
+    // Connected first, then the heads sent in one quick pass, so that every
+    // body starts within a few milliseconds of the others.
+    let mut slow = Vec::with_capacity(600);
+    for _ in 0..600 {
+        slow.push(TcpStream::connect(&addr).await.unwrap());
+    }
+    let started = Instant::now();
+    for s in slow.iter_mut() {
+        s.write_all(head.as_bytes()).await.unwrap();
+    }
+    assert!(
+        started.elapsed() < Duration::from_millis(500),
+        "{:?}",
+        started.elapsed()
+    );
+
+    // Ten normal requests meanwhile, each answered 200 within 3 s.
+    listpipe::client::init_tls();
+    let (base, token) = (server.base_url.clone(), server.token.clone());
+    let normal = tokio::spawn(async move {
+        let http = reqwest::Client::new();
+        for _ in 0..10 {
+            let asked = Instant::now();
+            assert_eq!(validate(&http, &base, &token).await, 200);
+            assert!(asked.elapsed() < Duration::from_secs(3));
+        }
+    });
+
+    // A byte now and then, each within the body timeout: 2.7 s in all,
+    // longer than the timeout, and no body is answered meanwhile.
+    let mut last_byte = started;
+    for drip in 1..=3u32 {
+        tokio::time::sleep_until((started + Duration::from_millis(900) * drip).into()).await;
+        for s in slow.iter_mut() {
+            let mut buf = [0u8; 512];
+            let got = s.try_read(&mut buf);
+            assert!(
+                matches!(&got, Err(e) if e.kind() == std::io::ErrorKind::WouldBlock),
+                "a body still arriving was answered or closed after {:?} (drip {drip}): {got:?} {}",
+                started.elapsed(),
+                String::from_utf8_lossy(&buf)
+            );
+            s.write_all(b" ").await.unwrap();
+        }
+        last_byte = Instant::now();
+    }
+    tokio::time::timeout(Duration::from_secs(30), normal)
+        .await
+        .expect("ten requests within 30 s")
+        .unwrap();
+
+    // Then silence: each is answered 408 after the body timeout, and closed.
+    tokio::time::sleep_until((last_byte + Duration::from_millis(1500)).into()).await;
+    let deadline = last_byte + Duration::from_secs(10);
+    let mut timed_out = 0;
+    for s in slow.iter_mut() {
+        let (answer, closed) = answer_by(s, deadline).await;
+        assert!(closed, "a slow body outlived the body timeout");
+        if answer.is_empty() {
+            continue; // closed without an answer: allowed
+        }
+        assert!(
+            answer.starts_with("HTTP/1.1 408 Request Timeout\r\n"),
+            "{answer}"
+        );
+        assert!(answer.contains("connection: close\r\n"), "{answer}");
+        assert!(
+            answer.ends_with(
+                r#"{"error":{"code":408,"message":"Request Timeout: the request body came too slowly (more than 2 s without a byte, or not whole within 60 s)"}}"#
+            ),
+            "{answer}"
+        );
+        timed_out += 1;
+    }
+    eprintln!("{timed_out} of 600 slow bodies answered 408, the others closed");
+    assert!(timed_out >= 590, "only {timed_out} of 600 answered 408");
+    let http = reqwest::Client::new();
+    assert_eq!(validate(&http, &server.base_url, &server.token).await, 200);
+}
+
+#[tokio::test]
+async fn a_head_over_max_header_bytes_is_answered_431_and_one_below_it_is_served() {
+    let server = LimitedServer::start(1024, 1024, &[]);
+    let addr = server.base_url.trim_start_matches("http://").to_string();
+    let ask = |pad: usize| {
+        format!(
+            "GET /v3/debug/validate HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {}\r\n\
+             X-Pad: {}\r\nConnection: close\r\n\r\n",
+            server.token,
+            "a".repeat(pad)
+        )
+    };
+    // The default cap is 64 KiB for the request line and headers together.
+    let mut s = TcpStream::connect(&addr).await.unwrap();
+    s.write_all(ask(60 * 1024).as_bytes()).await.unwrap();
+    let (answer, _) = answer_by(&mut s, Instant::now() + Duration::from_secs(5)).await;
+    assert!(answer.starts_with("HTTP/1.1 200 OK\r\n"), "{answer}");
+
+    let mut s = TcpStream::connect(&addr).await.unwrap();
+    // The server may close before it took all of it.
+    let _ = s.write_all(ask(70 * 1024).as_bytes()).await;
+    let (answer, closed) = answer_by(&mut s, Instant::now() + Duration::from_secs(5)).await;
+    assert!(
+        answer.starts_with("HTTP/1.1 431 Request Header Fields Too Large\r\n"),
+        "{answer}"
+    );
+    assert!(closed, "the connection stays open after a 431");
+
+    // The option moves the cap.
+    let small = LimitedServer::start(1024, 1024, &["--max-header-bytes", "16384"]);
+    let addr = small.base_url.trim_start_matches("http://").to_string();
+    let mut s = TcpStream::connect(&addr).await.unwrap();
+    let _ = s.write_all(ask(20 * 1024).as_bytes()).await;
+    let (answer, _) = answer_by(&mut s, Instant::now() + Duration::from_secs(5)).await;
+    assert!(
+        answer.starts_with("HTTP/1.1 431 Request Header Fields Too Large\r\n"),
+        "{answer}"
+    );
+}
+
+#[tokio::test]
+async fn a_thousand_unfinished_400_kb_heads_raise_the_servers_memory_by_at_most_128_mib() {
+    assert!(
+        raise_own_open_file_limit() >= 2400,
+        "this test opens 2,000 connections"
+    );
+    let server = LimitedServer::start(4096, 4096, &["--header-timeout-secs", "30"]);
+    let addr = server.base_url.trim_start_matches("http://").to_string();
+    let pid = server.pid();
+    listpipe::client::init_tls();
+    let http = reqwest::Client::new();
+    assert_eq!(validate(&http, &server.base_url, &server.token).await, 200);
+    let (before, _) = rss_kib(pid);
+
+    // 1,000 connections, each sending 400 KB of an unfinished head, from
+    // eight tasks; then 1,000 each holding 60 KB of one, just under the cap.
+    let heads = |pad: usize| {
+        let addr = addr.clone();
+        let tasks: Vec<_> = (0..8)
+            .map(|_| {
+                let addr = addr.clone();
+                tokio::spawn(async move {
+                    let head = format!(
+                        "GET /v3/groups HTTP/1.1\r\nHost: x\r\nX-Pad: {}",
+                        "a".repeat(pad)
+                    );
+                    let mut held = Vec::with_capacity(125);
+                    for _ in 0..125 {
+                        let mut s = TcpStream::connect(&addr).await.unwrap();
+                        // Refused with a 431 and closed part of the way: fine.
+                        let sent = tokio::time::timeout(
+                            Duration::from_secs(5),
+                            s.write_all(head.as_bytes()),
+                        );
+                        let _ = sent.await;
+                        held.push(s);
+                    }
+                    held
+                })
+            })
+            .collect();
+        async move {
+            let mut held = Vec::with_capacity(1000);
+            for t in tasks {
+                held.extend(t.await.unwrap());
+            }
+            held
+        }
+    };
+    let started = Instant::now();
+    let mut over = tokio::time::timeout(Duration::from_secs(60), heads(400 * 1000))
+        .await
+        .expect("1,000 heads of 400 KB within 60 s");
+    // Give the server a moment to have read what it was sent.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let (after_over, peak_over) = rss_kib(pid);
+    let mut refused = 0;
+    for s in over.iter_mut().take(50) {
+        let (answer, closed) = answer_by(s, Instant::now() + Duration::from_secs(2)).await;
+        if closed && (answer.is_empty() || answer.starts_with("HTTP/1.1 431 ")) {
+            refused += 1;
+        }
+    }
+    assert_eq!(refused, 50, "heads over the cap are refused and closed");
+    drop(over);
+
+    let under = tokio::time::timeout(Duration::from_secs(60), heads(60 * 1024))
+        .await
+        .expect("1,000 heads of 60 KiB within 60 s");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let (after_under, peak_under) = rss_kib(pid);
+    let open = under.iter().filter(|s| !is_closed(s)).count();
+    assert!(
+        started.elapsed() > Duration::from_secs(30) || open == 1000,
+        "{open} of 1,000 heads under the cap held"
+    );
+    eprintln!(
+        "server RSS: {before} KiB before; 1,000 × 400 KB heads: {after_over} KiB (peak {peak_over}); \
+         1,000 × 60 KiB heads held: {after_under} KiB (peak {peak_under})"
+    );
+    let rise = peak_over.max(peak_under).saturating_sub(before);
+    assert!(rise <= 128 * 1024, "memory rose by {rise} KiB");
+    drop(under);
 }

@@ -1,11 +1,14 @@
 //! Tokens under attack (issue 43): a replayed refresh token or code revokes
 //! its whole family, a debug exchange retires the pair it replaces, a
 //! revocation holds for every request sent after it, wrong client secrets
-//! are limited, and minting tokens does not multiply the rate limit.
+//! are limited per client id and address (issue 56: not per client id
+//! alone, which anyone could lock out), and minting tokens does not
+//! multiply the rate limit.
 
 use crate::support::TestServer;
 use listpipe::api::TokenResponse;
 use listpipe::client::oauth;
+use std::net::IpAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -204,13 +207,191 @@ async fn wrong_client_secrets_are_answered_429_with_retry_after_after_ten_in_a_r
     assert_eq!(body["error"], "slow_down");
     assert_eq!(
         body["error_description"],
-        format!("too many failed client authentications for this client; retry after {wait} s")
+        format!(
+            "too many failed client authentications for this client from this address; retry after {wait} s"
+        )
     );
-    // While it waits even the right secret is not checked; the client's
-    // tokens keep working.
+    // While it waits even the right secret from this address is not
+    // checked; the client's tokens keep working.
     let right = attempt(c.client_secret.clone()).await.unwrap();
     assert_eq!(right.status(), 429);
     assert_eq!(validate(&t, &c.access_token).await, 200);
+}
+
+/// A client of the token endpoint whose requests come from `from` (a
+/// loopback address: 127.0.0.2 reaches the server on 127.0.0.1 too).
+fn http_from(from: [u8; 4]) -> reqwest::Client {
+    listpipe::client::init_tls();
+    reqwest::Client::builder()
+        .local_address(IpAddr::from(from))
+        .timeout(Duration::from_secs(30))
+        .build()
+        .unwrap()
+}
+
+/// Posts a token request for `t`'s client with `secret` (and `extra`
+/// fields, `grant_type` among them), with `headers`.
+async fn token_request(
+    t: &TestServer,
+    http: &reqwest::Client,
+    secret: &str,
+    extra: &[(&str, &str)],
+    headers: &[(&str, &str)],
+) -> reqwest::Response {
+    let mut form = vec![
+        ("client_id", t.creds.client_id.as_str()),
+        ("client_secret", secret),
+    ];
+    form.extend_from_slice(extra);
+    let mut req = http
+        .post(format!("{}/oauth/token.php", t.base_url()))
+        .form(&form);
+    for (k, v) in headers {
+        req = req.header(*k, *v);
+    }
+    req.send().await.unwrap()
+}
+
+const CLIENT_CREDENTIALS: &[(&str, &str)] = &[("grant_type", "client_credentials")];
+
+/// The status of `n` client-credentials requests with a wrong secret.
+async fn wrong_secrets(
+    t: &TestServer,
+    http: &reqwest::Client,
+    n: usize,
+    headers: &[(&str, &str)],
+) -> Vec<u16> {
+    let mut statuses = Vec::new();
+    for _ in 0..n {
+        let res = token_request(t, http, &"0".repeat(64), CLIENT_CREDENTIALS, headers).await;
+        statuses.push(res.status().as_u16());
+    }
+    statuses
+}
+
+/// Issue 56: the client id is public, so an attacker elsewhere who fails it
+/// without pause is slowed, and the client itself, from its own address
+/// with the right secret, gets its tokens (refreshes included) all along.
+#[tokio::test]
+async fn an_attacker_failing_a_client_id_from_another_address_does_not_lock_the_client_out() {
+    let t = TestServer::start().await;
+    let attacker = http_from([127, 0, 0, 2]);
+    let client = http_from([127, 0, 0, 1]);
+    assert_eq!(wrong_secrets(&t, &attacker, 10, &[]).await, [401; 10]);
+
+    let attack = wrong_secrets(&t, &attacker, 40, &[]);
+    let work = async {
+        let mut refresh_token = t.creds.refresh_token.clone();
+        let mut issued = 0;
+        for n in 0..10 {
+            let grant: Vec<(&str, &str)> = if n % 2 == 0 {
+                CLIENT_CREDENTIALS.to_vec()
+            } else {
+                vec![
+                    ("grant_type", "refresh_token"),
+                    ("refresh_token", refresh_token.as_str()),
+                ]
+            };
+            let res = token_request(&t, &client, &t.creds.client_secret, &grant, &[]).await;
+            if res.status() == 200 {
+                issued += 1;
+                let tokens: TokenResponse = res.json().await.unwrap();
+                if n % 2 == 1 {
+                    refresh_token = tokens.refresh_token;
+                }
+            }
+        }
+        issued
+    };
+    let (attacked, issued) = tokio::join!(attack, work);
+    assert!(issued >= 9, "the client got tokens {issued} times in 10");
+    // The attacker waits: a failure comes back every 6 s, which a slow
+    // machine may take in the middle of its 40 attempts.
+    assert!(
+        attacked.iter().all(|s| *s == 401 || *s == 429),
+        "{attacked:?}"
+    );
+    let refused = attacked.iter().filter(|s| **s == 429).count();
+    assert!(refused >= 38, "{attacked:?}");
+    let last = token_request(&t, &attacker, &"0".repeat(64), CLIENT_CREDENTIALS, &[]).await;
+    assert_eq!(last.status(), 429);
+    let wait: u64 = last.headers()["retry-after"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!((1..=6).contains(&wait), "Retry-After: {wait}");
+    let body: serde_json::Value = last.json().await.unwrap();
+    assert_eq!(
+        body["error_description"],
+        format!(
+            "too many failed client authentications for this client from this address; retry after {wait} s"
+        )
+    );
+}
+
+/// "10 in a row": a success from an address starts its count for the
+/// client over.
+#[tokio::test]
+async fn a_right_secret_resets_the_failures_of_its_client_from_its_address() {
+    let t = TestServer::start().await;
+    let http = http_from([127, 0, 0, 1]);
+    let right = || token_request(&t, &http, &t.creds.client_secret, CLIENT_CREDENTIALS, &[]);
+    assert_eq!(wrong_secrets(&t, &http, 9, &[]).await, [401; 9]);
+    assert_eq!(right().await.status(), 200);
+    // Without the reset the second of these would be the eleventh failure.
+    assert_eq!(wrong_secrets(&t, &http, 10, &[]).await, [401; 10]);
+    assert_eq!(right().await.status(), 429, "ten in a row");
+}
+
+/// Behind a proxy given to `--trusted-proxy`, the address it forwards for
+/// is counted; from any other peer `X-Forwarded-For` is ignored.
+#[tokio::test]
+async fn forwarded_addresses_are_counted_only_from_a_trusted_proxy() {
+    let t =
+        TestServer::start_with(|o| o.trusted_proxies = vec![IpAddr::from([127, 0, 0, 1])]).await;
+    let proxy = http_from([127, 0, 0, 1]);
+    let right = |http, from| {
+        let t = &t;
+        async move {
+            let headers = [("x-forwarded-for", from)];
+            token_request(
+                t,
+                http,
+                &t.creds.client_secret,
+                CLIENT_CREDENTIALS,
+                &headers,
+            )
+            .await
+            .status()
+            .as_u16()
+        }
+    };
+    let attacker = [("x-forwarded-for", "203.0.113.66")];
+    assert_eq!(wrong_secrets(&t, &proxy, 10, &attacker).await, [401; 10]);
+    assert_eq!(wrong_secrets(&t, &proxy, 1, &attacker).await, [429]);
+    assert_eq!(
+        right(&proxy, "198.51.100.7").await,
+        200,
+        "another client address"
+    );
+    assert_eq!(
+        right(&proxy, "203.0.113.66").await,
+        429,
+        "the attacker's address"
+    );
+
+    // 127.0.0.2 is no trusted proxy: what it claims is ignored, its own
+    // address is counted.
+    let other = http_from([127, 0, 0, 2]);
+    let claims = [("x-forwarded-for", "198.51.100.7")];
+    assert_eq!(wrong_secrets(&t, &other, 10, &claims).await, [401; 10]);
+    assert_eq!(right(&other, "192.0.2.1").await, 429);
+    assert_eq!(
+        right(&proxy, "198.51.100.7").await,
+        200,
+        "not counted against"
+    );
 }
 
 #[tokio::test]

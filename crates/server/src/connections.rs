@@ -10,11 +10,23 @@
 //!   closes the connection idle the longest (as nginx reuses its keep-alive
 //!   connections when out of them); only when every connection is handling
 //!   a request is the new one answered 503 with `Retry-After` and closed.
+//! - A request's line and headers together are at most
+//!   `--max-header-bytes` (64 KiB): hyper's read buffer is capped there
+//!   (`max_buf_size`; hyper 1.12 answers a head that outgrows it, or has
+//!   more than 100 fields, with 431 Request Header Fields Too Large, an
+//!   empty body and a close), so a connection holding an unfinished head
+//!   holds at most that much of it (the buffer grows by doubling from
+//!   8 KiB up to the cap, never past it), about 72 KiB in all with the
+//!   connection's own state. Measured (issue 56): 1,000 connections each
+//!   holding 60 KiB of a head raised the server's memory by 72 MB; 1,000
+//!   each sending 400 KB of one, refused, by 12 MB at the peak (400 MB
+//!   before). HTTP/2 gets the same cap as its `max_header_list_size`.
 //!
 //! A connection handling a request (from its complete headers until its
-//! response is sent) is not closed by these limits: `--request-timeout`
-//! bounds it instead ([`super::overload`]). Except when its client stops
-//! taking the answer: a socket that takes nothing of it for
+//! response is sent) is not closed by these limits: `--body-timeout-secs`
+//! and `--request-timeout` bound it instead ([`super::overload`]; a body
+//! too slow is answered 408 and the connection closed). Except when its
+//! client stops taking the answer: a socket that takes nothing of it for
 //! `--idle-timeout-secs` is closed (a slow reader holds no connection for
 //! long either).
 //!
@@ -54,6 +66,12 @@ pub const DEFAULT_IDLE_TIMEOUT_SECS: u64 = 75;
 /// Connections open at once unless `serve --max-connections` says otherwise
 /// (and never more than the open-file limit allows).
 pub const DEFAULT_MAX_CONNECTIONS: usize = 4096;
+/// Bytes of a request line and headers together unless
+/// `serve --max-header-bytes` says otherwise (nginx allows 4 × 8 KiB by
+/// default; hyper's own cap is about 400 KB).
+pub const DEFAULT_MAX_HEADER_BYTES: usize = 64 * 1024;
+/// The smallest header cap hyper takes (its first read buffer).
+pub const MIN_MAX_HEADER_BYTES: usize = 8 * 1024;
 /// Open files kept back from connections for the database, its journal,
 /// logs and whatever else the process opens.
 pub const RESERVED_FILES: u64 = 128;
@@ -64,6 +82,9 @@ pub struct Limits {
     pub header_timeout: Duration,
     pub idle_timeout: Duration,
     pub max_connections: usize,
+    /// The request line and headers together, in bytes (at least
+    /// [`MIN_MAX_HEADER_BYTES`]); more is answered 431.
+    pub max_header_bytes: usize,
 }
 
 impl Default for Limits {
@@ -72,6 +93,7 @@ impl Default for Limits {
             header_timeout: Duration::from_secs(DEFAULT_HEADER_TIMEOUT_SECS),
             idle_timeout: Duration::from_secs(DEFAULT_IDLE_TIMEOUT_SECS),
             max_connections: DEFAULT_MAX_CONNECTIONS,
+            max_header_bytes: DEFAULT_MAX_HEADER_BYTES,
         }
     }
 }
@@ -410,7 +432,13 @@ impl ConnTask {
                     Ok::<_, Infallible>(res.map(|inner| Body::new(Guarded { inner, _busy: busy })))
                 }
             });
-        let builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+        let mut builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+        // hyper panics below its minimum.
+        let max_head = limits.max_header_bytes.max(MIN_MAX_HEADER_BYTES);
+        builder.http1().max_buf_size(max_head);
+        builder
+            .http2()
+            .max_header_list_size(u32::try_from(max_head).unwrap_or(u32::MAX));
         let served = builder.serve_connection(io, hyper_service);
         tokio::pin!(served);
         let mut draining = false;
@@ -469,6 +497,7 @@ mod tests {
             header_timeout: Duration::from_millis(100),
             idle_timeout: Duration::from_millis(1000),
             max_connections: 10,
+            max_header_bytes: DEFAULT_MAX_HEADER_BYTES,
         };
         let conn = Conn::new(5);
         assert_eq!(conn.deadline(&limits), Some(1005));

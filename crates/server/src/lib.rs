@@ -62,7 +62,9 @@ pub struct AppState {
     pub faults: Option<std::sync::Arc<faults::Faults>>,
     /// Tokens recently checked (see [`auth::TokenCache`]).
     pub tokens: auth::TokenCache,
-    /// Failed client authentications at the token endpoint (see [`auth_failures`]).
+    /// Failed client authentications at the token endpoint and failed
+    /// logins on the authorization page, and where requests come from (see
+    /// [`auth_failures`]).
     pub auth_failures: std::sync::Arc<auth_failures::AuthFailures>,
     /// Serve the spec's endpoints only, without the live service's extensions.
     pub spec_only: bool,
@@ -149,11 +151,19 @@ pub struct ServeOptions {
     pub max_in_flight: usize,
     /// How long a request may take before it is answered 503.
     pub request_timeout: std::time::Duration,
-    /// Header-read and idle timeouts, and the cap on open connections (see [`connections`]).
+    /// The longest wait for the next bytes of a request body; a slower body
+    /// is answered 408 (see [`overload`]).
+    pub body_timeout: std::time::Duration,
+    /// Header-read and idle timeouts, the cap on header size and on open
+    /// connections (see [`connections`]).
     pub connections: connections::Limits,
     /// The time tokens, codes, stamps and the rate limit go by: real by
     /// default; tests give a [`store::Clock::test`] and move it on.
     pub clock: store::Clock,
+    /// `serve --trusted-proxy`: reverse proxies whose `X-Forwarded-For` or
+    /// `Forwarded` header tells where a request comes from, for the limits
+    /// of [`auth_failures`]; none by default (the peer address counts).
+    pub trusted_proxies: Vec<std::net::IpAddr>,
 }
 
 impl ServeOptions {
@@ -172,8 +182,10 @@ impl ServeOptions {
             spec_only: false,
             max_in_flight: overload::DEFAULT_MAX_IN_FLIGHT,
             request_timeout: std::time::Duration::from_secs(overload::DEFAULT_REQUEST_TIMEOUT_SECS),
+            body_timeout: std::time::Duration::from_secs(overload::DEFAULT_BODY_TIMEOUT_SECS),
             connections: connections::Limits::default(),
             clock: store::Clock::real(),
+            trusted_proxies: Vec::new(),
         }
     }
 }
@@ -309,11 +321,13 @@ pub async fn start(opts: ServeOptions) -> Result<RunningServer, ServeError> {
             .clone()
             .map(|spec| std::sync::Arc::new(faults::Faults::new(spec, opts.fault_seed))),
         tokens: auth::TokenCache::default(),
-        auth_failures: Default::default(),
+        auth_failures: std::sync::Arc::new(auth_failures::AuthFailures::new(
+            opts.trusted_proxies.clone(),
+        )),
         spec_only: opts.spec_only,
     };
     // Outermost: the bounds, so a refused request costs no decoding at all.
-    let bounds = overload::Bounds::new(opts.max_in_flight, opts.request_timeout);
+    let bounds = overload::Bounds::new(opts.max_in_flight, opts.request_timeout, opts.body_timeout);
     let service = from_fn_with_state(bounds, overload::bound)
         .layer(from_fn(wire::normalize).layer(app(state)));
     let (tx, rx) = oneshot::channel::<()>();

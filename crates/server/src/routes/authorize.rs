@@ -8,12 +8,16 @@
 //! Following RFC 6749 §4.1.2.1, an unknown client or a redirect URI the
 //! application did not register gets an error page and never a redirect
 //! (no open redirect); every other problem is reported to the application
-//! through the redirect. The form is protected by [`csrf`].
+//! through the redirect. The form is protected by [`csrf`], and wrong
+//! passwords are limited per login and address and per address (answered
+//! 429 with `Retry-After` before any hash is computed: see
+//! [`crate::auth_failures`]).
 
 mod csrf;
 mod page;
 
 use crate::AppState;
+use crate::auth_failures::{self, Attempt, Peer, Spent};
 use crate::store::accounts::{self, AppListing};
 use crate::store::{StoreResult, redirect_uris, users};
 use crate::wire::RawInput;
@@ -277,6 +281,7 @@ async fn show(State(s): State<AppState>, headers: HeaderMap, RawQuery(q): RawQue
 /// `POST`: the form's answer.
 async fn submit(
     State(s): State<AppState>,
+    Peer(peer): Peer,
     headers: HeaderMap,
     RawInput(body): RawInput,
 ) -> Response {
@@ -340,13 +345,48 @@ async fn submit(
         );
     }
     let account = r.listing.app.account;
+    // Failed logins, per login from this address and per address: while
+    // either waits, the password is not checked, no hash is computed (see
+    // `auth_failures`). The login is counted whether or not it exists, so
+    // the wait tells nothing of who has an account. Let through, the
+    // attempt counts as a failure until it is told otherwise below.
+    let limit = s.auth_failures.logins();
+    let attempt = Attempt::new(
+        &format!("{}\n{}", account.0, email.trim().to_lowercase()),
+        peer,
+    );
+    if let Err((spent, secs)) = limit.admit(&attempt, auth_failures::now(s.store.clock())) {
+        tracing::debug!(target: log_target!(), client_id = %r.listing.app.client_id, peer = ?peer, "authorization: too many failed logins, password not checked");
+        let message = format!(
+            "Too many failed attempts to log in {}. Try again in {secs} second{}.",
+            match spent {
+                Spent::NameFromAddress => "with this email",
+                Spent::Address => "from your network address",
+            },
+            if secs == 1 { "" } else { "s" }
+        );
+        let mut res = login_page(
+            &s,
+            &r,
+            &p,
+            &nonce,
+            StatusCode::TOO_MANY_REQUESTS,
+            Some(&message),
+        );
+        res.headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from(secs));
+        return res;
+    }
     let found = s
         .store
         .call(move |c| users::login_hash(c, account, &email))
         .await;
     let found = match found {
         Ok(found) => found,
-        Err(e) => return server_failed(e),
+        Err(e) => {
+            limit.undecided(&attempt);
+            return server_failed(e);
+        }
     };
     // Argon2 takes a while on purpose: off the async threads, outside the store lock.
     let (user, stored) = found.map_or((None, None), |(u, h)| (Some(u), Some(h)));
@@ -354,7 +394,7 @@ async fn submit(
         .await
         .unwrap_or(false);
     let Some(user) = user.filter(|_| ok) else {
-        tracing::info!(target: log_target!(), client_id = %r.listing.app.client_id, "authorization: wrong email or password");
+        tracing::info!(target: log_target!(), client_id = %r.listing.app.client_id, peer = ?peer, "authorization: wrong email or password");
         return login_page(
             &s,
             &r,
@@ -364,6 +404,7 @@ async fn submit(
             Some("Wrong email or password."),
         );
     };
+    limit.succeeded(&attempt);
     let (app, redirect_uri, code_ttl) = (r.listing.app.clone(), r.redirect_uri.clone(), s.code_ttl);
     let code = s
         .store

@@ -4,7 +4,7 @@
 //! JSON, multipart or a raw `&grant_type=...` string (read by the wire layer).
 
 use crate::AppState;
-use crate::auth_failures::{Key, Peer};
+use crate::auth_failures::{self, Attempt, Peer, Spent};
 use crate::store::accounts::{self, App, Grant};
 use crate::wire::RawInput;
 use axum::extract::State;
@@ -152,17 +152,22 @@ async fn token(
             ),
         );
     }
-    // Failed client authentications, per client id and per address: while
-    // either waits, the secret is not even checked (see `auth_failures`).
-    let mut keys = vec![Key::Client(client_id.clone())];
-    keys.extend(peer.map(Key::Address));
-    if let Some((key, secs)) = s.auth_failures.waiting(&keys, std::time::Instant::now()) {
+    // Failed client authentications, per client id from this address and
+    // per address: while either waits, the secret is not even checked (see
+    // `auth_failures`). Let through, the attempt counts as a failure until
+    // it is told otherwise below.
+    let limit = s.auth_failures.clients();
+    let attempt = Attempt::new(&client_id, peer);
+    if let Err((spent, secs)) = limit.admit(&attempt, auth_failures::now(s.store.clock())) {
         let mut res = oauth_error(
             StatusCode::TOO_MANY_REQUESTS,
             "slow_down",
             format!(
                 "too many failed client authentications {}; retry after {secs} s",
-                key.described()
+                match spent {
+                    Spent::NameFromAddress => "for this client from this address",
+                    Spent::Address => "from this address",
+                }
             ),
         );
         res.headers_mut()
@@ -203,6 +208,14 @@ async fn token(
             Ok(issued)
         })
         .await;
+    // Admitted, the attempt counts as a failure (see `auth_failures`): the
+    // client authenticated, whatever became of the grant, and its failures
+    // from this address start over; a server error counts for nothing.
+    match &result {
+        Ok(Err(Refused::WrongClient)) => {}
+        Ok(_) => limit.succeeded(&attempt),
+        Err(_) => limit.undecided(&attempt),
+    }
     match result {
         Ok(Ok(tokens)) => {
             let mut res = Json(tokens).into_response();
@@ -214,7 +227,6 @@ async fn token(
         }
         Ok(Err(Refused::Answer(res))) => *res,
         Ok(Err(Refused::WrongClient)) => {
-            s.auth_failures.failed(&keys, std::time::Instant::now());
             tracing::info!(target: log_target!(), client_id = %client_id, peer = ?peer, "client authentication failed");
             oauth_error(
                 StatusCode::UNAUTHORIZED,

@@ -8,6 +8,10 @@
 //!   take through [`Input`]. A GET or DELETE may carry `[]`: ignored.
 //! - Answers are JSON; when the caller asked for XML (suffix, `Accept`, or
 //!   an XML body without `Accept`), the JSON answer is rendered as XML.
+//!
+//! The body arrives here already whole: [`read_body`] collects it off the
+//! socket first, within the body timeout and [`MAX_BODY_BYTES`], before the
+//! request takes an in-flight slot ([`super::overload`]).
 
 pub mod convert;
 
@@ -15,14 +19,90 @@ use super::error::ApiError;
 use axum::body::{Body, Bytes, to_bytes};
 use axum::extract::{FromRequestParts, Request};
 use axum::http::request::Parts;
-use axum::http::{HeaderValue, Uri, header};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, Uri, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use futures::StreamExt;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
+use std::time::Duration;
 
 /// The largest request body accepted (a 1,000-entry batch is far smaller).
 pub const MAX_BODY_BYTES: usize = 8 * 1024 * 1024;
+
+/// Reads a request body off the socket whole: no wait for its next bytes
+/// longer than `gap` (as nginx's `client_body_timeout`), all of it within
+/// `whole`, at most [`MAX_BODY_BYTES`]. Otherwise the answer to send
+/// instead, with `Connection: close` (the rest of the body is never read):
+/// 408 for a body too slow, 413 for one too large (at once when its
+/// `Content-Length` says so), 400 for one cut off or malformed.
+pub async fn read_body(
+    headers: &HeaderMap,
+    body: Body,
+    gap: Duration,
+    whole: Duration,
+) -> Result<Bytes, Response> {
+    let declared = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    if declared.is_some_and(|n| n > MAX_BODY_BYTES as u64) {
+        return Err(closing(too_large()));
+    }
+    let deadline = tokio::time::Instant::now() + whole;
+    let mut stream = body.into_data_stream();
+    // A body in one piece (most are) is not copied.
+    let mut first: Option<Bytes> = None;
+    let mut more = bytes::BytesMut::new();
+    loop {
+        let wait = gap.min(deadline.saturating_duration_since(tokio::time::Instant::now()));
+        let chunk = match tokio::time::timeout(wait, stream.next()).await {
+            Ok(Some(Ok(chunk))) => chunk,
+            Ok(None) => break,
+            Ok(Some(Err(_))) => {
+                return Err(closing(ApiError::bad_request(
+                    "the request body was cut off or malformed",
+                )));
+            }
+            Err(_) => {
+                return Err(closing(ApiError::new(
+                    StatusCode::REQUEST_TIMEOUT,
+                    format!(
+                        "Request Timeout: the request body came too slowly (more than {} s \
+                         without a byte, or not whole within {} s)",
+                        gap.as_secs_f64(),
+                        whole.as_secs_f64()
+                    ),
+                )));
+            }
+        };
+        let had = first.as_ref().map_or(0, Bytes::len) + more.len();
+        if had + chunk.len() > MAX_BODY_BYTES {
+            return Err(closing(too_large()));
+        }
+        match first.take() {
+            None if more.is_empty() => first = Some(chunk),
+            None => more.extend_from_slice(&chunk),
+            Some(one) => {
+                more.extend_from_slice(&one);
+                more.extend_from_slice(&chunk);
+            }
+        }
+    }
+    Ok(first.unwrap_or_else(|| more.freeze()))
+}
+
+fn too_large() -> ApiError {
+    ApiError::too_large(format!("request body over {MAX_BODY_BYTES} bytes"))
+}
+
+/// An error answer after which the connection is closed.
+fn closing(e: ApiError) -> Response {
+    let mut res = e.into_response();
+    res.headers_mut()
+        .insert(header::CONNECTION, HeaderValue::from_static("close"));
+    res
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
@@ -103,12 +183,7 @@ pub async fn normalize(req: Request, next: Next) -> Response {
     }
     let bytes: Bytes = match to_bytes(body, MAX_BODY_BYTES).await {
         Ok(b) => b,
-        Err(_) => {
-            return respond(ApiError::too_large(format!(
-                "request body over {MAX_BODY_BYTES} bytes"
-            )))
-            .await;
-        }
+        Err(_) => return respond(too_large()).await,
     };
     let parsed = match convert::body_to_json(content_type.as_deref(), &bytes).await {
         Ok(v) => v,
@@ -259,6 +334,61 @@ mod tests {
         assert!(!wants_xml(None, Some(multipart)));
         assert!(wants_xml(None, Some("application/xml; charset=utf-8")));
         assert!(!wants_xml(Some("application/json"), Some("text/xml")));
+    }
+
+    #[tokio::test]
+    async fn a_body_is_read_whole_or_answered_408_or_413_with_a_close() {
+        use futures::stream;
+        let ms = Duration::from_millis;
+        let none = HeaderMap::new();
+        let chunks =
+            stream::iter(["ab", "", "cd"].map(|c| Ok::<_, std::io::Error>(Bytes::from(c))));
+        let got = read_body(&none, Body::from_stream(chunks), ms(200), ms(2000)).await;
+        assert_eq!(got.ok(), Some(Bytes::from("abcd")));
+
+        // A byte, then nothing: 408 after the gap.
+        let stalled =
+            stream::iter([Ok::<_, std::io::Error>(Bytes::from("a"))]).chain(stream::pending());
+        let res = read_body(&none, Body::from_stream(stalled), ms(50), ms(2000))
+            .await
+            .unwrap_err();
+        assert_eq!(res.status(), StatusCode::REQUEST_TIMEOUT);
+        assert_eq!(res.headers()[header::CONNECTION], "close");
+
+        // A byte every 10 ms, never a gap of 50 ms, but not whole in 200 ms.
+        let drip = stream::unfold((), |()| async {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            Some((Ok::<_, std::io::Error>(Bytes::from("a")), ()))
+        });
+        let res = read_body(&none, Body::from_stream(drip), ms(50), ms(200))
+            .await
+            .unwrap_err();
+        assert_eq!(res.status(), StatusCode::REQUEST_TIMEOUT);
+
+        // Too large: said by Content-Length (nothing read), or found reading.
+        let mut big = HeaderMap::new();
+        big.insert(
+            header::CONTENT_LENGTH,
+            HeaderValue::from(MAX_BODY_BYTES + 1),
+        );
+        let res = read_body(
+            &big,
+            Body::from_stream(stream::pending::<Result<Bytes, std::io::Error>>()),
+            ms(50),
+            ms(200),
+        )
+        .await
+        .unwrap_err();
+        assert_eq!(res.status(), StatusCode::PAYLOAD_TOO_LARGE);
+        let halves = stream::iter(
+            [0, 1]
+                .map(|_| Ok::<_, std::io::Error>(Bytes::from(vec![b' '; MAX_BODY_BYTES / 2 + 1]))),
+        );
+        let res = read_body(&none, Body::from_stream(halves), ms(200), ms(2000))
+            .await
+            .unwrap_err();
+        assert_eq!(res.status(), StatusCode::PAYLOAD_TOO_LARGE);
+        assert_eq!(res.headers()[header::CONNECTION], "close");
     }
 
     #[test]
