@@ -264,6 +264,9 @@ fn other_channels_partners_plans_scores_and_orders_are_never_consent() {
         "email_verified",
         "Activated",
         "VIP",
+        "GDPR consent",
+        "Datenschutz akzeptiert",
+        "Accepts Terms",
     ] {
         let c = decide(
             &["email", header],

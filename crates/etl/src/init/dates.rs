@@ -71,6 +71,31 @@ pub const FORMATS: &[&str] = &[
     "%d. %B %Y %H:%M",
     "%d de %b de %Y",
     "%d de %B de %Y",
+    // Times with the month named, as CRMs, shops and newsletter tools write them: `15 Jan
+    // 2023 10:30 AM`, `Sep 15, 2014, 5:59 PM`, `September 15, 2014 at 5:59 PM`, `Monday,
+    // September 15, 2014`, `15-JAN-2023 10:30:00`, `15 janvier 2023 à 10:30`.
+    "%d %b %Y %I:%M %p",
+    "%d %B %Y %I:%M %p",
+    "%d %b %Y %I:%M:%S %p",
+    "%b %d, %Y, %I:%M %p",
+    "%B %d, %Y, %I:%M %p",
+    "%b %d, %Y, %I:%M:%S %p",
+    "%b %d, %Y %H:%M",
+    "%B %d, %Y %H:%M",
+    "%B %d, %Y at %I:%M %p",
+    "%b %d, %Y at %I:%M %p",
+    "%A, %B %d, %Y",
+    "%a, %b %d, %Y",
+    "%d-%b-%Y %H:%M:%S",
+    "%d-%b-%Y %H:%M",
+    "%d-%b-%Y %I:%M %p",
+    "%Y-%b-%d",
+    "%d %b %Y, %H:%M",
+    "%d. %B %Y, %H:%M",
+    "%d. %B %Y %H:%M:%S",
+    "%d %B %Y à %H:%M",
+    "%d de %B de %Y %H:%M",
+    "%d de %B de %Y, %H:%M",
 ];
 
 /// How a column's values are written.

@@ -531,3 +531,22 @@ fn a_column_of_times_with_and_without_seconds_lists_both_formats() {
     // A value no format reads keeps the column from being taken for dates.
     assert_eq!(dates::detect(&["May 11, 2019 11:21 AM", "soon"]), None);
 }
+
+#[test]
+fn times_with_a_named_month_as_crms_and_shops_write_them_get_their_format() {
+    for (value, format) in [
+        ("15 Jan 2023 10:30 AM", "%d %b %Y %I:%M %p"),
+        ("Sep 15, 2014, 5:59 PM", "%b %d, %Y, %I:%M %p"),
+        ("September 15, 2014 at 5:59 PM", "%B %d, %Y at %I:%M %p"),
+        ("Monday, September 15, 2014", "%A, %B %d, %Y"),
+        ("15-JAN-2023 10:30:00", "%d-%b-%Y %H:%M:%S"),
+        ("15 janvier 2023 à 10:30", "%d %B %Y à %H:%M"),
+        ("15. März 2023, 10:30", "%d. %B %Y, %H:%M"),
+    ] {
+        let found = dates::detect(&[value]).map(|d| d.formats());
+        assert!(
+            found.as_ref().is_some_and(|f| f.contains(&format)),
+            "{value}: {found:?}"
+        );
+    }
+}

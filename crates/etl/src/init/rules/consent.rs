@@ -136,6 +136,11 @@ pub const NOT_CONSENT_PARTS: &[&str] = &[
     "privacy",
     "cookie",
     "tracking",
+    "gdpr",
+    "dsgvo",
+    "datenschutz",
+    "dataprocessing",
+    "agb",
 ];
 
 /// Whole header words that are another channel (`post` is a word here, not a part of
