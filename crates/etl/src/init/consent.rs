@@ -12,8 +12,15 @@
 use super::ask::{Answer, Ask, Choices, Question};
 use super::columns::Role;
 use super::dates::DateFormat;
-use super::rules::{self, consent as table};
+use super::rules::consent as table;
 use super::sample::Sample;
+
+mod counted;
+mod questions;
+mod read;
+
+use counted::{holds, rows_where, summary};
+pub use read::read;
 
 /// One `only_if` test.
 #[derive(Debug, Clone, PartialEq)]
@@ -127,7 +134,7 @@ pub fn with_counts(counts: &[(String, usize)]) -> String {
 
 /// Whether `v` is one of `list`, trimmed, without case (any script), `_` and `-` read as
 /// spaces: `NEVER_SUBSCRIBED` is `never subscribed`, `opted-in` is `opted in`.
-fn is_in(v: &str, list: &[&str]) -> bool {
+pub(super) fn is_in(v: &str, list: &[&str]) -> bool {
     let key = |s: &str| s.trim().to_lowercase().replace(['_', '-'], " ");
     let v = key(v);
     list.iter().any(|x| key(x) == v)
@@ -140,213 +147,6 @@ pub fn quoted(values: &[String]) -> String {
         .map(|v| format!("\"{v}\""))
         .collect::<Vec<_>>()
         .join(", ")
-}
-
-/// Whether a header is a permission or state of something other than email.
-fn not_consent(header: &str) -> bool {
-    rules::header_contains(header, table::NOT_CONSENT_PARTS)
-        || rules::words(header)
-            .iter()
-            .any(|w| table::NOT_CONSENT_WORDS.contains(&w.as_str()))
-}
-
-/// Whether a header names email or newsletter consent by itself.
-fn names_email_consent(header: &str) -> bool {
-    rules::header_contains(header, table::NEWSLETTER_PARTS)
-        || (rules::header_contains(header, &["email"])
-            && (rules::header_contains(header, table::CONSENT_PARTS)
-                || rules::header_contains(header, table::EMAIL_CONSENT_PARTS)))
-}
-
-/// Whether a header names a status or the newsletter's subscriber: its values may be a
-/// subscription's state.
-fn names_status(header: &str) -> bool {
-    rules::header_is(header, table::CONSENT_STATUS_NAMES)
-        || rules::header_contains(header, &["status", "subscriber"])
-}
-
-/// The values of a yes/no column split into yes and no; `None` when some value is neither.
-/// A column of marks (`x`, or one spelling only beside empty cells) is yes where marked.
-fn yes_no(values: &[(String, usize)]) -> Option<(Vec<String>, Vec<String>)> {
-    let (mut yes, mut no) = (Vec::new(), Vec::new());
-    for (v, _) in values {
-        if is_in(v, table::YES_VALUES) || matches!(v.as_str(), "✓" | "✔") {
-            yes.push(v.clone());
-        } else if is_in(v, table::NO_VALUES) {
-            no.push(v.clone());
-        } else {
-            return None;
-        }
-    }
-    Some((yes, no))
-}
-
-/// The status words of a column split into subscribed and withdrawn, and whether any is a
-/// word only a subscription uses; `None` when some value is no status word.
-fn status_words(values: &[(String, usize)]) -> Option<(Vec<String>, Vec<String>, bool)> {
-    let (mut grant, mut withdraw, mut strong) = (Vec::new(), Vec::new(), false);
-    for (v, _) in values {
-        if is_in(v, table::SUBSCRIBED_VALUES) {
-            // `confirmed` alone is as often an order's or a booking's state.
-            strong |= !is_in(v, &["confirmed"]);
-            grant.push(v.clone());
-        } else if is_in(v, table::WITHDRAWN_VALUES) {
-            strong = true;
-            withdraw.push(v.clone());
-        } else if is_in(v, table::ACTIVE_VALUES) {
-            grant.push(v.clone());
-        } else if is_in(v, table::INACTIVE_VALUES) {
-            if !is_in(v, &["registered"]) {
-                withdraw.push(v.clone());
-            }
-        } else if !is_in(v, table::NEUTRAL_VALUES) {
-            return None;
-        }
-    }
-    Some((grant, withdraw, strong))
-}
-
-/// The consent role of every column that has one: a reading of consent, or an opt-out
-/// flag. `None` for the others (and for empty columns).
-pub fn read(sample: &Sample) -> Vec<Option<Role>> {
-    let n = sample.columns.len();
-    let header = |i: usize| sample.columns[i].as_str();
-    // A file that records unsubscribes is about email subscriptions: an `active` status
-    // there is the subscription's.
-    let unsubscribes = (0..n).find(|&i| {
-        !not_consent(header(i))
-            && (rules::header_is(header(i), table::WITHDRAWAL_TIME_NAMES)
-                || rules::header_contains(header(i), table::WITHDRAWAL_FLAG_PARTS))
-    });
-    let mut out: Vec<Option<Role>> = vec![None; n];
-    let mut generic: Vec<usize> = Vec::new();
-    let mut specific: Option<usize> = None;
-    for (i, slot) in out.iter_mut().enumerate() {
-        let elsewhere = unsubscribes.filter(|&u| u != i).map(header);
-        let Some((role, weight)) = read_column(header(i), &counts(sample, i), elsewhere) else {
-            continue;
-        };
-        match weight {
-            Weight::Specific => specific = specific.or(Some(i)),
-            Weight::Generic => generic.push(i),
-            Weight::Other => {}
-        }
-        *slot = Some(role);
-    }
-    // `Opt-in` beside `Newsletter` (PrestaShop: partner offers): the column that names
-    // email consent is the file's.
-    if let Some(s) = specific {
-        for i in generic {
-            out[i] = Some(Role::Consent(Reading::Superseded {
-                by: header(s).to_string(),
-            }));
-        }
-    }
-    out
-}
-
-/// How much a consent column says about the file's email consent.
-enum Weight {
-    /// It names email or newsletter consent, or its values are subscription words.
-    Specific,
-    /// It names consent without naming email (`Consent`, `Opt-in`).
-    Generic,
-    Other,
-}
-
-/// The consent role of one column with these values; `unsubscribes` names another column
-/// of the file that records unsubscribes, if one does.
-fn read_column(
-    h: &str,
-    values: &[(String, usize)],
-    unsubscribes: Option<&str>,
-) -> Option<(Role, Weight)> {
-    if values.is_empty() || not_consent(h) {
-        return None;
-    }
-    if rules::header_contains(h, table::DISABLED_FLAG_PARTS)
-        && let Some((yes, no)) = yes_no(values)
-    {
-        let reading = Reading::Known {
-            how: "whether email is disabled (\"no\": the person receives it)".into(),
-            grant: no,
-            withdraw: yes,
-        };
-        return Some((Role::Consent(reading), Weight::Specific));
-    }
-    if rules::header_contains(h, table::WITHDRAWAL_FLAG_PARTS) {
-        return Some((Role::WithdrawalFlag, Weight::Other));
-    }
-    if let Some((grant, withdraw, strong)) = status_words(values)
-        && (strong || names_status(h) || names_email_consent(h))
-        && (!grant.is_empty() || !withdraw.is_empty())
-    {
-        let about_email = strong || names_email_consent(h);
-        let reading = match (about_email, unsubscribes) {
-            (true, _) => Reading::Known {
-                how: "a subscription status".into(),
-                grant,
-                withdraw,
-            },
-            (false, Some(u)) => Reading::Known {
-                how: format!("a subscription status, as the file records unsubscribes in \"{u}\""),
-                grant,
-                withdraw,
-            },
-            (false, None) => Reading::State { grant, withdraw },
-        };
-        let weight = if about_email {
-            Weight::Specific
-        } else {
-            Weight::Other
-        };
-        return Some((Role::Consent(reading), weight));
-    }
-    let consent_name = names_email_consent(h) || rules::header_contains(h, table::CONSENT_PARTS);
-    if consent_name && let Some((yes, no)) = yes_no(values) {
-        let grant = if yes.is_empty() {
-            no.iter()
-                .filter_map(|v| table::YES_OF_NO.iter().find(|(n, _)| n == v))
-                .map(|(_, y)| y.to_string())
-                .collect()
-        } else {
-            yes
-        };
-        let reading = Reading::Known {
-            how: "email consent (yes or no)".into(),
-            grant,
-            withdraw: Vec::new(),
-        };
-        let weight = if names_email_consent(h) {
-            Weight::Specific
-        } else {
-            Weight::Generic
-        };
-        return Some((Role::Consent(reading), weight));
-    }
-    (consent_name || rules::header_is(h, table::CONSENT_STATUS_NAMES))
-        .then_some((Role::Consent(Reading::Unknown), Weight::Other))
-}
-
-/// Whether a test holds on row `r` of the sample (an empty or placeholder cell is `""`).
-fn holds(sample: &Sample, t: &Test, r: usize) -> bool {
-    let Some(i) = sample.columns.iter().position(|c| *c == t.column) else {
-        return false;
-    };
-    let cell = sample.cells[i]
-        .get(r)
-        .and_then(|c| c.as_deref())
-        .map(str::trim)
-        .filter(|v| !super::sample::is_placeholder(v))
-        .unwrap_or("");
-    t.values.iter().any(|v| v == cell) == t.equals
-}
-
-/// The rows of the sample on which some test holds.
-fn rows_where(sample: &Sample, tests: &[Test]) -> Vec<bool> {
-    (0..sample.rows)
-        .map(|r| tests.iter().any(|t| holds(sample, t, r)))
-        .collect()
 }
 
 /// With several columns granting consent, each of them must grant or be empty on the row:
@@ -499,91 +299,6 @@ impl Evidence {
         }
         if !withdraw.is_empty() {
             self.withdrawn.push(test(column, withdraw.to_vec()));
-        }
-    }
-
-    /// A record's or account's state: consent only if the user says so.
-    fn ask_state(
-        &mut self,
-        column: &str,
-        values: &[(String, usize)],
-        grant: &[String],
-        withdraw: &[String],
-        ask: &mut dyn Ask,
-    ) {
-        let shown = with_counts(values);
-        let question = Question {
-            text: format!(
-                "\"{column}\": {shown}. Is this consent to receive email? It reads like a customer's or account's state"
-            ),
-            choices: Choices::YesNo,
-        };
-        match ask.ask(&question) {
-            Some(Answer::Yes(true)) => {
-                self.c.comments.push(format!(
-                    "\"{column}\" ({shown}) is consent to receive email: answered at init."
-                ));
-                self.read_as(column, "consent, as answered");
-                self.grant(column, grant, withdraw);
-            }
-            Some(_) => self.c.comments.push(format!(
-                "\"{column}\" ({shown}) is not consent to receive email: answered at init."
-            )),
-            None => {
-                self.unclear = true;
-                self.c.comments.push(format!(
-                    "\"{column}\" holds {shown}: a customer's or account's state, which says nothing about email."
-                ));
-                self.pending.push(Pending {
-                    entry: self.c.decide.len(),
-                    column: column.to_string(),
-                    grant: grant.to_vec(),
-                    withdraw: withdraw.to_vec(),
-                });
-                self.c.decide.push(Decide::new(format!(
-                    "is \"{column}\" ({shown}) consent to receive email? As written, nobody is activated from it; if it is, use the lines below instead"
-                )));
-            }
-        }
-    }
-
-    /// A column named like consent with values `init` does not understand: the user
-    /// picks the values that mean subscribed.
-    fn ask_values(&mut self, column: &str, values: &[(String, usize)], ask: &mut dyn Ask) {
-        let names: Vec<String> = values.iter().map(|(v, _)| v.clone()).collect();
-        let shown = with_counts(values);
-        let question = Question {
-            text: format!(
-                "\"{column}\": {shown}. Which of these values mean the person subscribed to email? (none: it is not consent)"
-            ),
-            choices: Choices::Many(names.clone()),
-        };
-        match ask.ask(&question) {
-            Some(Answer::Many(picked)) if !picked.is_empty() => {
-                let grant: Vec<String> = picked
-                    .iter()
-                    .filter_map(|&k| names.get(k).cloned())
-                    .collect();
-                self.c.comments.push(format!(
-                    "\"{column}\" records consent where it holds {}: answered at init.",
-                    quoted(&grant)
-                ));
-                self.read_as(column, "consent, as answered");
-                self.yes.push(test(column, grant));
-            }
-            Some(_) => self.c.comments.push(format!(
-                "\"{column}\" ({shown}) is not consent to receive email: answered at init."
-            )),
-            None => {
-                self.unclear = true;
-                self.c.comments.push(format!(
-                    "\"{column}\" looks like consent; its values: {}.",
-                    quoted(&names)
-                ));
-                self.c.decide.push(Decide::new(format!(
-                    "which values of \"{column}\" mean the person subscribed ({shown} are not understood); then add activated with only_if = {{ column = \"{column}\", equals = [...] }}"
-                )));
-            }
         }
     }
 
@@ -806,48 +521,4 @@ fn activation_time(
         },
         (None, None) => When::Now,
     }
-}
-
-/// Per column used, what it was read as and what it makes of the rows read, and the
-/// whole: `consent: "status" read as a subscription status: marks 5 row(s) subscribed and 3
-/// opted out`.
-fn summary(
-    sample: &Sample,
-    reads: &[(String, String)],
-    (yes, withdrawn): (&[Test], &[Test]),
-    granted: &[bool],
-    opted_out: &[bool],
-) -> Vec<String> {
-    let mut out = Vec::new();
-    let marked = |tests: &[Test], column: &str| {
-        let own: Vec<Test> = tests
-            .iter()
-            .filter(|t| t.column == column)
-            .cloned()
-            .collect();
-        rows_where(sample, &own).iter().filter(|b| **b).count()
-    };
-    for (column, how) in reads {
-        let (g, o) = (marked(yes, column), marked(withdrawn, column));
-        let grants = yes.iter().any(|t| t.column == *column);
-        let outs = withdrawn.iter().any(|t| t.column == *column);
-        let marks = match (grants, outs) {
-            (true, true) => format!("{g} row(s) subscribed and {o} opted out"),
-            (true, false) => format!("{g} row(s) subscribed"),
-            _ => format!("{o} row(s) opted out"),
-        };
-        out.push(format!(
-            "consent: \"{column}\" read as {how}: marks {marks}"
-        ));
-    }
-    let active = (0..sample.rows)
-        .filter(|&r| granted[r] && !opted_out[r])
-        .count();
-    let deactivated = opted_out.iter().filter(|b| **b).count();
-    out.push(format!(
-        "consent of the {} rows read: {active} active, {deactivated} deactivated, {} registered",
-        sample.rows,
-        sample.rows - active - deactivated
-    ));
-    out
 }
