@@ -19,6 +19,8 @@ mod tools;
 #[cfg(test)]
 mod consent_tests;
 #[cfg(test)]
+mod dates_tests;
+#[cfg(test)]
 mod names_tests;
 #[cfg(test)]
 mod sample_tests;
