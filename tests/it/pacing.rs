@@ -315,3 +315,133 @@ async fn rate_limit_headers_travel_with_their_own_answer() {
         }
     }
 }
+
+/// A pipeline `name.toml` importing `n` receivers `name{i}@example.com`
+/// into `group`.
+fn named_pipeline(dir: &Path, name: &str, n: usize, group: &str) -> PathBuf {
+    let mut csv = String::from("email,firstname\n");
+    for i in 0..n {
+        csv.push_str(&format!("{name}{i}@example.com,Name{i}\n"));
+    }
+    std::fs::write(dir.join(format!("{name}.csv")), csv).unwrap();
+    let path = dir.join(format!("{name}.toml"));
+    std::fs::write(
+        &path,
+        format!(
+            "[target]\nurl = \"builtin\"\nretries = 8\n\n\
+             [[import]]\nname = \"people\"\nsource = \"{name}.csv\"\ngroup = \"{group}\"\n\
+             create_group = true\n\n[import.receiver]\nemail = \"email\"\n"
+        ),
+    )
+    .unwrap();
+    path
+}
+
+/// Runs `pipeline` against `t` with single writes, its report in `name.json`.
+fn run_single(t: &TestServer, pipeline: &Path, name: &str) -> (i32, Value, String) {
+    let report = t.dir.path().join(format!("{name}.json"));
+    let token = t.client.token();
+    let out = crate::import::listpipe_with(
+        t.dir.path(),
+        &[
+            "run",
+            pipeline.to_str().unwrap(),
+            "--target-url",
+            &t.base_url(),
+            "--token",
+            &token,
+            "--writes",
+            "single",
+            "--report",
+            report.to_str().unwrap(),
+        ],
+        &[],
+    );
+    let report: Value =
+        serde_json::from_slice(&std::fs::read(&report).unwrap_or_default()).unwrap_or(Value::Null);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    (out.status.code().unwrap_or(-1), report, stderr)
+}
+
+// The runs are child processes waited for on this thread: the server
+// answers them from the runtime's other threads.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_next_runs_start_at_the_rate_the_first_learned_and_runs_at_once_divide_it() {
+    let t = TestServer::start_with(|o| o.rate_limit = NonZeroU32::new(50)).await;
+    let dir = t.dir.path();
+    let (code, first, stderr) = run_single(&t, &named_pipeline(dir, "first", 150, "A"), "first");
+    assert_eq!(code, 0, "{stderr}");
+    let r = &first["requests"];
+    assert!(r["start"].is_null(), "started from nothing: {r}");
+    assert!(
+        r["rate_limit_per_second"].as_f64().unwrap_or(0.0) > 0.0,
+        "{r}"
+    );
+    // The second run starts at what the first held, and says so; a third,
+    // started while the second runs, on another group of the same account,
+    // takes half.
+    let long = named_pipeline(dir, "second", 300, "B");
+    let short = named_pipeline(dir, "third", 40, "C");
+    let second = {
+        let t = &t;
+        std::thread::scope(|s| {
+            let second = s.spawn(|| run_single(t, &long, "second"));
+            let rates = dir.join(".listpipe/rates");
+            let deadline = Instant::now() + Duration::from_secs(30);
+            while !walk(&rates)
+                .iter()
+                .any(|p| p.to_string_lossy().contains("run-"))
+            {
+                assert!(Instant::now() < deadline, "the second run never registered");
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            let (code, third, stderr) = run_single(t, &short, "third");
+            assert_eq!(code, 0, "{stderr}");
+            let start = &third["requests"]["start"];
+            assert_eq!(start["runs_sharing"], 2, "{start}");
+            let (share, all) = (
+                start["per_second"].as_f64(),
+                start["remembered_per_second"].as_f64(),
+            );
+            assert_eq!(
+                share.map(|s| (s * 2.0 * 100.0).round()),
+                all.map(|a| (a * 100.0).round()),
+                "{start}"
+            );
+            second.join().unwrap()
+        })
+    };
+    let (code, second, stderr) = second;
+    assert_eq!(code, 0, "{stderr}");
+    let r = &second["requests"];
+    assert_eq!(r["start"]["from"], "remembered", "{r}");
+    assert_eq!(r["start"]["runs_sharing"], 1, "{r}");
+    let line = stderr
+        .lines()
+        .find(|l| l.starts_with("requests: paced at "))
+        .unwrap_or_else(|| panic!("a summary line: {stderr}"));
+    assert!(line.contains("remembered from a run"), "{line}");
+    // Started at the limit, it is refused far less than the first was
+    // (about 15 of the first's 20 are refused before a limit is told).
+    let refused = |r: &Value| count(&r["requests"]["retries"]["rate_limited"]);
+    assert!(refused(&second) * 10 <= count(&r["sent"]), "{r}");
+    // Nothing of a run is left among the run files.
+    assert!(
+        !walk(&dir.join(".listpipe/rates"))
+            .iter()
+            .any(|p| p.to_string_lossy().contains("run-"))
+    );
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}

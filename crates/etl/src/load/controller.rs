@@ -33,9 +33,11 @@
 //!   the requests in flight is not cut: they finish, and the rows a stop
 //!   finds started go out as before when nothing else holds them back.
 
+mod evidence;
 mod learn;
 mod rate;
 
+use super::remembered::StartRate;
 use super::requests::{self, ConcurrencyReport, Latencies, RequestsReport};
 use super::window::{Change, Window};
 use crate::pipeline::Concurrency;
@@ -73,6 +75,8 @@ pub struct Controller {
     bucket: Mutex<Bucket>,
     stats: Mutex<Stats>,
     stop: super::Stop,
+    /// The rate remembered from earlier runs that this one started at.
+    start: Mutex<Option<StartRate>>,
 }
 
 struct State {
@@ -142,7 +146,24 @@ impl Controller {
             bucket: Mutex::new(bucket),
             stats: Mutex::new(Stats::default()),
             stop: super::Stop::default(),
+            start: Mutex::new(None),
         }
+    }
+
+    /// Starts paced at a rate earlier runs remembered ([`super::remembered`]).
+    pub fn start_from(&self, start: StartRate) {
+        lock(&self.bucket).remembered(
+            start.per_second,
+            start.trusted(),
+            Instant::now(),
+            start.describe(),
+        );
+        *lock(&self.start) = Some(start);
+    }
+
+    /// The rate for the next run to start at, when the target paced this one.
+    pub fn rate_to_remember(&self) -> Option<f64> {
+        lock(&self.bucket).holding()
     }
 
     /// The run's graceful stop: setting it ends every wait for a pause, the
@@ -262,7 +283,10 @@ impl Controller {
         // seen: it neither teaches a rate nor shrinks the window again.
         let refused = error.filter(|e| e.status() == Some(429));
         let new_429 = match refused {
-            Some(e) => self.rate_limited(now, ticket.started, e.retry_after()),
+            Some(e) => {
+                let spent = headers.is_some_and(|h| h.remaining == Some(0));
+                self.refused_429(now, ticket.started, e.retry_after(), spent)
+            }
             None => {
                 let mut bucket = lock(&self.bucket);
                 if !answered {
@@ -381,13 +405,26 @@ impl Controller {
     /// rate (learns one, the first time) and, while no rate was learned or
     /// the 429s are most answers, pauses the run for the `Retry-After`; a
     /// sporadic one only counts. True for a new limiting event.
+    #[cfg(test)]
     fn rate_limited(&self, now: Instant, sent: Instant, retry_after: Option<u64>) -> bool {
+        self.refused_429(now, sent, retry_after, false)
+    }
+
+    /// A 429 answered the request sent at `sent`; `spent`: it came with
+    /// `X-RateLimit-Remaining: 0`, a limit the answer explains.
+    fn refused_429(
+        &self,
+        now: Instant,
+        sent: Instant,
+        retry_after: Option<u64>,
+        spent: bool,
+    ) -> bool {
         let wait = Duration::from_secs(retry_after.unwrap_or(1).max(1));
         // Still paused: a request sent before the pause, the same event.
         // (The pause is read before the bucket is locked: `report` takes
         // them in that order.)
         let paused = lock(&self.pause).until.is_some_and(|t| t > now);
-        let decision = lock(&self.bucket).refused_answer(now, sent, wait, paused);
+        let decision = lock(&self.bucket).refused_answer_explained(now, sent, wait, paused, spent);
         if decision.pause {
             self.pause_until(now, now + wait);
         }
@@ -412,7 +449,7 @@ impl Controller {
             after_ms: s.first.map_or(0, |first| {
                 pacing.since.saturating_duration_since(first).as_millis() as u64
             }),
-            why: why_paced(pacing, b.configured),
+            why: why_paced(&b),
             first_per_second: (pacing.learned > 0.0)
                 .then(|| (pacing.learned * 100.0).round() / 100.0),
         });
@@ -458,6 +495,7 @@ impl Controller {
             rate_limit_per_second: rate.map(|r| (r * 100.0).round() / 100.0),
             paced,
             sporadic_429: sporadic,
+            start: lock(&self.start).clone(),
         }
     }
 
@@ -472,19 +510,21 @@ impl Controller {
         let line = format!("{} in flight max, {rate:.0} req/s", self.limit());
         let b = lock(&self.bucket);
         match (b.rate, &b.pacing) {
-            (Some(r), Some(p)) => format!(
-                "{line}, paced at {r:.1} req/s: {}",
-                why_paced(p, b.configured)
-            ),
+            (Some(r), Some(_)) => format!("{line}, paced at {r:.1} req/s: {}", why_paced(&b)),
             _ => line,
         }
     }
 }
 
 /// Why the run is paced, in words (the progress line, the summary, the report).
-fn why_paced(p: &rate::Pacing, configured: Option<f64>) -> String {
-    match (p.configured, configured) {
-        (true, Some(c)) => format!("max_requests_per_second = {c} in the pipeline file"),
+fn why_paced(b: &Bucket) -> String {
+    let Some(p) = &b.pacing else {
+        return String::new();
+    };
+    match (p.configured, b.configured, &b.remembered) {
+        (true, Some(c), _) => format!("max_requests_per_second = {c} in the pipeline file"),
+        // No limit met in this run: the remembered rate still paces it.
+        (false, _, Some(why)) if b.limiting == 0 => why.clone(),
         _ => format!(
             "the target answered 429 Too Many Requests to {:.0}% of recent requests",
             p.share * 100.0

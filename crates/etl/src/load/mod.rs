@@ -21,6 +21,7 @@ pub mod mirror;
 mod outcome;
 mod plan;
 pub mod plan_file;
+pub mod remembered;
 pub mod requests;
 pub mod retry;
 mod rows;

@@ -35,6 +35,10 @@ pub struct RequestsReport {
     /// 429s too few among the answers to lower the rate: their requests
     /// waited their `Retry-After` alone and went again.
     pub sporadic_429: u64,
+    /// The rate this run started at, when earlier runs remembered one
+    /// ([`super::remembered`]); absent when it started from nothing.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub start: Option<super::remembered::StartRate>,
 }
 
 /// When and why the run was paced.
@@ -60,9 +64,21 @@ impl RequestsReport {
             1 => "; 1 sporadic 429 retried without slowing the run".to_string(),
             n => format!("; {n} sporadic 429s retried without slowing the run"),
         };
+        // Where the start came from, unless the reason says it already.
+        let start = match &self.start {
+            Some(s)
+                if !self
+                    .paced
+                    .as_ref()
+                    .is_some_and(|p| p.why.starts_with("started at")) =>
+            {
+                format!("; {}", s.describe())
+            }
+            _ => String::new(),
+        };
         match (&self.paced, self.rate_limit_per_second) {
             (Some(p), Some(rate)) => Some(format!(
-                "requests: paced at {rate} req/s from {:.1} s in: {}{sporadic}",
+                "requests: paced at {rate} req/s from {:.1} s in: {}{start}{sporadic}",
                 p.after_ms as f64 / 1000.0,
                 p.why
             )),

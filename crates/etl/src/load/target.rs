@@ -40,6 +40,8 @@ pub struct Connected {
     pub resolved: String,
     refresher: Option<Mutex<Refresher>>,
     server: Option<BuiltinTarget>,
+    /// The target's rate remembered between runs ([`super::remembered`]).
+    memory: Option<super::remembered::Memory>,
 }
 
 /// Starts the built-in target in-process: implemented where the server is
@@ -158,8 +160,12 @@ impl Connected {
         }
     }
 
-    /// Stops the in-process server, if any.
+    /// Remembers the rate the target allowed, for the next run, and stops
+    /// the in-process server, if any.
     pub async fn close(self) {
+        if let (Some(memory), Some(rate)) = (&self.memory, self.controller.rate_to_remember()) {
+            memory.save(rate);
+        }
         if let Some(s) = self.server {
             (s.stop)().await;
         }
@@ -209,6 +215,7 @@ pub async fn connect(
                 base_url: running.base_url.clone(),
                 refresher: None,
                 server: Some(running),
+                memory: None,
             }
         }
         Endpoint::Remote(base) => {
@@ -245,6 +252,7 @@ pub async fn connect(
                 base_url: base,
                 refresher,
                 server: None,
+                memory: None,
             }
         }
     };
@@ -262,6 +270,18 @@ pub async fn connect(
     }
     let named = |mut c: Connected, who: listpipe_api::client_info::ClientInfo| {
         c.resolved = super::identity::resolved(&c.resolved, &who.id.to_string());
+        // The rate earlier runs learned from this target and account (a
+        // remote one: the built-in target in-process has no rate limit).
+        if c.server.is_some() {
+            return c;
+        }
+        let state = Path::new(crate::pipeline::STATE_DIR);
+        let memory = super::remembered::Memory::open(state, &c.resolved);
+        if let Some(start) = memory.start() {
+            tracing::info!(target: log_target!(), "{}", start.describe());
+            c.controller.start_from(start);
+        }
+        c.memory = Some(memory);
         c
     };
     match answer {

@@ -50,6 +50,7 @@ impl Bucket {
             return None;
         }
         self.limiting += 1;
+        self.evidence.settled();
         let rate = self.learn(l.told, l.wait)?;
         self.lowered_to(rate, l.told, share);
         Some(rate)
@@ -61,6 +62,26 @@ impl Bucket {
     /// had its whole quota: since the run's first request or the first one
     /// after an idle `wait` (a pause). The new rate, if lowered.
     pub(super) fn learn(&mut self, told: Instant, wait: Duration) -> Option<f64> {
+        let (guess, through) = self.shown_from(told, wait)?;
+        if self.rate.is_some_and(|r| r <= guess) {
+            return None;
+        }
+        self.confirmed = through >= SURE_FROM;
+        self.set(guess, told);
+        self.rate
+    }
+
+    /// [`LEARN_SHARE`] of the lowest rate that lets through what went
+    /// through before `told` (see [`Bucket::learn`]), if enough did; a
+    /// later limit lowers the rate to it, so that a probe above a target
+    /// with a burst goes back to the target's rate, not to a share of the
+    /// probe's.
+    pub(super) fn shown(&self, told: Instant, wait: Duration) -> Option<f64> {
+        self.shown_from(told, wait).map(|(rate, _)| rate)
+    }
+
+    /// [`Bucket::shown`] and how many requests it was told from.
+    fn shown_from(&self, told: Instant, wait: Duration) -> Option<(f64, usize)> {
         let window = wait.clamp(LEARN_OVER, LEARN_HORIZON);
         let sent: Vec<Instant> = self.sent.iter().copied().filter(|t| *t < told).collect();
         let full = sent
@@ -97,13 +118,7 @@ impl Bucket {
             window = window.as_secs_f64(),
             "learning a rate from a 429"
         );
-        let guess = (lowest * LEARN_SHARE).max(self.floor());
-        if self.rate.is_some_and(|r| r <= guess) {
-            return None;
-        }
-        self.confirmed = through.len() >= SURE_FROM;
-        self.set(guess, told);
-        self.rate
+        Some(((lowest * LEARN_SHARE).max(self.floor()), through.len()))
     }
 }
 

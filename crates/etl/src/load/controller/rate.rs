@@ -110,6 +110,9 @@ pub const SLOW_RAISE: f64 = 0.25;
 /// nothing. Measured against `serve --rate-limit 50`: without it the rate
 /// rose to 109 a second while the run sent 63, and said so.
 pub const REACHED: f64 = 0.9;
+/// A probe that found the limit goes back to what the target took over
+/// this long, when lower than the rate it rose from.
+pub const TAKEN_OVER: Duration = Duration::from_secs(2);
 /// No learned rate is lower (requests per second), unless
 /// `max_requests_per_second` is.
 pub const RATE_FLOOR: f64 = 1.0;
@@ -231,6 +234,11 @@ pub(super) struct Bucket {
     /// 429s that lowered nothing, and ones that did.
     pub(super) sporadic: u64,
     pub(super) limiting: u64,
+    /// The answers by the rate they answered: whether 429s follow it.
+    pub(super) evidence: super::evidence::Evidence,
+    /// Where the starting rate came from, in words, when an earlier run
+    /// remembered it ([`Bucket::remembered`]).
+    pub(super) remembered: Option<String>,
 }
 
 impl Bucket {
@@ -250,6 +258,36 @@ impl Bucket {
             });
         }
         b
+    }
+
+    /// Starts paced at `rate`, remembered from earlier runs (`why`, in
+    /// words): `trusted`, as a limit learned just now (rises probe slowly
+    /// from it); else a hint that rises quickly until a limit confirms it.
+    pub(super) fn remembered(&mut self, rate: f64, trusted: bool, now: Instant, why: String) {
+        self.set(rate, now);
+        let rate = self.rate.unwrap_or(rate);
+        self.pacing = Some(Pacing {
+            since: now,
+            configured: false,
+            share: 0.0,
+            learned: rate,
+        });
+        self.step = (rate * RAISE_SHARE).max(0.1);
+        self.confirmed = trusted;
+        if trusted {
+            // Known to be near the limit: the first probe waits as the
+            // second of a run would.
+            self.evidence.probe_wait = RAISE_EVERY * 4;
+        }
+        self.remembered = Some(why);
+    }
+
+    /// The rate to remember at the end: the one that held (not a probe
+    /// above it still being tried), when the target paced the run.
+    pub(super) fn holding(&self) -> Option<f64> {
+        let learned = self.pacing.as_ref().is_some_and(|p| !p.configured);
+        let rate = self.rate.filter(|_| learned)?;
+        Some(self.evidence.probe.map_or(rate, |(_, from)| from.min(rate)))
     }
 
     /// The lowest rate allowed: [`RATE_FLOOR`], or the configured one below it.
@@ -306,6 +344,7 @@ impl Bucket {
     /// without a limiting 429. The new rate, if raised.
     pub(super) fn answered(&mut self, now: Instant, sent: Instant, refused: bool) -> Option<f64> {
         self.recent.push(now, refused);
+        self.evidence.push(refused);
         self.ended(sent);
         self.answers_since_change += 1;
         self.refused_since_change += u32::from(refused);
@@ -318,7 +357,7 @@ impl Bucket {
         if refused
             || !self.held
             || rate >= ceiling
-            || now.saturating_duration_since(changed) < RAISE_EVERY
+            || now.saturating_duration_since(changed) < self.evidence.probe_wait.max(RAISE_EVERY)
             || answers < RAISE_FROM
             || refused_share > SPORADIC_SHARE
             || self.share() > SPORADIC_SHARE
@@ -331,6 +370,9 @@ impl Bucket {
         } else {
             rate * SLOW_RAISE
         };
+        // The rate held: its answers are the base a probe is judged by.
+        self.evidence
+            .held(answers, self.refused_since_change, rate, now);
         self.set(rate + step, now);
         Some(self.rate.unwrap_or(rate))
     }
@@ -343,12 +385,27 @@ impl Bucket {
     /// A 429 answered at `now` the request sent at `sent`, asking to wait
     /// `wait`; `paused`: the run is still paused by an earlier one (this
     /// request went before the pause: the same event). What to do.
+    #[cfg(test)]
     pub(super) fn refused_answer(
         &mut self,
         now: Instant,
         sent: Instant,
         wait: Duration,
         paused: bool,
+    ) -> Decision {
+        self.refused_answer_explained(now, sent, wait, paused, false)
+    }
+
+    /// [`Bucket::refused_answer`]; `explained`: the answer itself says the
+    /// quota is spent (`X-RateLimit-Remaining: 0`), a limit whatever the
+    /// other answers say.
+    pub(super) fn refused_answer_explained(
+        &mut self,
+        now: Instant,
+        sent: Instant,
+        wait: Duration,
+        paused: bool,
+        explained: bool,
     ) -> Decision {
         self.refused.push_back(sent);
         self.answered(now, sent, true);
@@ -360,7 +417,7 @@ impl Bucket {
         if paused {
             return none;
         }
-        let Verdict::Limiting { share } = self.verdict(sent) else {
+        let Verdict::Limiting { share } = self.verdict(sent, explained) else {
             self.sporadic += 1;
             return none;
         };
@@ -382,11 +439,22 @@ impl Bucket {
     /// a steady 8% of sporadic 429s, and the first answers held a fifth and
     /// more of them). How many answers are enough: [`EARLY_REFUSED`] 429s
     /// before the first limit, [`RECENT`]` / 2` answers after.
-    pub(super) fn verdict(&self, sent: Instant) -> Verdict {
+    pub(super) fn verdict(&self, sent: Instant, explained: bool) -> Verdict {
         let refused = self.recent.refused;
         let before: u32 = self.in_flight.range(..=sent).map(|(_, n)| *n).sum();
         let share = refused as f64 / (self.recent.len() + before as usize).max(1) as f64;
         let learned = self.pacing.as_ref().is_some_and(|p| !p.configured);
+        // Once a rate is known, 429s that follow it are a limit from the
+        // first few (`super::evidence`), as is one the answer explains.
+        let follows = learned
+            && self.evidence.follows_the_rate(
+                self.answers_since_change,
+                self.refused_since_change,
+                before,
+            );
+        if explained || follows {
+            return Verdict::Limiting { share };
+        }
         // A run that starts against a spent quota: a few 429s that are
         // most of its first answers. A share of a few answers says little
         // otherwise: two 429s in the first four answers after a change are
@@ -413,11 +481,24 @@ impl Bucket {
             return self.settle(false);
         }
         self.limiting += 1;
+        let probed_from = self.evidence.limit_found();
         // What the bucket let go since the last change, if it went slower.
         let rate = self.rate?.min(self.send_rate(now));
-        let lower = (rate * (1.0 - share))
-            .min(rate * DECREASE)
-            .max(self.floor());
+        // A probe that found the limit goes back to the rate it rose from,
+        // which held. Otherwise: what the target has shown it lets through
+        // (a bucket with its burst), when enough went through to tell, or
+        // what was accepted.
+        let lower = match probed_from {
+            // (A target with a burst lets a probe or two above its rate
+            // hold for a while, until the burst is spent: then what it
+            // takes now is its rate.)
+            Some(from) if from < rate => from.min(self.taken(now, TAKEN_OVER).max(from * DECREASE)),
+            _ => self
+                .shown(now, wait)
+                .unwrap_or(rate * (1.0 - share))
+                .min(rate * DECREASE),
+        }
+        .max(self.floor());
         self.confirmed = true;
         let current = self.rate?;
         // On the floor already: the evidence is spent all the same,
@@ -465,6 +546,20 @@ impl Bucket {
             .changed
             .map_or(now, |c| c.min(now.checked_sub(LEARN_OVER).unwrap_or(c)));
         self.sent_since(from, now)
+    }
+
+    /// Requests sent a second over the last `span` and not refused (those
+    /// still in flight included): what the target takes now.
+    fn taken(&self, now: Instant, span: Duration) -> f64 {
+        let from = now.checked_sub(span).unwrap_or(now);
+        let sent = self.sent.iter().rev().take_while(|t| **t >= from).count();
+        let refused = self
+            .refused
+            .iter()
+            .rev()
+            .take_while(|t| **t >= from)
+            .count();
+        sent.saturating_sub(refused) as f64 / span.as_secs_f64()
     }
 
     /// Requests sent a second from `from` to `now` (infinite over no time).
