@@ -37,6 +37,9 @@ mod allocator {
 }
 
 fn main() -> ExitCode {
+    // Temporary files beside a destination older than this are an earlier
+    // process's, which a write removes (`state_file`'s module).
+    listpipe::state_file::mark_start();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         // A usage error, or `--help` and `--version`: printed like any

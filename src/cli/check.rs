@@ -117,6 +117,7 @@ pub fn run(args: CheckArgs, settings: super::Settings) -> super::Outcome {
                     preview.iter().for_each(|line| crate::outln!("{line}"));
                     let orders = p.stats.orders_accepted;
                     crate::outln!("  {receivers} receivers to send, {orders} orders");
+                    policy_lines(s, receivers);
                     let mut written = vec![rejects.finish(RejectSpool::new())];
                     if let (Some(o), Some(spec)) = (p.order_rejects, &s.orders) {
                         written.push(write_order_rejects(&spec.rejects, o));
@@ -279,5 +280,22 @@ impl Verdict {
                 read - r
             ),
         })
+    }
+}
+
+/// An import step's write policies and limit (issue 62). What a policy
+/// keeps is decided against what the target holds, so `check` names the
+/// policies and `run --dry-run` counts what they keep.
+fn policy_lines(s: &ImportStep, receivers: usize) {
+    let shown = s.policies_shown();
+    if !shown.is_empty() {
+        crate::outln!(
+            "  write policies: {} (what they keep is counted by run --dry-run)",
+            shown.join(", ")
+        );
+    }
+    if let Some(n) = s.limit {
+        let of = receivers as u64;
+        crate::outln!("  limited to {} of {of} receivers (limit)", n.min(of));
     }
 }

@@ -303,6 +303,7 @@ pub async fn run(args: ExportArgs) -> super::Outcome {
         max_requests_per_second: None,
         timeout_secs: crate::pipeline::DEFAULT_TIMEOUT_SECS,
         retries: args.retries,
+        max_outage_secs: crate::pipeline::DEFAULT_MAX_OUTAGE_SECS,
     };
     let overrides = TargetOverrides {
         url: Some(args.target_url.clone()),

@@ -91,9 +91,16 @@ pub(super) fn write_order_rejects(
     file.finish().map_err(|e| output(path, e))
 }
 
+/// The rejects file's error as the run's output error, which names the file
+/// itself: a [`SourceError::Write`] of that file gives only its cause (it
+/// read `cannot write F: cannot write F: …` before).
 fn output(path: &Path, e: SourceError) -> LoadError {
+    let message = match e {
+        SourceError::Write { file, source } if file == path => source.to_string(),
+        e => e.to_string(),
+    };
     LoadError::Output {
         path: path.to_path_buf(),
-        message: e.to_string(),
+        message,
     }
 }

@@ -65,11 +65,19 @@ pub struct RunArgs {
     /// write everything and record new ones (`export --full` for one step).
     #[arg(long)]
     pub full: bool,
+    /// Write only the first N receivers of each import step, in the
+    /// source's order (a canary run); a later run without it writes the
+    /// rest. Overrides a step's `limit`; refused with mirror mode.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    pub limit: Option<u64>,
 }
 
 /// Runs the pipeline; the exit code says how it went (see `cli::exit`).
 pub async fn run(args: RunArgs, settings: super::Settings) -> super::Outcome {
-    let pipeline = pipeline::load(&args.pipeline).map_err(fail(exit::USAGE))?;
+    let mut pipeline = pipeline::load(&args.pipeline).map_err(fail(exit::USAGE))?;
+    if let Some(n) = args.limit {
+        limit_steps(&mut pipeline, n).map_err(fail(exit::USAGE))?;
+    }
     let overrides = TargetOverrides {
         url: args.target_url.clone(),
         token: args.token.clone(),
@@ -347,21 +355,39 @@ fn step_kind(step: &Step) -> &'static str {
 }
 
 /// The report of a step that stopped with `e`: its name, kind and error,
-/// and what it wrote before, when the error says.
+/// and what it read and wrote before, as far as the step got (`partial`).
 fn failed_step(
     step: &Step,
     e: &StepError,
-    partial: Option<crate::load::import::ImportOutcome>,
+    partial: Option<StepReport>,
     dry_run: bool,
 ) -> StepReport {
     StepReport {
         name: step.name().to_string(),
         kind: step_kind(step),
-        import: partial,
         error: Some(cause::flat(e)),
         dry_run,
-        ..Default::default()
+        ..partial.unwrap_or_default()
     }
+}
+
+/// `--limit N`: every import step writes its first `n` receivers only.
+/// Refused, before anything is touched, when a step is in mirror mode (see
+/// [`pipeline::MIRROR_LIMIT`]).
+fn limit_steps(pipeline: &mut Pipeline, n: u64) -> anyhow::Result<()> {
+    for step in &mut pipeline.steps {
+        if let Step::Import(s) = step {
+            if s.mirror.is_some() {
+                anyhow::bail!(
+                    "--limit {n}: step {} is in mirror mode: {}",
+                    s.name,
+                    pipeline::MIRROR_LIMIT
+                );
+            }
+            s.limit = Some(n);
+        }
+    }
+    Ok(())
 }
 
 /// The groups the pipeline's steps write, as the run lock names them.

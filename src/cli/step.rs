@@ -23,16 +23,66 @@ pub(super) enum StepError {
     Load(#[from] LoadError),
     #[error(transparent)]
     Remote(#[from] RemoteError),
+    /// The step stopped after it had written rows: its report so far.
+    #[error(transparent)]
+    Partial(Box<Partial>),
+}
+
+/// An error that stopped a step, and the step's report as far as it got:
+/// what it read, wrote and how long it took, as a finished step's report
+/// says (the report of a run stopped by exit 74 had no `import` although
+/// receivers were written, one stopped by exit 3 no timings).
+#[derive(Debug)]
+pub(super) struct Partial {
+    cause: StepError,
+    report: StepReport,
+}
+
+impl std::fmt::Display for Partial {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.cause.fmt(f)
+    }
+}
+
+impl std::error::Error for Partial {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.cause.source()
+    }
 }
 
 impl StepError {
-    /// The error itself and what its step wrote, if it says (an import
-    /// the target or the journal stopped, [`LoadError::Unfinished`]).
-    pub(super) fn split(self) -> (StepError, Option<load::import::ImportOutcome>) {
-        match self {
+    /// `cause`, after the step's `report` was filled in so far; what the
+    /// cause itself says it wrote ([`LoadError::Unfinished`]) goes into it.
+    fn partial(cause: impl Into<StepError>, mut report: StepReport) -> StepError {
+        let cause = match cause.into() {
             StepError::Load(e) => {
                 let (e, outcome) = e.split();
-                (StepError::Load(e), outcome)
+                if outcome.is_some() {
+                    report.import = outcome;
+                }
+                StepError::Load(e)
+            }
+            e => e,
+        };
+        StepError::Partial(Box::new(Partial { cause, report }))
+    }
+
+    /// The error itself and the step's report so far, if it has one: a
+    /// step stopped after writing rows, or an import the target or the
+    /// journal stopped ([`LoadError::Unfinished`]).
+    pub(super) fn split(self) -> (StepError, Option<StepReport>) {
+        match self {
+            StepError::Partial(p) => {
+                let Partial { cause, report } = *p;
+                (cause, Some(report))
+            }
+            StepError::Load(e) => {
+                let (e, outcome) = e.split();
+                let report = outcome.map(|o| StepReport {
+                    import: Some(o),
+                    ..Default::default()
+                });
+                (StepError::Load(e), report)
             }
             e => (e, None),
         }
@@ -208,24 +258,39 @@ async fn import_step(
     let outcome = load::import::run(conn, s, first, &mut chunks, opts, plan, &mut refused).await;
     drop(chunks);
     let ((summary, rejects), prepare_ms) = prepared(preparing.await)?;
-    let outcome = outcome?;
-    let summary = match summary {
-        Ok(summary) => Some(summary),
-        // A stop (Ctrl-C, SIGTERM) ended the load before the source was
-        // read to its end, which ended the read: the step is still
-        // reported, with what it wrote, without the source's totals.
-        Err(prepare::PrepareError::Stopped) if outcome.stopped => None,
-        Err(e) => return Err(e.into()),
-    };
     report.timings_ms.prepare = prepare_ms;
     report.timings_ms.load = loading.elapsed().as_millis() as u64;
-    report.import = Some(outcome);
-    report.rejects_file = rejects.finish(refused)?;
-    if let Some(summary) = summary {
+    let stopped = outcome.as_ref().map_or(true, |o| o.stopped);
+    let summary = match summary {
+        Ok(summary) => Some(summary),
+        // A stop (Ctrl-C, SIGTERM, the target lost) ended the load before
+        // the source was read to its end, which ended the read: the step
+        // is still reported, with what it wrote, without the source's totals.
+        Err(prepare::PrepareError::Stopped) if stopped => None,
+        Err(e) if outcome.is_ok() => return Err(e.into()),
+        // The load's own error is the step's.
+        Err(_) => None,
+    };
+    if let Some(summary) = &summary {
         report.prepare = summary.stats.clone();
-        if let (Some(orders), Some(spec)) = (summary.order_rejects, &s.orders) {
-            report.order_rejects_file = write_order_rejects(&spec.rejects, orders)?;
-        }
+    }
+    // From here an error keeps what the step did in its report.
+    let outcome = match outcome {
+        Ok(outcome) => outcome,
+        Err(e) => return Err(StepError::partial(e, report.clone())),
+    };
+    report.import = Some(outcome);
+    report.rejects_file = match rejects.finish(refused) {
+        Ok(file) => file,
+        Err(e) => return Err(StepError::partial(e, report.clone())),
+    };
+    if let Some(summary) = summary
+        && let (Some(orders), Some(spec)) = (summary.order_rejects, &s.orders)
+    {
+        report.order_rejects_file = match write_order_rejects(&spec.rejects, orders) {
+            Ok(file) => file,
+            Err(e) => return Err(StepError::partial(e, report.clone())),
+        };
     }
     Ok(())
 }

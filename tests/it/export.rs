@@ -592,3 +592,53 @@ fn export_steps_report_every_problem_with_its_position_and_the_valid_choices() {
         ]
     );
 }
+
+/// A `kill -9` leaves an export's hidden temporary file beside its `out`:
+/// the next export to that `out` removes it (older than its start, locked
+/// by no one), says so, and leaves a temporary a live writer holds locked
+/// and any other destination's.
+#[tokio::test]
+async fn an_export_removes_the_temporary_files_an_earlier_killed_one_left() {
+    let t = TestServer::start().await;
+    let g = t
+        .client
+        .create_group(&listpipe::api::GroupInput::named("Left"))
+        .await
+        .unwrap();
+    let items: Vec<ReceiverInput> = (0..3)
+        .map(|i| ReceiverInput::email(format!("l{i}@example.com")))
+        .collect();
+    t.client.upsert_receivers(g.id, &items).await.unwrap();
+    let dir = t.dir.path();
+    let hour_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+    let stale = |name: &str| {
+        let file = std::fs::File::create(dir.join(name)).unwrap();
+        file.set_modified(hour_ago).unwrap();
+        file
+    };
+    drop(stale(".out.csv.k1LLed.tmp"));
+    // A writer still at work holds its temporary file locked.
+    let held = stale(".out.csv.L1veW9.tmp");
+    held.lock().unwrap();
+    drop(stale(".other.csv.k1LLed.tmp"));
+    let out = export(&t, &["--group", "Left", "--out", "out.csv"]).await;
+    ok(&out);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(
+            "listpipe: note: removed 1 temporary file left by an earlier run beside out.csv\n"
+        ),
+        "{stderr}"
+    );
+    assert!(!dir.join(".out.csv.k1LLed.tmp").exists());
+    assert!(dir.join(".out.csv.L1veW9.tmp").exists());
+    assert!(dir.join(".other.csv.k1LLed.tmp").exists());
+    assert_eq!(
+        std::fs::read_to_string(dir.join("out.csv"))
+            .unwrap()
+            .lines()
+            .count(),
+        4
+    );
+    drop(held);
+}

@@ -113,7 +113,20 @@ async fn a_run_that_lost_its_target_reports_what_the_step_wrote_before() {
     );
     let created = step["import"]["created"].as_u64().expect("what it wrote");
     assert!((20..n as u64).contains(&created), "{step}");
+    // What it read and how long it took, as a finished step's report says.
+    assert_eq!(step["prepare"]["rows_read"], n, "{step}");
+    assert!(step["timings_ms"]["load"].as_u64() > Some(0), "{step}");
     assert_eq!(step["import"]["stopped"], true, "{step}");
+    // And what its requests did: the writes it sent, their retries.
+    let writes = step["import"]["write_requests"].as_u64().unwrap_or(0);
+    assert!(
+        writes >= created,
+        "single writes: one request a row at least: {step}"
+    );
+    assert!(
+        step["import"]["retries"].as_u64() > Some(0),
+        "the lost target's retries: {step}"
+    );
     assert!(
         step["error"]
             .as_str()

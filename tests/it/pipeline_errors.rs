@@ -67,7 +67,7 @@ fn errors_name_file_line_column_and_the_valid_choices() {
             "[[import]]\nsorce = \"in.csv\"\ngroup = \"News\"\n[import.receiver]\nemail = \"email\"\n",
             &[
                 "p.toml:1:1: [[import]] step 1 needs `source` (a file path, or a table with `path`)",
-                "p.toml:2:1: unknown key `sorce` in [[import]] step 1; valid keys: `name`, `source`, `group`, `create_group`, `preset`, `dedupe`, `rejects`, `receiver`, `global_attributes`, `attributes`, `tags`, `orders`, `mode`, `removal`, `max_removal`, `fill_down`, `other_columns`, `ignore_columns`, `json_attributes`, `date_format`, `ambiguous`, `null_values` or `rejects_bom`",
+                "p.toml:2:1: unknown key `sorce` in [[import]] step 1; valid keys: `name`, `source`, `group`, `create_group`, `preset`, `dedupe`, `rejects`, `receiver`, `global_attributes`, `attributes`, `tags`, `orders`, `mode`, `removal`, `max_removal`, `fill_down`, `other_columns`, `ignore_columns`, `json_attributes`, `date_format`, `ambiguous`, `null_values`, `rejects_bom`, `update`, `empty` or `limit`",
             ],
         ),
         (

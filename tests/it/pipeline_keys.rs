@@ -110,6 +110,8 @@ fn table() -> Vec<(&'static str, &'static str, String, Effect)> {
         ("target", "max_requests_per_second", format!("[target]\nmax_requests_per_second = 0\n{}", import("", "")), Refused("p.toml:2:27: `max_requests_per_second` in [target] must be a whole number from 1 to 100000")),
         ("target", "timeout_secs", format!("[target]\ntimeout_secs = 9\n{}", import("", "")), Parsed("timeout_secs: 9")),
         ("target", "retries", format!("[target]\nretries = 2\n{}", import("", "")), Parsed("retries: 2")),
+        ("target", "max_outage_secs", format!("[target]\nmax_outage_secs = 30\n{}", import("", "")), Parsed("max_outage_secs: 30")),
+        ("target", "max_outage_secs", format!("[target]\nmax_outage_secs = 0\n{}", import("", "")), Refused("p.toml:2:19: `max_outage_secs` in [target] must be a whole number from 1 to 86400")),
         // [[import]]
         ("import", "name", import("name = \"people\"\n", ""), Shows("[people] import")),
         ("import", "source", import("", ""), Shows("4 rows read")),
@@ -136,6 +138,11 @@ fn table() -> Vec<(&'static str, &'static str, String, Effect)> {
         ("import", "date_format", import("date_format = \"%d.%m.%Y\"\n", "registered = \"joined\"\n"), row(2, &by("registered"))),
         ("import", "ambiguous", import("date_format = [\"%d.%m.%Y\", \"%m.%d.%Y\"]\nambiguous = \"first\"\n", "registered = \"joined\"\n"), row(2, &by("registered"))),
         ("import", "ambiguous", import("date_format = \"%d.%m.%Y\"\nambiguous = \"first\"\n", "registered = \"joined\"\n"), Refused("p.toml:5:13: `ambiguous` decides between the formats of a `date_format` list, and the step lists fewer than two; list them (date_format = [\"%d/%m/%Y\", \"%m/%d/%Y\"]) or remove it")),
+        ("import", "update", import("update = \"never\"\n", "[import.global_attributes]\nn = \"name\"\n"), Shows("write policies: n (update = never)")),
+        ("import", "empty", import("empty = \"clear\"\n", "source = \"name\"\n"), Shows("write policies: source (empty = clear)")),
+        ("import", "empty", import("empty = \"clear\"\n", "source = \"name\"\npoints = \"score\"\n"), Lacks("  write policies: ", "points")),
+        ("import", "limit", import("limit = 1\n", ""), Shows("limited to 1 of 2 receivers (limit)")),
+        ("import", "limit", import("mode = \"mirror\"\nlimit = 1\n", ""), Refused("p.toml:5:9: `limit` writes only the first receivers of the source, and mirror mode removes every receiver the source lacks: with a limit it would remove all the others; remove `limit` (or `--limit`), or run this step without mode = \"mirror\"")),
         // [import.receiver]
         ("import.receiver", "email", import("", ""), row(2, "\"email\":\"a@example.com\"")),
         ("import.receiver", "registered", receiver("registered = { column = \"joined\", format = \"%d.%m.%Y\" }"), row(2, &by("registered"))),
@@ -180,6 +187,9 @@ fn table() -> Vec<(&'static str, &'static str, String, Effect)> {
         ("receiver field", "decimal", receiver("points = { column = \"score\", decimal = \",\" }"), Refused("p.toml:6:40: `decimal` reads numbers with decimals (type = \"number\", an order's price), and `points` is a whole number; remove it")),
         ("receiver field", "null_values", receiver("source = { column = \"name\", null_values = [\"ANNA\"] }"), Lacks("  row 2: ", "\"source\"")),
         ("receiver field", "only_if", receiver("source = { value = \"x\", only_if = { column = \"flag\", equals = \"yes\" } }"), Lacks("  row 4: ", "\"source\"")),
+        ("receiver field", "update", receiver("source = { column = \"name\", update = \"if_empty\" }"), Shows("write policies: source (update = if_empty)")),
+        ("receiver field", "empty", receiver("source = { column = \"name\", empty = \"clear\" }"), Shows("write policies: source (empty = clear)")),
+        ("receiver field", "empty", receiver("points = { column = \"score\", empty = \"clear\" }"), Refused("p.toml:6:38: `empty = \"clear\"` cannot apply to `points`: an empty cell clears text only (attributes, `source`, `last_ip`, `last_location`, `last_client`); remove it")),
         // Attributes
         ("attribute", "column", globals("n = { column = \"name\" }"), row(2, "\"n\":\"anna\"")),
         ("attribute", "value", globals("plan = { value = \"gold\" }"), row(2, "\"plan\":\"gold\"")),
@@ -195,6 +205,8 @@ fn table() -> Vec<(&'static str, &'static str, String, Effect)> {
         ("attribute", "decimal", globals("p = { column = \"price\", type = \"number\", decimal = \",\" }"), row(2, "\"p\":\"1.50\"")),
         ("attribute", "only_if", globals("n = { column = \"name\", only_if = { column = \"flag\", equals = \"yes\" } }"), Lacks("  row 4: ", "global_attributes")),
         ("attribute", "null_values", globals("n = { column = \"name\", null_values = [\"anna\"] }"), Lacks("  row 2: ", "global_attributes")),
+        ("attribute", "update", globals("n = { column = \"name\", update = \"never\" }"), Shows("write policies: n (update = never)")),
+        ("attribute", "empty", globals("n = { column = \"name\", empty = \"clear\" }"), Shows("write policies: n (empty = clear)")),
         // [import.tags]
         ("tags", "columns", tags("columns = \"tags\""), row(2, "\"tags\":[\"x_y\"]")),
         ("tags", "separator", tags("columns = \"tags\"\nseparator = \";\""), row(2, "\"tags\":[\"x\",\"y\"]")),

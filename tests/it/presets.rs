@@ -508,7 +508,7 @@ fn unknown_presets_options_and_foreign_files_are_positioned_errors() {
         ),
         [
             "p.toml:5:16: unknown unsubscribed \"delete\" for the mailchimp preset; valid values: `deactivate` or `blacklist`",
-            "p.toml:6:1: unknown key `blacklisted` in [[import]] step 1; valid keys: `name`, `source`, `group`, `create_group`, `preset`, `dedupe`, `rejects`, `receiver`, `global_attributes`, `attributes`, `tags`, `orders`, `mode`, `removal`, `max_removal`, `fill_down`, `other_columns`, `ignore_columns`, `json_attributes`, `date_format`, `ambiguous`, `null_values`, `rejects_bom` or `unsubscribed`",
+            "p.toml:6:1: unknown key `blacklisted` in [[import]] step 1; valid keys: `name`, `source`, `group`, `create_group`, `preset`, `dedupe`, `rejects`, `receiver`, `global_attributes`, `attributes`, `tags`, `orders`, `mode`, `removal`, `max_removal`, `fill_down`, `other_columns`, `ignore_columns`, `json_attributes`, `date_format`, `ambiguous`, `null_values`, `rejects_bom`, `update`, `empty`, `limit` or `unsubscribed`",
         ]
     );
     assert_eq!(

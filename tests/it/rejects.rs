@@ -123,3 +123,109 @@ async fn a_dry_run_plan_of_several_chunks_lists_every_row_in_row_order() {
         .collect()
     );
 }
+
+/// A rejects file that cannot be written stops the run with exit 74, and
+/// the message names the file once (it read `cannot write F: cannot write
+/// F: …`). Its folder is a regular file, so that the write fails as root too.
+#[tokio::test]
+async fn a_rejects_file_that_cannot_be_written_is_named_once() {
+    let t = TestServer::start().await;
+    let dir = t.dir.path();
+    std::fs::write(
+        dir.join("people.csv"),
+        "email\nnot-an-address\nok@example.com\n",
+    )
+    .unwrap();
+    std::fs::write(dir.join("somefile.txt"), "").unwrap();
+    let path = dir.join("blocked.toml");
+    std::fs::write(
+        &path,
+        "[[import]]\nname = \"people\"\nsource = \"people.csv\"\ngroup = \"People\"\ncreate_group = true\n\
+         rejects = \"somefile.txt/rejects.csv\"\n[import.receiver]\nemail = \"email\"\n",
+    )
+    .unwrap();
+    let (code, report, stderr) = run_with(&t, &path, &["--quiet"], &[]).await;
+    assert_eq!(code, 74, "{stderr}");
+    let named = "somefile.txt/rejects.csv";
+    let line = stderr
+        .lines()
+        .find(|l| l.starts_with("listpipe: people: cannot write "))
+        .unwrap_or_else(|| panic!("no error line: {stderr}"));
+    assert_eq!(line.matches(named).count(), 1, "{stderr}");
+    assert_eq!(stderr.matches("cannot write").count(), 1, "{stderr}");
+    let step = &report["steps"][0];
+    let error = step["error"].as_str().unwrap_or_default();
+    assert_eq!(error.matches(named).count(), 1, "{report}");
+    // The receiver was written before the rejects file failed: the report
+    // says so, with the source's totals and the timings.
+    assert_eq!(step["import"]["created"], 1, "{report}");
+    assert_eq!(step["prepare"]["rows_read"], 2, "{report}");
+    assert_eq!(step["prepare"]["rejected"]["invalid email"], 1, "{report}");
+    assert!(step["timings_ms"]["load"].as_u64() > Some(0), "{report}");
+}
+
+/// A run killed with `kill -9` leaves the rejects file's temporary beside
+/// it (written as rows fail); the next run removes it and says so.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_run_removes_the_temporary_rejects_file_a_killed_run_left() {
+    use std::process::{Command, Stdio};
+    use std::time::{Duration, Instant};
+    // Every request waits, so the run is still loading when it is killed.
+    let t = TestServer::start_with(|o| {
+        o.faults = Some("delay=100ms@1".parse().unwrap());
+    })
+    .await;
+    let dir = t.dir.path();
+    let mut csv = String::from("email,name\nnot-an-address,N\n");
+    (0..200).for_each(|i| csv.push_str(&format!("k{i}@example.com,N{i}\n")));
+    let path = write_pipeline(dir, &csv);
+    let folder = dir.join(".listpipe/rejects/wide");
+    let temps = || -> Vec<String> {
+        std::fs::read_dir(&folder)
+            .into_iter()
+            .flatten()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with(".people.rejects.csv.") && n.ends_with(".tmp"))
+            .collect()
+    };
+    let mut child = Command::new(env!("CARGO_BIN_EXE_listpipe"))
+        .current_dir(dir)
+        .args([
+            "run",
+            path.to_str().unwrap(),
+            "--quiet",
+            "--writes",
+            "single",
+        ])
+        .args(["--concurrency", "1"])
+        .args(["--target-url", &t.base_url(), "--token", &t.client.token()])
+        .env_remove("LISTPIPE_URL")
+        .env_remove("LISTPIPE_TOKEN")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while temps().is_empty() {
+        assert!(
+            Instant::now() < deadline,
+            "the run never started its rejects file"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let left = temps();
+    assert_eq!(left.len(), 1, "{left:?}");
+    // Continued, it removes what the killed run left.
+    let (code, _, stderr) = run_with(&t, &path, &["--resume", "--concurrency", "8"], &[]).await;
+    assert_eq!(code, 1, "one row rejected\n{stderr}");
+    assert!(
+        stderr.contains(
+            "listpipe: note: removed 1 temporary file left by an earlier run beside .listpipe/rejects/wide/people.rejects.csv\n"
+        ),
+        "{stderr}"
+    );
+    assert!(temps().is_empty(), "{:?}", temps());
+    assert!(folder.join("people.rejects.csv").exists());
+}

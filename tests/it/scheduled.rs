@@ -391,3 +391,209 @@ async fn a_plain_import_appends_to_the_ledger_and_mirror_mode_reads_past_a_cut_l
         "rewritten compacted"
     );
 }
+
+/// A command running its arguments as the unprivileged user `nobody`
+/// (`runuser`, util-linux), for the run lock shared by every user. These
+/// tests need root and `runuser`; without them they fail saying so (CI
+/// runs as root: `.ci/run`), unless `LISTPIPE_SKIP_MULTIUSER=1` skips them.
+fn as_nobody() -> Option<Command> {
+    let root = Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0");
+    let runuser = root
+        && Command::new("runuser")
+            .args(["-u", "nobody", "--", "true"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+    let missing = match (root, runuser) {
+        (true, true) => {
+            let mut cmd = Command::new("runuser");
+            cmd.args(["-u", "nobody", "--"]);
+            return Some(cmd);
+        }
+        (false, _) => "the tests do not run as root",
+        (true, false) => "`runuser -u nobody` is missing or refused",
+    };
+    assert!(
+        std::env::var("LISTPIPE_SKIP_MULTIUSER").as_deref() == Ok("1"),
+        "{missing}: this test runs listpipe as root and as the user `nobody`; run it as root \
+         with util-linux's runuser, or set LISTPIPE_SKIP_MULTIUSER=1 to skip it"
+    );
+    eprintln!("skipped: {missing} (LISTPIPE_SKIP_MULTIUSER=1)");
+    None
+}
+
+/// Folders two users can run in: `tmp`, their `TMPDIR` (sticky, like
+/// `/tmp`), and a working folder each, `root` and `nobody`, holding
+/// `pipeline` (a pipeline writing group "News" from `people.csv`, of `rows`
+/// rows named by the folder).
+fn two_users(pipeline: &str, rows: usize) -> tempfile::TempDir {
+    use std::os::unix::fs::PermissionsExt;
+    let top = tempfile::tempdir().unwrap();
+    let mode = |p: &std::path::Path, m: u32| {
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(m)).unwrap()
+    };
+    mode(top.path(), 0o755);
+    for (name, m) in [("tmp", 0o1777), ("root", 0o755), ("nobody", 0o777)] {
+        let dir = top.path().join(name);
+        std::fs::create_dir(&dir).unwrap();
+        mode(&dir, m);
+        let mut csv = String::from("email\n");
+        (0..rows).for_each(|i| csv.push_str(&format!("{name}{i}@example.com\n")));
+        std::fs::write(dir.join("people.csv"), csv).unwrap();
+        std::fs::write(
+            dir.join(pipeline),
+            "[[import]]\nsource = \"people.csv\"\ngroup = \"News\"\ncreate_group = true\n[import.receiver]\nemail = \"email\"\n",
+        )
+        .unwrap();
+    }
+    top
+}
+
+/// `listpipe run PIPELINE` in `top`'s folder `user`, as that user.
+fn run_as(t: &TestServer, top: &std::path::Path, user: &str, pipeline: &str) -> Option<Command> {
+    let mut cmd = if user == "root" {
+        Command::new(env!("CARGO_BIN_EXE_listpipe"))
+    } else {
+        let mut cmd = as_nobody()?;
+        cmd.arg(env!("CARGO_BIN_EXE_listpipe"));
+        cmd
+    };
+    cmd.current_dir(top.join(user))
+        .args(["run", pipeline, "--quiet", "--writes", "single"])
+        .args(["--concurrency", "1"])
+        .args(["--target-url", &t.base_url(), "--token", &t.client.token()])
+        .env("TMPDIR", top.join("tmp"))
+        .env_remove("LISTPIPE_URL")
+        .env_remove("LISTPIPE_TOKEN")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    Some(cmd)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_lock_folder_is_shared_by_every_user_of_the_machine() {
+    use std::os::unix::fs::PermissionsExt;
+    if as_nobody().is_none() {
+        return;
+    }
+    let t = TestServer::start().await;
+    let top = two_users("nightly.toml", 3);
+    let top = top.path();
+    // The folder as an earlier version left it: the first user's, 0755.
+    let locks = top.join("tmp/listpipe-locks");
+    std::fs::create_dir(&locks).unwrap();
+    std::fs::set_permissions(&locks, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let run = |user: &str| {
+        let out = run_as(&t, top, user, "nightly.toml")
+            .unwrap()
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    // Another user cannot create a lock file in it: the message says what to do.
+    let (code, stderr) = run("nobody");
+    assert_eq!(code, Some(74), "{stderr}");
+    let shown = locks.display();
+    assert!(
+        stderr.starts_with(&format!(
+            "listpipe: the lock folder {shown} is not writable by this user: `chmod 1777 {shown}` or set TMPDIR to a folder of your own"
+        )),
+        "{stderr}"
+    );
+    // Its owner's run makes it shared; then either user's run takes the lock.
+    for user in ["root", "nobody", "root", "nobody"] {
+        let (code, stderr) = run(user);
+        assert_eq!(code, Some(0), "{user}: {stderr}");
+        let mode = std::fs::metadata(&locks).unwrap().permissions().mode();
+        assert_eq!(mode & 0o7777, 0o1777, "{user}");
+    }
+    let emails: std::collections::BTreeSet<String> = t
+        .receivers_of("News")
+        .await
+        .into_iter()
+        .map(|r| r.email)
+        .collect();
+    assert_eq!(emails.len(), 6, "{emails:?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn another_users_run_waits_for_the_lock_a_run_as_root_holds() {
+    if as_nobody().is_none() {
+        return;
+    }
+    // Every request waits, so the first run is still going when the second starts.
+    let t = TestServer::start_with(|o| {
+        o.faults = Some("delay=300ms@1".parse().unwrap());
+    })
+    .await;
+    let two = two_users("nightly.toml", 40);
+    let top = two.path();
+    // The other user's pipeline is another file, `nobody/nightly.toml` (a
+    // run of the same one is refused, exit 4), of one row.
+    std::fs::write(
+        top.join("nobody/people.csv"),
+        "email\nnobody0@example.com\n",
+    )
+    .unwrap();
+    let mut first = run_as(&t, top, "root", "nightly.toml")
+        .unwrap()
+        .spawn()
+        .unwrap();
+    let journal = || crate::support::journal_of_step(&top.join("root"), "nightly", "import-1");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !std::fs::read_to_string(journal()).is_ok_and(|s| s.contains("\"ev\":\"done\"")) {
+        assert!(Instant::now() < deadline, "the first run never wrote a row");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let mut second = run_as(&t, top, "nobody", "nightly.toml")
+        .unwrap()
+        .spawn()
+        .unwrap();
+    // Its stderr, line by line, as it comes.
+    let (tx, lines) = std::sync::mpsc::channel();
+    let stderr = second.stderr.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        use std::io::BufRead;
+        for line in std::io::BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+        {
+            let _ = tx.send(line);
+        }
+    });
+    let waiting = lines
+        .recv_timeout(Duration::from_secs(30))
+        .unwrap_or_else(|_| panic!("no line from the other user's run: {:?}", second.try_wait()));
+    assert!(
+        waiting.starts_with(
+            "listpipe: waiting for another run writing group \"News\" of http://localhost:"
+        ),
+        "{waiting}"
+    );
+    assert!(
+        waiting.contains(&format!("pid {} since ", first.id())),
+        "{waiting}"
+    );
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(second.try_wait().unwrap().is_none(), "it did not wait");
+    // The first run ends (killed): the other user's takes the lock and finishes.
+    first.kill().unwrap();
+    first.wait().unwrap();
+    let status = second.wait().unwrap();
+    reader.join().unwrap();
+    let rest: Vec<String> = lines.try_iter().collect();
+    assert_eq!(status.code(), Some(0), "{rest:?}");
+    assert!(
+        t.receivers_of("News")
+            .await
+            .iter()
+            .any(|r| r.email == "nobody0@example.com")
+    );
+}

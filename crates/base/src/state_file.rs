@@ -6,10 +6,39 @@
 //! old file or the new one, never half of one; a write that fails removes
 //! its temporary file (the `NamedTempFile` guard), so no `*.tmp` is left
 //! behind on a full disk.
+//!
+//! A process killed outright (`kill -9`, a lost machine) still leaves its
+//! temporary file: hidden, and as big as the export was when it died. So a
+//! temporary file is named after its destination, `.NAME.XXXXXX.tmp`
+//! ([`is_temp_of`]), and locked (`flock`) by its writer while it exists;
+//! starting a file removes the temporaries of the same destination that are
+//! older than this process's start ([`mark_start`]) and that no process
+//! holds locked, and says how many (`listpipe: note: removed 2 temporary
+//! files left by an earlier run beside out.csv`). Both tests are needed: a
+//! live writer of another process holds its lock, and one that created its
+//! file but has not locked it yet made it after this process started.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+use std::time::SystemTime;
 use tempfile::NamedTempFile;
+
+/// The random part of a temporary file's name: 6 letters or digits.
+const RANDOM_LEN: usize = 6;
+
+/// When this process started writing: temporaries older than this are an
+/// earlier process's (see the module).
+static STARTED: OnceLock<SystemTime> = OnceLock::new();
+
+/// Marks now as this process's start, for the removal of an earlier run's
+/// temporary files; the binary calls it first thing. Without it, the first
+/// file started marks it, which is later than the process's start but
+/// still after any file a process that ended before left. Later calls
+/// change nothing.
+pub fn mark_start() -> SystemTime {
+    *STARTED.get_or_init(SystemTime::now)
+}
 
 /// Who may read the file once written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -68,15 +97,24 @@ impl Pending {
             _ => Path::new("."),
         };
         std::fs::create_dir_all(dir).map_err(|e| WriteError::new(path, e))?;
-        let name = path
-            .file_name()
-            .map(|n| format!(".{}.", n.to_string_lossy()))
-            .unwrap_or_else(|| ".listpipe.".into());
+        let removed = remove_stale(path, mark_start());
+        if removed > 0 {
+            let files = if removed == 1 { "file" } else { "files" };
+            crate::errln!(
+                "listpipe: note: removed {removed} temporary {files} left by an earlier run beside {}",
+                path.display()
+            );
+        }
         let temp = tempfile::Builder::new()
-            .prefix(&name)
+            .prefix(&temp_prefix(path))
+            .rand_bytes(RANDOM_LEN)
             .suffix(".tmp")
             .tempfile_in(dir)
             .map_err(|e| WriteError::new(path, e))?;
+        // Held until the file is renamed or removed: a run starting now
+        // leaves it alone. A file system without `flock` still gets its
+        // file written; its temporary is then protected by its age only.
+        let _ = temp.as_file().try_lock();
         Ok(Pending {
             temp,
             path: path.to_path_buf(),
@@ -125,6 +163,60 @@ impl Pending {
         }
         Ok(())
     }
+}
+
+/// The start of the name of `path`'s temporary files: `.NAME.`.
+fn temp_prefix(path: &Path) -> String {
+    path.file_name()
+        .map(|n| format!(".{}.", n.to_string_lossy()))
+        .unwrap_or_else(|| ".listpipe.".into())
+}
+
+/// Whether `name` is the name of a temporary file of `path`:
+/// `.NAME.` then [`RANDOM_LEN`] letters or digits then `.tmp`, so that no
+/// other file, and no other destination's temporary, matches.
+pub fn is_temp_of(path: &Path, name: &str) -> bool {
+    name.strip_prefix(&temp_prefix(path))
+        .and_then(|rest| rest.strip_suffix(".tmp"))
+        .is_some_and(|random| {
+            random.len() == RANDOM_LEN && random.bytes().all(|b| b.is_ascii_alphanumeric())
+        })
+}
+
+/// Removes the temporary files of `path` that an earlier process left: named
+/// for it ([`is_temp_of`]), last changed before `before`, and locked by no
+/// one (taking the lock is the test; a file is removed while locked, so two
+/// runs cleaning at once remove it once). Answers how many it removed; a
+/// file it cannot look at, lock or remove is left, as a folder it cannot
+/// read is: leftovers are untidy, never a reason to fail the write.
+pub fn remove_stale(path: &Path, before: SystemTime) -> usize {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    let mut removed = 0;
+    for entry in entries.flatten() {
+        if !is_temp_of(path, &entry.file_name().to_string_lossy()) {
+            continue;
+        }
+        let old = entry
+            .metadata()
+            .is_ok_and(|m| m.file_type().is_file() && m.modified().is_ok_and(|t| t < before));
+        if !old {
+            continue;
+        }
+        let temp = entry.path();
+        let Ok(file) = std::fs::File::open(&temp) else {
+            continue;
+        };
+        if file.try_lock().is_ok() && std::fs::remove_file(&temp).is_ok() {
+            removed += 1;
+        }
+    }
+    removed
 }
 
 /// Appends `lines` (whole lines, each ending in `\n`) to the file at
@@ -226,6 +318,75 @@ mod tests {
         assert!(temp.exists());
         drop(pending);
         assert!(leftovers(dir.path()).is_empty());
+    }
+
+    #[test]
+    fn temporaries_are_named_for_their_destination_only() {
+        let out = Path::new("exports/out.csv");
+        assert!(is_temp_of(out, ".out.csv.a1B2c3.tmp"));
+        for other in [
+            "out.csv",
+            ".out.csv.tmp",
+            ".out.csv.a1B2c.tmp",
+            ".out.csv.a1B2c3d.tmp",
+            ".out.csv.a1-2c3.tmp",
+            ".out.csv.a1B2c3.tmp.bak",
+            ".other.csv.a1B2c3.tmp",
+            ".out.csv.gz.a1B2c3.tmp",
+        ] {
+            assert!(!is_temp_of(out, other), "{other}");
+        }
+        // What the builder makes matches.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("out.csv");
+        let pending = Pending::new(&path, Access::Shared).unwrap();
+        let name = pending.temp_path().file_name().unwrap().to_string_lossy();
+        assert!(is_temp_of(&path, &name), "{name}");
+    }
+
+    #[test]
+    fn stale_temporaries_go_and_locked_or_new_ones_stay() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("report.json");
+        let hour_ago = SystemTime::now() - std::time::Duration::from_secs(3600);
+        let make = |name: &str, modified: SystemTime| {
+            let file = std::fs::File::create(dir.path().join(name)).unwrap();
+            file.set_modified(modified).unwrap();
+            file
+        };
+        drop(make(".report.json.aaaaaa.tmp", hour_ago));
+        drop(make(".report.json.bbbbbb.tmp", hour_ago));
+        let held = make(".report.json.cccccc.tmp", hour_ago);
+        held.lock().unwrap();
+        drop(make(".report.json.dddddd.tmp", SystemTime::now()));
+        drop(make(".other.json.eeeeee.tmp", hour_ago));
+        let start = SystemTime::now() - std::time::Duration::from_secs(60);
+        assert_eq!(remove_stale(&path, start), 2);
+        let mut left = leftovers(dir.path());
+        left.sort();
+        assert_eq!(
+            left,
+            [
+                ".other.json.eeeeee.tmp",
+                ".report.json.cccccc.tmp",
+                ".report.json.dddddd.tmp"
+            ]
+        );
+        // Unlocked, the hour-old one goes as the next write starts (older
+        // than this process's start); the new one is older than now. A file
+        // being written is locked by its writer and stays, however old.
+        drop(held);
+        let mut pending = Pending::new(&path, Access::Shared).unwrap();
+        assert!(!dir.path().join(".report.json.cccccc.tmp").exists());
+        pending.file().set_modified(hour_ago).unwrap();
+        assert_eq!(remove_stale(&path, SystemTime::now()), 1);
+        assert!(pending.temp_path().exists());
+        assert_eq!(
+            leftovers(dir.path()).len(),
+            2,
+            "{:?}",
+            leftovers(dir.path())
+        );
     }
 
     #[test]

@@ -258,6 +258,34 @@ impl StepReport {
             "{name}: load: {counts}, {} unchanged, {} blocked, {} failed, {} retries{attrs} ({} ms)",
             i.unchanged, i.blocked, i.failed, i.retries, self.timings_ms.load
         ));
+        lines.extend(self.policy_lines(i));
+        lines
+    }
+
+    /// What the write policies kept and the limit left (issue 62).
+    fn policy_lines(&self, i: &ImportOutcome) -> Vec<String> {
+        let name = &self.name;
+        let mut lines = Vec::new();
+        if !i.kept_by_policy.is_empty() {
+            let kept: Vec<String> = i
+                .kept_by_policy
+                .iter()
+                .map(|(field, n)| format!("{field} {n}"))
+                .collect();
+            let verb = if self.dry_run { "would keep" } else { "kept" };
+            lines.push(format!(
+                "{name}: load: {verb} by policy (values left as the target holds them): {}",
+                kept.join(", ")
+            ));
+        }
+        if let Some(l) = &i.limited {
+            let left = l.of.saturating_sub(l.limit);
+            lines.push(format!(
+                "{name}: load: limited to {} of {} receivers (limit); {left} left for a later run",
+                l.limit.min(l.of),
+                l.of
+            ));
+        }
         lines
     }
 

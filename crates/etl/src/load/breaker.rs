@@ -40,6 +40,9 @@ struct State {
     since: Option<Instant>,
     /// Set once, when the breaker opens: the failure that opened it.
     cause: Option<Arc<ClientError>>,
+    /// What every request answers then, when not the cause's root (a
+    /// target that stayed down: [`Breaker::gave_up`]).
+    summary: Option<String>,
 }
 
 impl Breaker {
@@ -92,10 +95,32 @@ impl Breaker {
         self.stopped_by(cause)
     }
 
+    /// The target has been down as a whole for `waited` (its last answer
+    /// `e`, see [`super::controller::outage`]): the breaker opens, and every
+    /// request answers the returned error (the run stops with exit 3).
+    pub fn gave_up(&self, e: ClientError, waited: Duration) -> ClientError {
+        let mut s = self.state();
+        if s.cause.is_none() {
+            tracing::warn!(target: log_target!(), url = %self.url, waited_secs = waited.as_secs(), "the target stayed down: the run gives up");
+            s.summary = Some(format!(
+                "down for {} s, longer than max_outage_secs: {}",
+                waited.as_secs(),
+                e.server_message()
+            ));
+            s.cause = Some(Arc::new(e));
+            drop(s);
+            self.open.send_replace(true);
+        } else {
+            drop(s);
+        }
+        self.stopped().unwrap_or(ClientError::Interrupted)
+    }
+
     fn stopped_by(&self, cause: Arc<ClientError>) -> ClientError {
+        let summary = self.state().summary.clone();
         ClientError::Stopped {
             url: self.url.clone(),
-            summary: listpipe_base::cause::root(cause.as_ref()),
+            summary: summary.unwrap_or_else(|| listpipe_base::cause::root(cause.as_ref())),
             cause,
         }
     }

@@ -4,6 +4,7 @@
 //! next chunk fetched while one is written ([`next_chunk`]). The step
 //! itself (set-up, the chain of chunks, mirror mode) is [`import`](super::import).
 
+use super::diff::Policies;
 use super::flow;
 use super::held::TargetIndex;
 use super::journal::Journal;
@@ -161,6 +162,9 @@ pub(super) struct Shared<'a> {
     pub(super) opts: &'a WriteOptions,
     pub(super) existing: &'a TargetIndex,
     pub(super) create_only: &'a [ReceiverField],
+    /// The step's write policies, and the values each kept (every chunk's).
+    pub(super) policies: &'a Policies,
+    pub(super) kept: &'a [AtomicU64],
     pub(super) run_time: i64,
     pub(super) gid: Option<listpipe_api::Id>,
     pub(super) journal: Option<&'a Journal>,
@@ -266,6 +270,8 @@ pub(super) async fn write_chunk(
         existing: &existing,
         orders: &chunk.chunk.orders,
         create_only: shared.create_only,
+        policies: shared.policies,
+        kept: shared.kept,
         run_time: shared.run_time,
         gid: shared.gid,
         journal: shared.journal,
@@ -378,6 +384,52 @@ pub(super) async fn write_chunk(
     }
 }
 
+/// `limit` of a step (a canary run): its first N receivers, in the
+/// source's order, are taken; each chunk is cut to what is left of it as
+/// it comes, so the rows past it are neither looked up nor decided nor
+/// counted as not started. The chunks past the limit are still read (the
+/// preparing thread reads the source whole), to say of how many receivers.
+/// The chunks come one after the other (one is fetched at a time).
+pub(super) struct Limit {
+    limit: Option<u64>,
+    left: AtomicU64,
+    seen: AtomicU64,
+}
+
+impl Limit {
+    pub(super) fn new(limit: Option<u64>) -> Self {
+        Limit {
+            limit,
+            left: AtomicU64::new(limit.unwrap_or(u64::MAX)),
+            seen: AtomicU64::new(0),
+        }
+    }
+
+    /// `c` without the rows past the limit.
+    pub(super) fn cut(&self, mut c: ImportChunk) -> ImportChunk {
+        let rows = c.frame.height() as u64;
+        self.seen.fetch_add(rows, Ordering::SeqCst);
+        if self.limit.is_none() {
+            return c;
+        }
+        let left = self.left.load(Ordering::SeqCst);
+        let take = left.min(rows);
+        self.left.store(left - take, Ordering::SeqCst);
+        if take < rows {
+            c.frame = c.frame.slice(0, take as usize);
+        }
+        c
+    }
+
+    /// What the report says of a limited step: the limit, of how many.
+    pub(super) fn outcome(&self) -> Option<super::outcome::Limited> {
+        self.limit.map(|limit| super::outcome::Limited {
+            limit,
+            of: self.seen.load(Ordering::SeqCst),
+        })
+    }
+}
+
 /// The prepared chunks of a step after the first, as the preparing thread
 /// hands them over (a bounded channel: it reads ahead a chunk at most).
 pub type Chunks = tokio::sync::mpsc::Receiver<ImportChunk>;
@@ -385,6 +437,15 @@ pub type Chunks = tokio::sync::mpsc::Receiver<ImportChunk>;
 /// How often a step looks whether its chunk has taken every row, to start
 /// the next one.
 const TAKEN_CHECK: Duration = Duration::from_millis(10);
+
+/// What [`next_chunk`] takes of its step: the step, the counter of its
+/// lookups' retries, its limit.
+#[derive(Clone, Copy)]
+pub(super) struct StepFetch<'s, 'c> {
+    pub(super) step: &'s ImportStep,
+    pub(super) retried: &'c AtomicU64,
+    pub(super) limit: &'s Limit,
+}
 
 /// The next chunk, as its fetch ends.
 pub(super) enum Next<'c> {
@@ -402,16 +463,20 @@ pub(super) enum Next<'c> {
 /// with the lookups not answered yet still going. `None` when the source
 /// ended, or when the run stops before it is taken (a stop takes no new
 /// chunk). `rest` comes back with it; the lookups' retries are counted in
-/// `retried`.
+/// `step.retried`, and the chunk is cut to `step.limit`.
 pub(super) async fn next_chunk<'r, 'c>(
     conn: &'c Connected,
-    step: &ImportStep,
+    step: StepFetch<'_, 'c>,
     group: Option<&Group>,
     opts: &WriteOptions,
     rest: &'r mut Chunks,
     progress: Option<Arc<Progress>>,
-    retried: &'c AtomicU64,
 ) -> (&'r mut Chunks, Result<Option<Next<'c>>, LoadError>) {
+    let StepFetch {
+        step,
+        retried,
+        limit,
+    } = step;
     let stopped = || opts.stop.is_set() || conn.breaker.is_open();
     if stopped() {
         return (rest, Ok(None));
@@ -419,7 +484,7 @@ pub(super) async fn next_chunk<'r, 'c>(
     let Some(c) = rest.recv().await else {
         return (rest, Ok(None));
     };
-    let c = match Prepared::new(step, c) {
+    let c = match Prepared::new(step, limit.cut(c)) {
         Ok(c) => c,
         Err(e) => return (rest, Err(e)),
     };

@@ -35,6 +35,7 @@
 
 mod evidence;
 mod learn;
+pub mod outage;
 mod rate;
 
 use super::remembered::StartRate;
@@ -77,6 +78,8 @@ pub struct Controller {
     stop: super::Stop,
     /// The rate remembered from earlier runs that this one started at.
     start: Mutex<Option<StartRate>>,
+    /// The target down as a whole ([`outage`]).
+    outage: outage::Outage,
 }
 
 struct State {
@@ -147,7 +150,26 @@ impl Controller {
             stats: Mutex::new(Stats::default()),
             stop: super::Stop::default(),
             start: Mutex::new(None),
+            outage: outage::Outage::new(outage::MAX_OUTAGE),
         }
+    }
+
+    /// How long the run waits for a target that is down before it gives
+    /// up ([`outage`]; `[target] max_outage_secs`).
+    pub fn with_max_outage(mut self, max: Duration) -> Self {
+        self.outage = outage::Outage::new(max);
+        self
+    }
+
+    /// The target is down as a whole now ([`outage`]): a request it
+    /// refused waits for the end of the outage without spending a retry.
+    pub fn target_down(&self) -> bool {
+        self.outage.is_down()
+    }
+
+    /// How long the run waits for a target that is down.
+    pub fn max_outage(&self) -> Duration {
+        self.outage.max()
     }
 
     /// Starts paced at a rate earlier runs remembered ([`super::remembered`]).
@@ -185,12 +207,16 @@ impl Controller {
     /// Waits for room: a permit, the end of a pause, a token of the bucket.
     pub async fn acquire(&self) -> Ticket {
         let permit = self.permit().await;
-        self.turn().await;
+        // A request sent on its own (no retries) goes even when the run
+        // would give up on a target that is down: its answer says so.
+        let _ = self.turn().await;
         self.start(permit)
     }
 
     /// [`Controller::acquire`], unless a graceful stop comes while the
-    /// request waits for its turn (a pause, the rate): then it is not sent.
+    /// request waits for its turn (an outage, a pause, the rate): then it
+    /// is not sent (`Interrupted`). `Err` with the target's last answer
+    /// when the target has been down longer than the run waits.
     /// A place among the requests in flight is still waited for, as they
     /// finish: the rows a stop finds started go out as before when nothing
     /// else holds them back.
@@ -198,7 +224,7 @@ impl Controller {
         let permit = self.permit().await;
         tokio::select! {
             biased;
-            () = self.turn() => Ok(self.start(permit)),
+            turn = self.turn() => turn.map(|()| self.start(permit)),
             () = self.stopped() => Err(ClientError::Interrupted),
         }
     }
@@ -209,8 +235,10 @@ impl Controller {
         self.sem.clone().acquire_owned().await.ok()
     }
 
-    /// Waits for the end of a pause and a token of the bucket.
-    async fn turn(&self) {
+    /// Waits for the end of an outage (or a probe's turn), of a pause, and
+    /// for a token of the bucket.
+    async fn turn(&self) -> Result<(), ClientError> {
+        self.outage.wait().await?;
         self.paused().await;
         let limiter = {
             // The pause is over: a first limit not learned yet is learned now.
@@ -227,6 +255,7 @@ impl Controller {
             // A 429 may have paused the run while this waited for a token.
             self.paused().await;
         }
+        Ok(())
     }
 
     /// The request goes now, in the place `permit` holds.
@@ -278,6 +307,8 @@ impl Controller {
     ) {
         let rtt = now.saturating_duration_since(ticket.started);
         self.sending.fetch_sub(1, Ordering::Relaxed);
+        let first = lock(&self.stats).first.unwrap_or(ticket.started);
+        self.outage.answered(now, error, first);
         let answered = !error.is_some_and(ClientError::is_transport);
         // A 429 of a request sent before the pause is the event already
         // seen: it neither teaches a rate nor shrinks the window again.
@@ -346,6 +377,7 @@ impl Controller {
     /// The request of `ticket` was dropped unanswered (the breaker opened).
     pub fn abandon(&self, ticket: Ticket) {
         self.sending.fetch_sub(1, Ordering::Relaxed);
+        self.outage.abandoned();
         lock(&self.bucket).ended(ticket.started);
         self.release(ticket.permit);
     }
@@ -496,6 +528,7 @@ impl Controller {
             paced,
             sporadic_429: sporadic,
             start: lock(&self.start).clone(),
+            outages: self.outage.report(Instant::now(), s.first),
         }
     }
 
@@ -507,6 +540,12 @@ impl Controller {
             None => 0.0,
         };
         drop(s);
+        if let Some(down) = self.outage.down_for(Instant::now()) {
+            return format!(
+                "the target is down ({} s): every request waits, one probes it",
+                down.as_secs()
+            );
+        }
         let line = format!("{} in flight max, {rate:.0} req/s", self.limit());
         let b = lock(&self.bucket);
         match (b.rate, &b.pacing) {

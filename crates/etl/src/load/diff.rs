@@ -8,11 +8,14 @@
 //! maps of attributes (kilobytes each). They are kept by address in a
 //! [`TargetIndex`](super::held::TargetIndex): in memory up to a budget,
 //! past it on disk, as the bytes of [`Held::encode`] (about 40 bytes and 8
-//! a part: no names, no lengths but the four part ends).
+//! a part: no names, no lengths but the five part ends).
 
 use crate::pipeline::ReceiverField;
 use listpipe_api::{Order, ReceiverInput, ReceiverRow};
 use std::hash::{BuildHasher, Hash};
+
+mod policy;
+pub use policy::{Kept, Policies, Watched};
 
 /// A value's 64-bit hash, the same for the same value within a run (the
 /// target's receiver and the row are hashed alike): foldhash's quality
@@ -47,13 +50,29 @@ pub struct Held {
     /// source, last_ip, last_location, last_client.
     texts: [u64; 4],
     /// Sorted hashes: attribute pairs, global attribute pairs, tags, order
-    /// lines (with time, then without), one after the other.
+    /// lines (with time, then without), then the [`Watched`] attributes
+    /// the target holds a value for, one after the other.
     parts: Box<[u64]>,
-    ends: [u32; 4],
+    ends: [u32; PARTS - 1],
 }
+
+/// The parts of a [`Held`]; the last, the watched attributes held, is
+/// empty unless a write policy asks (`policy.rs`): a step without
+/// policies pays one byte a receiver for it.
+const PARTS: usize = 6;
+/// The part of the watched attributes the target holds a value for.
+const HELD_NAMES: usize = 5;
 
 impl From<&ReceiverRow<'_>> for Held {
     fn from(r: &ReceiverRow<'_>) -> Self {
+        Held::of(r, &Watched::default())
+    }
+}
+
+impl Held {
+    /// The receiver `r`, with which of the `watched` attributes it holds a
+    /// value for (what `if_empty` and `empty = "clear"` ask).
+    pub fn of(r: &ReceiverRow<'_>, watched: &Watched) -> Self {
         let sorted = |mut v: Vec<u64>| {
             v.sort_unstable();
             v
@@ -64,14 +83,16 @@ impl From<&ReceiverRow<'_>> for Held {
         let orders = r.orders.iter().flatten().map(order_hashes);
         let (without, with): (Vec<u64>, Vec<u64>) = orders.unzip();
         let (with, without) = (sorted(with), sorted(without));
+        let names = sorted(watched.held(r));
         let mut parts = attrs;
-        let mut ends = [0u32; 4];
-        for (i, more) in [globals, tags, with].into_iter().enumerate() {
+        let mut ends = [0u32; PARTS - 1];
+        for (i, more) in [globals, tags, with, without, names]
+            .into_iter()
+            .enumerate()
+        {
             ends[i] = parts.len() as u32;
             parts.extend(more);
         }
-        ends[3] = parts.len() as u32;
-        parts.extend(without);
         Held {
             stamps: [
                 r.registered,
@@ -127,7 +148,7 @@ impl Held {
     /// The bytes of this receiver, for the in-memory index and the spill:
     /// the five stamps and the points as varints, a byte whose bit `i` says
     /// text `i` is empty, the texts that are not (8 bytes little-endian
-    /// each), the four part ends as varints, then the parts (8 bytes each).
+    /// each), the five part ends as varints, then the parts (8 bytes each).
     /// About 40 bytes and 8 a part, where a fixed layout took 96 and 8.
     pub fn encode(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(48 + 8 * self.parts.len());
@@ -176,7 +197,7 @@ impl Held {
                 *t = word(&mut at)?;
             }
         }
-        let mut ends = [0u32; 4];
+        let mut ends = [0u32; PARTS - 1];
         for e in ends.iter_mut() {
             *e = u32::try_from(get_varint(bytes, &mut at)?).ok()?;
         }
@@ -190,7 +211,7 @@ impl Held {
             .collect::<Result<_, _>>()
             .ok()?;
         let ordered = ends.windows(2).all(|w| w[0] <= w[1]);
-        if !ordered || ends[3] as usize > parts.len() {
+        if !ordered || ends[PARTS - 2] as usize > parts.len() {
             return None;
         }
         Some(Held {

@@ -6,9 +6,10 @@
 //! resumed run sends no confirmed row again.
 
 use super::chunk::{
-    Counters, Next, Prepared, Progress, RowCounts, Shared, Tally, next_chunk, unstarted,
-    write_chunk,
+    Counters, Limit, Next, Prepared, Progress, RowCounts, Shared, StepFetch, Tally, next_chunk,
+    unstarted, write_chunk,
 };
+use super::diff::Policies;
 use super::held::TargetIndex;
 use super::journal::Journal;
 use super::lookup::Lookup;
@@ -79,7 +80,12 @@ pub async fn run(
     out.group_id = group.as_ref().map(|g| g.id.to_string());
     // Mirror mode: every address of the source, from its first read.
     let source_addresses = first.source_addresses.take();
-    let first = Prepared::new(step, first)?;
+    // `limit`: each chunk is cut to the rows the limit leaves, as it comes.
+    let limit = Limit::new(step.limit);
+    let first = Prepared::new(step, limit.cut(first))?;
+    let policies = Policies::new(step);
+    let watched = policies.watched();
+    let kept: Vec<AtomicU64> = (0..policies.len()).map(|_| AtomicU64::new(0)).collect();
     // Once the group is known, the attributes are made, the group is read
     // and the first chunk's blacklist lookups go, side by side: none needs
     // another, and each waits out its own 429s.
@@ -102,7 +108,8 @@ pub async fn run(
     let existing = async {
         match &group {
             Some(g) => {
-                plan::existing(conn, g, opts.concurrency, opts.retries, opts.spill_after).await
+                let (c, r, s) = (opts.concurrency, opts.retries, opts.spill_after);
+                plan::existing(conn, g, c, r, s, &watched).await
             }
             None => Ok(TargetIndex::new(opts.spill_after)),
         }
@@ -194,6 +201,8 @@ pub async fn run(
         opts,
         existing: &existing,
         create_only: &create_only,
+        policies: &policies,
+        kept: &kept,
         run_time: chrono::Utc::now().timestamp(),
         gid,
         journal: journal.as_ref(),
@@ -265,15 +274,12 @@ pub async fn run(
     let mut prev: Option<Writing<'_>> = None;
     let mut cur = Some(start(first, lookup, plan_rows, true));
     let fetch = |rest, progress| {
-        Box::pin(next_chunk(
-            conn,
+        let step = StepFetch {
             step,
-            group.as_ref(),
-            opts,
-            rest,
-            progress,
-            &setup_retried,
-        ))
+            retried: &setup_retried,
+            limit: &limit,
+        };
+        Box::pin(next_chunk(conn, step, group.as_ref(), opts, rest, progress))
     };
     let mut fetching = None;
     let mut fetched = None;
@@ -404,6 +410,9 @@ pub async fn run(
             plan.chunk(&mut tally.plan_rows)?;
         }
     }
+    let kept: Vec<u64> = kept.iter().map(|k| k.load(Ordering::Relaxed)).collect();
+    out.kept_by_policy = policies.counted(&kept);
+    out.limited = limit.outcome();
     if let Some(e) = failure {
         return Err(e);
     }
@@ -418,6 +427,13 @@ pub async fn run(
         }
         out.stopped = true;
     }
+    // What the rows' requests did, counted before any early return: a run
+    // stopped here (exit 3, 74) reports what it sent as a finished one does.
+    out.retries += counters.retried + setup_retried.load(Ordering::Relaxed);
+    out.orders_sent = counters.orders_sent;
+    out.in_flight_checked = counters.checked;
+    out.write_requests = counters.write_requests;
+    out.not_started = not_started;
     if let Some(j) = &journal {
         j.sync().await;
         // A journal that could not be written stops the step here, before
@@ -434,7 +450,6 @@ pub async fn run(
         bar.finish_and_clear();
         return Err(LoadError::from(stopped).unfinished(&out));
     }
-    out.not_started = not_started;
     out.stopped |= not_started > 0;
     bar.finish_and_clear();
 
@@ -464,9 +479,5 @@ pub async fn run(
         }
         l.save(&removed, opts.spill_after)?;
     }
-    out.retries += counters.retried + setup_retried.load(Ordering::Relaxed);
-    out.orders_sent = counters.orders_sent;
-    out.in_flight_checked = counters.checked;
-    out.write_requests = counters.write_requests;
     Ok(out)
 }

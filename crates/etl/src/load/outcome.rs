@@ -37,9 +37,26 @@ pub struct ImportOutcome {
     pub stopped: bool,
     /// Write requests sent (with retries): 0 when nothing changed.
     pub write_requests: u64,
+    /// Values of receivers the target holds that a write policy kept from
+    /// an update (`update = "if_empty"` or `"never"`), by mapping: only those
+    /// that would have changed the target. Left out when none.
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub kept_by_policy: std::collections::BTreeMap<String, u64>,
+    /// `limit` (or `run --limit`): the first `limit` of the step's `of`
+    /// receivers were written, the rest left for a later run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub limited: Option<Limited>,
     /// Mirror mode: receivers deactivated or deleted (planned, in a dry run).
     pub removed: u64,
     /// Mirror mode: removals the target refused, with its reason.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub removal_failures: Vec<(String, String)>,
+}
+
+/// A limited step: `limit` receivers of `of` taken (issue 62).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Limited {
+    pub limit: u64,
+    /// The step's receivers: its valid rows after dedupe, in every chunk.
+    pub of: u64,
 }

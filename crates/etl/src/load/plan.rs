@@ -1,7 +1,7 @@
 //! What the target holds before a step writes: its group, attributes,
 //! blocked addresses and current receivers, read once per step.
 
-use super::diff::Held;
+use super::diff::{Held, Watched};
 use super::held::{TargetIndex, key_of};
 use super::target::Connected;
 use super::{LoadError, PAGE, backoff, retry};
@@ -225,6 +225,7 @@ pub async fn existing(
     concurrency: usize,
     retries: u32,
     spill_after: usize,
+    watched: &Watched,
 ) -> Result<TargetIndex, LoadError> {
     let retried = AtomicU64::new(0);
     let mut out = TargetIndex::new(spill_after);
@@ -236,6 +237,7 @@ pub async fn existing(
     let read = |page: i64| {
         let retried = &retried;
         let keys = keys.clone();
+        let watched = watched.clone();
         let q = ReceiverQuery {
             pagesize: Some(PAGE),
             page: Some(page),
@@ -251,7 +253,7 @@ pub async fn existing(
                 let rows = page.rows()?;
                 let entries: Vec<(u128, Vec<u8>)> = rows
                     .iter()
-                    .map(|r| (key_of(&keys, &r.email), Held::from(r).encode()))
+                    .map(|r| (key_of(&keys, &r.email), Held::of(r, &watched).encode()))
                     .collect();
                 Ok(entries)
             })

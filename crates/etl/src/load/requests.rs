@@ -39,6 +39,10 @@ pub struct RequestsReport {
     /// ([`super::remembered`]); absent when it started from nothing.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub start: Option<super::remembered::StartRate>,
+    /// Each time the target was down as a whole (502, 503, 504 across
+    /// requests) and the run waited ([`super::controller::outage`]).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub outages: Vec<super::controller::outage::OutageReport>,
 }
 
 /// When and why the run was paced.

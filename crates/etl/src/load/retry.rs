@@ -13,6 +13,7 @@
 use super::target::Connected;
 // Re-exported: the set-up creates, which back off by hand, name it here.
 use super::backoff::delay;
+use super::controller::outage;
 use listpipe_client::{self as client, ClientError};
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -40,7 +41,12 @@ where
         // Room from the run's controller: a place among the requests in
         // flight, the end of a rate-limit pause, a token of its bucket.
         let ticket = tokio::select! {
-            ticket = ctl.acquire_unless_stopped() => ticket?,
+            ticket = ctl.acquire_unless_stopped() => match ticket {
+                Ok(t) => t,
+                Err(ClientError::Interrupted) => return Err(ClientError::Interrupted),
+                // Down longer than the run waits: the run stops (exit 3).
+                Err(e) => return Err(breaker.gave_up(e, ctl.max_outage())),
+            },
             _ = breaker.opened() => continue,
         };
         let token = conn.client.token();
@@ -66,6 +72,11 @@ where
                 e if e.status() == Some(401) && !refreshed && conn.refresh(&token).await => {
                     ctl.retrying(&e);
                     refreshed = true
+                }
+                // The target is down as a whole: the request waits for the
+                // outage's end in its place (`acquire`), its retries kept.
+                e if outage::unavailable(&e) && ctl.target_down() && !breaker.is_open() => {
+                    ctl.retrying(&e);
                 }
                 e if e.is_transient() && attempt < retries && !breaker.is_open() => {
                     ctl.retrying(&e);

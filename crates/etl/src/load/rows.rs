@@ -3,7 +3,7 @@
 //! endpoints, or batch upserts where the target has them. [`import`](super::import)
 //! drives the rows through these.
 
-use super::diff::{Held, changed_fields, clear, update_body};
+use super::diff::{Held, Kept, Policies, changed_fields, clear, update_body};
 use super::held::ChunkHeld;
 use super::journal::{self, Journal, Prior};
 use super::target::Connected;
@@ -78,6 +78,9 @@ pub(super) struct Rows<'a> {
     pub(super) existing: &'a ChunkHeld,
     pub(super) orders: &'a OrderLines,
     pub(super) create_only: &'a [ReceiverField],
+    /// The step's write policies, and the values each kept so far.
+    pub(super) policies: &'a Policies,
+    pub(super) kept: &'a [AtomicU64],
     pub(super) run_time: i64,
     pub(super) gid: Option<Id>,
     pub(super) journal: Option<&'a Journal>,
@@ -134,6 +137,30 @@ impl Rows<'_> {
         }
     }
 
+    /// `input`, an update of `have`, as the step's write policies leave it,
+    /// and what they kept (copied only when the step has policies).
+    fn under_policies<'r>(
+        &self,
+        input: &'r ReceiverInput,
+        have: &Held,
+    ) -> (std::borrow::Cow<'r, ReceiverInput>, Kept) {
+        let mut kept = Kept::new();
+        if self.policies.is_empty() {
+            return (std::borrow::Cow::Borrowed(input), kept);
+        }
+        let mut effective = input.clone();
+        self.policies.apply(&mut effective, have, &mut kept);
+        (std::borrow::Cow::Owned(effective), kept)
+    }
+
+    fn count_kept(&self, kept: &Kept) {
+        for &k in kept {
+            if let Some(n) = self.kept.get(k) {
+                n.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+
     /// Decides what row `i` needs: nothing, or a write.
     pub(super) async fn decide(&self, i: usize) -> Decision {
         let finished = |r| Decision::Finished(r);
@@ -169,7 +196,7 @@ impl Rows<'_> {
                 // journal is never trusted over what the target holds.
                 Prior::Confirmed => {
                     if let Some(have) = self.existing.get(i)
-                        && changed_fields(&stable, have).is_empty()
+                        && changed_fields(&self.under_policies(&stable, have).0, have).is_empty()
                     {
                         return finished(RowResult::Resumed);
                     }
@@ -181,7 +208,11 @@ impl Rows<'_> {
                         write::fetch(self.conn, g, email, self.opts.retries, &self.retried, &wire);
                     match self.unless_stopped(&wire, look).await {
                         Some(Ok(r)) => {
-                            fetched = Some(r.as_ref().map(|r| Held::from(&ReceiverRow::from(r))))
+                            let watched = self.policies.watched();
+                            fetched = Some(
+                                r.as_ref()
+                                    .map(|r| Held::of(&ReceiverRow::from(r), &watched)),
+                            )
                         }
                         Some(Err(error)) => return finished(RowResult::Failed { index: i, error }),
                         // A look only: nothing of the row was sent.
@@ -227,17 +258,25 @@ impl Rows<'_> {
                     .iter()
                     .filter(|f| have.stamp(**f) != 0)
                     .for_each(|f| clear(&mut input, *f));
-                let fields = changed_fields(&input, have);
+                let (effective, kept) = self.under_policies(&input, have);
+                self.count_kept(&kept);
+                let fields = changed_fields(&effective, have);
+                let mut detail = fields.join(" ");
+                if !kept.is_empty() {
+                    let sep = if detail.is_empty() { "" } else { "; " };
+                    detail = format!("{detail}{sep}{}", self.policies.describe(&kept));
+                }
                 if fields.is_empty() {
-                    (Action::Unchanged, None, String::new())
+                    (Action::Unchanged, None, detail)
                 } else {
-                    // Hashed as `stable`: every create-only time cleared.
+                    // Hashed as `stable`: every create-only time cleared,
+                    // before the policies (a resume applies them again).
                     hashed = match hash_to_send(&input, hashed) {
                         Ok(h) => h,
                         Err(e) => return finished(unfingerprinted(i, &e)),
                     };
-                    let body = update_body(input, have);
-                    (Action::Update, Some(body), fields.join(" "))
+                    let body = update_body(effective.into_owned(), have);
+                    (Action::Update, Some(body), detail)
                 }
             }
         };

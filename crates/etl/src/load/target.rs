@@ -315,6 +315,7 @@ fn controller(target: &Target, overrides: &TargetOverrides) -> Controller {
         .concurrency
         .map_or(target.concurrency, Concurrency::Fixed);
     Controller::new(concurrency, target.max_requests_per_second)
+        .with_max_outage(Duration::from_secs(target.max_outage_secs))
 }
 
 /// Where a run connects, once the overrides and the file are read.

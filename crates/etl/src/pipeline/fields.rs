@@ -47,7 +47,7 @@ impl Parser<'_> {
                 },
                 _ => AttributeType::Text,
             };
-            if let Some(mapping) = self.mapping(
+            if let Some(mut mapping) = self.mapping(
                 v,
                 &name_str,
                 &attrs.name,
@@ -55,6 +55,7 @@ impl Parser<'_> {
                 ATTRIBUTE_KEYS,
                 ValueKind::of_attribute(kind),
             ) {
+                self.mapping_policy(v, &name_str, &attrs.name, None, &mut mapping);
                 out.push(AttributeMapping {
                     name: name_str,
                     kind,

@@ -17,6 +17,7 @@ pub(super) const TARGET_KEYS: &[&str] = &[
     "max_requests_per_second",
     "timeout_secs",
     "retries",
+    "max_outage_secs",
 ];
 pub(super) const IMPORT_KEYS: &[&str] = &[
     "name",
@@ -42,6 +43,9 @@ pub(super) const IMPORT_KEYS: &[&str] = &[
     "ambiguous",
     "null_values",
     "rejects_bom",
+    "update",
+    "empty",
+    "limit",
 ];
 pub(super) const BLACKLIST_KEYS: &[&str] = &[
     "name",
@@ -68,6 +72,25 @@ pub(super) const MAPPING_KEYS: &[&str] = &[
     "decimal",
     "only_if",
     "null_values",
+];
+/// A receiver field other than the address: a mapping, and its write
+/// policies (`update`, `empty`; see `policy.rs`).
+pub(super) const FIELD_KEYS: &[&str] = &[
+    "column",
+    "value",
+    "trim",
+    "trim_chars",
+    "case",
+    "map",
+    "default",
+    "format",
+    "ambiguous",
+    "timezone",
+    "decimal",
+    "only_if",
+    "null_values",
+    "update",
+    "empty",
 ];
 /// The address takes one key more: the reject reason when it is empty.
 pub(super) const EMAIL_KEYS: &[&str] = &[
@@ -102,6 +125,8 @@ pub(super) const ATTRIBUTE_KEYS: &[&str] = &[
     "decimal",
     "only_if",
     "null_values",
+    "update",
+    "empty",
 ];
 pub(super) const TAGS_KEYS: &[&str] = &[
     "columns",
@@ -171,7 +196,7 @@ pub const ACCEPTED_KEYS: &[(&str, &[&str])] = &[
     ("import", IMPORT_KEYS),
     ("import.receiver", RECEIVER_KEYS),
     ("receiver email", EMAIL_KEYS),
-    ("receiver field", MAPPING_KEYS),
+    ("receiver field", FIELD_KEYS),
     ("attribute", ATTRIBUTE_KEYS),
     ("tags", TAGS_KEYS),
     ("orders", ORDERS_KEYS),

@@ -24,6 +24,8 @@ mod keys;
 mod mode;
 mod order_lines;
 mod parse;
+mod policy;
+pub use policy::{Empty, MIRROR_LIMIT, PolicyScope, Update, WritePolicy};
 pub mod presets;
 pub mod reader;
 mod repeated_header;
@@ -49,6 +51,10 @@ use std::path::{Path, PathBuf};
 pub const DEFAULT_BUILTIN_DB: &str = ".listpipe/server.db";
 pub const DEFAULT_TIMEOUT_SECS: u64 = 30;
 pub const DEFAULT_RETRIES: u32 = 6;
+/// `[target] max_outage_secs` by default: ten minutes (a database restart
+/// or a failover is over well within it; a target down longer needs a
+/// person).
+pub const DEFAULT_MAX_OUTAGE_SECS: u64 = 600;
 /// Where rejects, plans and reports go unless a step says otherwise.
 pub const STATE_DIR: &str = ".listpipe";
 
@@ -96,6 +102,9 @@ pub struct Target {
     pub max_requests_per_second: Option<u32>,
     pub timeout_secs: u64,
     pub retries: u32,
+    /// How long a run waits for a target that is down as a whole (502, 503,
+    /// 504 across requests) before it stops with exit 3.
+    pub max_outage_secs: u64,
 }
 
 /// A pipeline holds a handful of steps, built once: the size of the largest
@@ -169,6 +178,12 @@ pub struct ImportStep {
     /// `json_attributes = "attributes"`: a column of JSON objects whose keys are global
     /// attributes (their mappings are in `global_attributes`).
     pub json_attributes: Option<JsonAttributes>,
+    /// `update` and `empty` of the step: the write policies of the mappings
+    /// that set none of their own ([`WritePolicy::of`]).
+    pub policy: WritePolicy,
+    /// `limit` (or `run --limit`): only the first N receivers of the step,
+    /// in the source's order, are written. Never with mirror mode.
+    pub limit: Option<u64>,
 }
 
 /// `fill_down = { within = "Name", columns = [...] }`: in each of `columns`, an empty cell
@@ -322,6 +337,10 @@ pub struct Mapping {
     /// The address only: what it may be beyond a dot-atom at a host name
     /// (`allow = ["quoted_local", "ip_literal", "utf8_local"]`).
     pub email_rules: listpipe_api::email::Rules,
+    /// The mapping's own `update` policy (None: the step's).
+    pub update: Option<Update>,
+    /// The mapping's own `empty` policy (None: the step's).
+    pub empty: Option<Empty>,
 }
 
 pub use listpipe_api::time::Ambiguous;

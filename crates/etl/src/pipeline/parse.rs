@@ -2,7 +2,9 @@
 //! steps, read with [`reader`](super::reader) so every problem is collected.
 //! The mapped parts of a step are in [`fields`](super::fields).
 
-use super::keys::{BLACKLIST_KEYS, EMAIL_KEYS, IMPORT_KEYS, MAPPING_KEYS, TARGET_KEYS, TOP_KEYS};
+use super::keys::{
+    BLACKLIST_KEYS, EMAIL_KEYS, FIELD_KEYS, IMPORT_KEYS, MAPPING_KEYS, TARGET_KEYS, TOP_KEYS,
+};
 use super::reader::{Ctx, Table, choices, type_name};
 use super::*;
 use std::ops::Range;
@@ -137,6 +139,7 @@ impl Parser<'_> {
             max_requests_per_second: None,
             timeout_secs: DEFAULT_TIMEOUT_SECS,
             retries: DEFAULT_RETRIES,
+            max_outage_secs: super::DEFAULT_MAX_OUTAGE_SECS,
         };
         let Some(t) = top.table(&mut self.ctx, "target") else {
             return target;
@@ -186,6 +189,9 @@ impl Parser<'_> {
         target.retries = t
             .int(ctx, "retries", 0..101)
             .map_or(DEFAULT_RETRIES, |n| n as u32);
+        target.max_outage_secs = t
+            .int(ctx, "max_outage_secs", 1..86_401)
+            .map_or(super::DEFAULT_MAX_OUTAGE_SECS, |n| n as u64);
         target
     }
 
@@ -312,15 +318,16 @@ impl Parser<'_> {
                 let known: Vec<&str> = ReceiverField::ALL.iter().map(|f| f.as_str()).collect();
                 r.check_keys(&mut self.ctx, &known);
                 for field in ReceiverField::ALL {
-                    let keys = if field == ReceiverField::Email {
-                        EMAIL_KEYS
-                    } else {
-                        MAPPING_KEYS
-                    };
+                    let email = field == ReceiverField::Email;
+                    let keys = if email { EMAIL_KEYS } else { FIELD_KEYS };
                     if let Some(v) = r.get(field.as_str())
-                        && let Some(m) =
+                        && let Some(mut m) =
                             self.mapping(v, field.as_str(), &r.name, src, keys, field.kind())
                     {
+                        // The address is the receiver's key: no policy.
+                        if !email {
+                            self.mapping_policy(v, field.as_str(), &r.name, Some(field), &mut m);
+                        }
                         fields.push((field, m));
                     }
                 }
@@ -333,6 +340,8 @@ impl Parser<'_> {
         let mut attributes = self.attributes(t, "attributes", src);
         let tags = self.tags(t, src);
         let mirror = self.mirror(t);
+        let policy = self.step_policy(t);
+        let limit = self.limit(t, mirror.is_some());
         let mut orders = self.orders(t, src, pipeline, &name);
         self.step_formats = 0;
         dates.fill_in(
@@ -374,6 +383,8 @@ impl Parser<'_> {
             fill_down,
             rejects_bom,
             json_attributes,
+            policy,
+            limit,
         })
     }
 
