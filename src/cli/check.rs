@@ -5,10 +5,13 @@
 
 use super::exit;
 use super::rejects::{StepRejects, write_order_rejects};
+use crate::html_report::{self, Command, StepExtra, profile::StepProfile};
 use crate::pipeline::{self, ImportStep, Step};
 use crate::prepare::{self, PreparedRows};
+use crate::report::{RunReport, StepReport};
 use crate::source::RejectSpool;
 use clap::Args;
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 #[derive(Args, Debug)]
@@ -18,6 +21,11 @@ pub struct CheckArgs {
     /// How many prepared rows to show per step.
     #[arg(long, default_value_t = 3)]
     pub preview: usize,
+    /// Also write what the check found as one self-contained HTML page to
+    /// this file: the counts as charts, the reject reasons, a profile of
+    /// every mapped column (no script, nothing fetched; see README).
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
 }
 
 pub fn run(args: CheckArgs, settings: super::Settings) -> super::Outcome {
@@ -31,8 +39,17 @@ pub fn run(args: CheckArgs, settings: super::Settings) -> super::Outcome {
     );
     let mut code = exit::OK;
     let mut verdict = Verdict::default();
+    // `--html`: the steps as a report's, and what the page adds to each.
+    let started = chrono::Utc::now().to_rfc3339();
+    let mut page_steps: Vec<StepReport> = Vec::new();
+    let mut page_extra: BTreeMap<String, StepExtra> = BTreeMap::new();
     for step in &pipeline.steps {
+        let mut extra = StepExtra {
+            profile: args.html.is_some().then(StepProfile::default),
+            ..Default::default()
+        };
         if let Step::Export(s) = step {
+            page_steps.push(step_report(step, "export"));
             // An export reads only the target: nothing to check offline.
             crate::outln!(
                 "\n[{}] export to {} ({}): needs the target, checked when run",
@@ -48,6 +65,10 @@ pub fn run(args: CheckArgs, settings: super::Settings) -> super::Outcome {
             Step::Export(_) => continue,
         };
         if crate::remote::is_remote(source) {
+            page_steps.push(StepReport {
+                skipped: Some("the source is downloaded and checked when run".into()),
+                ..step_report(step, "")
+            });
             // Checking stays offline: a URL or an object is downloaded by `run`.
             crate::outln!(
                 "\n[{}] source is a URL or an object in a store: downloaded and checked when run",
@@ -76,6 +97,12 @@ pub fn run(args: CheckArgs, settings: super::Settings) -> super::Outcome {
                 let summary =
                     prepare::import_chunks(s, &pipeline.base_dir, settings.budget, &mut |c| {
                         rejects.chunk(&c.table, &c.rejects);
+                        if let Some(p) = extra.profile.as_mut() {
+                            p.add_frame(&c.frame);
+                        }
+                        if extra.sources.is_empty() {
+                            extra.sources = html_report::files(&c.table.files);
+                        }
                         if encoding.is_none() {
                             encoding = guessed_encoding(&c.table);
                         }
@@ -115,6 +142,7 @@ pub fn run(args: CheckArgs, settings: super::Settings) -> super::Outcome {
                         crate::outln!("  first rows as create bodies (a receiver the group already holds gets only what differs):");
                     }
                     preview.iter().for_each(|line| crate::outln!("{line}"));
+                    extra.to_send = Some(receivers as u64);
                     let orders = p.stats.orders_accepted;
                     crate::outln!("  {receivers} receivers to send, {orders} orders");
                     policy_lines(s, receivers);
@@ -136,6 +164,9 @@ pub fn run(args: CheckArgs, settings: super::Settings) -> super::Outcome {
                     settings.budget,
                     &mut |chunk| {
                         rejects.chunk(&chunk.table, &chunk.rejects);
+                        if extra.sources.is_empty() {
+                            extra.sources = html_report::files(&chunk.table.files);
+                        }
                         if encoding.is_none() {
                             encoding = guessed_encoding(&chunk.table);
                         }
@@ -171,11 +202,18 @@ pub fn run(args: CheckArgs, settings: super::Settings) -> super::Outcome {
                         );
                     }
                     crate::outln!("  {entries} entries to send");
+                    extra.to_send = Some(entries as u64);
                     (p.stats, vec![rejects.finish(RejectSpool::new())])
                 })
             }
             Step::Export(_) => continue,
         };
+        let kind = if matches!(step, Step::Blacklist(_)) {
+            "blacklist"
+        } else {
+            "import"
+        };
+        let mut page_step = step_report(step, kind);
         match outcome {
             Ok((stats, written)) => {
                 verdict.add(stats.rows_read, stats.rejected_total());
@@ -209,6 +247,7 @@ pub fn run(args: CheckArgs, settings: super::Settings) -> super::Outcome {
                         Ok(Some(path)) => {
                             code = exit::PARTIAL;
                             crate::outln!("  rejects written to {}", path.display());
+                            page_step.rejects_file.get_or_insert(path);
                         }
                         Ok(None) => {}
                         Err(e) => {
@@ -217,18 +256,50 @@ pub fn run(args: CheckArgs, settings: super::Settings) -> super::Outcome {
                         }
                     }
                 }
+                page_step.prepare = stats;
             }
             Err(e) => {
                 crate::cause::report_in(step.name(), &e);
                 code = exit::PARTIAL;
                 verdict.unread += 1;
+                page_step.error = Some(crate::cause::flat(&e));
             }
         }
+        page_steps.push(page_step);
+        page_extra.insert(step.name().to_string(), extra);
     }
     if let Some(line) = verdict.line() {
         crate::outln!("\n{line}");
     }
+    if let Some(path) = &args.html {
+        let report = RunReport {
+            pipeline: pipeline.file.display().to_string(),
+            target: match &pipeline.target.url {
+                pipeline::TargetUrl::Url(u) => u.clone(),
+                pipeline::TargetUrl::Builtin { .. } => "builtin".to_string(),
+                pipeline::TargetUrl::FromCredentials => "the credentials file's".to_string(),
+            },
+            started,
+            finished: chrono::Utc::now().to_rfc3339(),
+            steps: page_steps,
+            exit_code: code,
+            ..Default::default()
+        };
+        if let Err(e) = super::html::write(path, Command::Check, &report, &page_extra) {
+            crate::cause::report_in("the HTML report", &e);
+            code = exit::IO;
+        }
+    }
     Ok(code)
+}
+
+/// A step's report for the page, before its counts.
+fn step_report(step: &Step, kind: &'static str) -> StepReport {
+    StepReport {
+        name: step.name().to_string(),
+        kind,
+        ..Default::default()
+    }
 }
 
 /// `warning: FILE: the encoding was guessed as ...` when the source's (first) file's

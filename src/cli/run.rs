@@ -4,6 +4,7 @@
 //! resumes or refuses is in [`journals`].
 
 mod journals;
+mod metrics;
 
 use super::step::{StepError, run_step};
 use super::{exit, fail, logs};
@@ -38,6 +39,10 @@ pub struct RunArgs {
     /// Write the run report as JSON to this file.
     #[arg(long)]
     pub report: Option<PathBuf>,
+    /// Also write the report as one self-contained HTML page to this file:
+    /// the counts as charts, the reject reasons, the requests (see README).
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
     /// No progress bars and no summary (errors still go to stderr).
     #[arg(long, short)]
     pub quiet: bool,
@@ -70,6 +75,16 @@ pub struct RunArgs {
     /// rest. Overrides a step's `limit`; refused with mirror mode.
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
     pub limit: Option<u64>,
+    /// Write the run's figures in the Prometheus text format to this file
+    /// at the end of the run, atomically (for node exporter's textfile
+    /// collector: name it `*.prom`; see docs/scheduled.md).
+    #[arg(long, value_name = "FILE")]
+    pub metrics_file: Option<PathBuf>,
+    /// Push the same figures to this Prometheus Pushgateway at the end of
+    /// the run (PUT URL/metrics/job/listpipe/pipeline/NAME); a failed push
+    /// is a warning, never a failed run.
+    #[arg(long, value_name = "URL")]
+    pub pushgateway: Option<String>,
 }
 
 /// Runs the pipeline; the exit code says how it went (see `cli::exit`).
@@ -84,40 +99,47 @@ pub async fn run(args: RunArgs, settings: super::Settings) -> super::Outcome {
         concurrency: args.concurrency.map(usize::from),
     };
     let started = chrono::Utc::now().to_rfc3339();
-    let conn =
-        match target::connect(&pipeline.target, &overrides, &super::builtin::InProcess).await {
-            Ok(conn) => conn,
-            // Unreachable, or the token refused: the report still says so, with
-            // every step not run (a scheduler reads it like any other night's).
-            Err(e) => {
-                if let Some(path) = &args.report {
-                    let mut report = RunReport {
-                        pipeline: pipeline.file.display().to_string(),
-                        target: args.target_url.clone().unwrap_or_else(|| {
-                            match &pipeline.target.url {
-                                pipeline::TargetUrl::Url(u) => u.clone(),
-                                _ => String::new(),
-                            }
-                        }),
-                        dry_run: args.dry_run,
-                        started,
-                        finished: chrono::Utc::now().to_rfc3339(),
-                        exit_code: exit::TARGET,
-                        ..Default::default()
-                    };
-                    not_run(
-                        &mut report,
-                        &pipeline,
-                        "not run: the target could not be reached",
-                        args.dry_run,
-                    );
-                    if let Err(w) = write_report(path, &report) {
-                        cause::report_in("the run report", w.as_ref());
-                    }
-                }
-                return Err((exit::TARGET, e.into()));
+    let conn = match target::connect(&pipeline.target, &overrides, &super::builtin::InProcess).await
+    {
+        Ok(conn) => conn,
+        // Unreachable, or the token refused: the report still says so, with
+        // every step not run (a scheduler reads it like any other night's).
+        Err(e) => {
+            let mut report = RunReport {
+                pipeline: pipeline.file.display().to_string(),
+                target: args
+                    .target_url
+                    .clone()
+                    .unwrap_or_else(|| match &pipeline.target.url {
+                        pipeline::TargetUrl::Url(u) => u.clone(),
+                        _ => String::new(),
+                    }),
+                dry_run: args.dry_run,
+                started,
+                finished: chrono::Utc::now().to_rfc3339(),
+                exit_code: exit::TARGET,
+                ..Default::default()
+            };
+            not_run(
+                &mut report,
+                &pipeline,
+                "not run: the target could not be reached",
+                args.dry_run,
+            );
+            if let Some(path) = &args.report
+                && let Err(w) = write_report(path, &report)
+            {
+                cause::report_in("the run report", w.as_ref());
             }
-        };
+            write_html(&args, &pipeline, &report);
+            // A failed run is what the metrics are for: they say so too.
+            let to = sinks(&args, &pipeline);
+            if let Err(w) = metrics::emit(&to, &report, &pipeline.name).await {
+                cause::report_in("the metrics file", w.as_ref());
+            }
+            return Err((exit::TARGET, e.into()));
+        }
+    };
     // One run writing a group of a target at a time (a dry run writes
     // nothing and takes no lock); then the journals, which belong to one
     // target and group each. Neither is touched when the lock is refused.
@@ -184,9 +206,18 @@ pub async fn run(args: RunArgs, settings: super::Settings) -> super::Outcome {
             break;
         }
         let span = tracing::info_span!("step", step = step.name());
-        match run_step(&pipeline, step, &conn, &opts, settings.budget, args.full)
-            .instrument(span)
-            .await
+        let profile = args.html.is_some();
+        match run_step(
+            &pipeline,
+            step,
+            &conn,
+            &opts,
+            settings.budget,
+            args.full,
+            profile,
+        )
+        .instrument(span)
+        .await
         {
             Ok(step_report) => {
                 if logs::json() {
@@ -319,7 +350,43 @@ pub async fn run(args: RunArgs, settings: super::Settings) -> super::Outcome {
         cause::report_in("the run report", e.as_ref());
         code = exit::IO;
     }
+    if !write_html(&args, &pipeline, &report) {
+        code = exit::IO;
+    }
+    if let Err(e) = metrics::emit(&sinks(&args, &pipeline), &report, &pipeline.name).await {
+        cause::report_in("the metrics file", e.as_ref());
+        code = exit::IO;
+    }
     Ok(code)
+}
+
+/// Where the run's metrics go: `--metrics-file` and `--pushgateway`, else
+/// the pipeline file's `[metrics]`.
+fn sinks<'a>(args: &'a RunArgs, pipeline: &'a Pipeline) -> metrics::Sinks<'a> {
+    metrics::Sinks {
+        file: args
+            .metrics_file
+            .as_deref()
+            .or(pipeline.metrics.file.as_deref()),
+        pushgateway: args
+            .pushgateway
+            .as_deref()
+            .or(pipeline.metrics.pushgateway.as_deref()),
+    }
+}
+
+/// `--html FILE`: the report as a page (issue 60); false when it could not
+/// be written (said on stderr).
+fn write_html(args: &RunArgs, pipeline: &Pipeline, report: &RunReport) -> bool {
+    let Some(path) = &args.html else {
+        return true;
+    };
+    let extra = super::html::sources(pipeline);
+    let written = super::html::write(path, crate::html_report::Command::Run, report, &extra);
+    if let Err(e) = &written {
+        cause::report_in("the HTML report", e);
+    }
+    written.is_ok()
 }
 
 /// Writes the run report as JSON; a report that cannot be made is an

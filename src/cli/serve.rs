@@ -83,6 +83,12 @@ pub struct ServeArgs {
     /// From other peers those headers are ignored. None unless given.
     #[arg(long = "trusted-proxy", value_name = "ADDR")]
     pub trusted_proxies: Vec<std::net::IpAddr>,
+    /// Answer GET /metrics (Prometheus text format: requests by route,
+    /// method and status, latency, requests in flight, 429s and 503s) on
+    /// this address, a listener of its own, never the API's port, without
+    /// a token: keep it on loopback (e.g. 127.0.0.1:9464). Off unless given.
+    #[arg(long, value_name = "ADDR")]
+    pub metrics_listen: Option<String>,
 }
 
 #[derive(Subcommand, Debug)]
@@ -142,6 +148,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             .max(crate::server::connections::MIN_MAX_HEADER_BYTES),
     };
     opts.trusted_proxies = args.trusted_proxies.clone();
+    opts.metrics_listen = args.metrics_listen.clone();
     let running = server::start(opts).await?;
     crate::errln!(
         "listpipe: serving the v3 API at {} (database {})",
@@ -166,6 +173,9 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             "listpipe: trusted proxies (their X-Forwarded-For or Forwarded tells the client's address): {}",
             proxies.join(", ")
         );
+    }
+    if let Some(addr) = running.metrics_addr {
+        crate::errln!("listpipe: metrics at http://{addr}/metrics");
     }
     if let Some(n) = args.rate_limit {
         crate::errln!("listpipe: rate limit: {n} requests per second per account");

@@ -5,6 +5,7 @@
 
 use super::rejects::{StepRejects, write_order_rejects};
 use crate::export::{self, ExportOptions};
+use crate::html_report::profile::StepProfile;
 use crate::load::target;
 use crate::load::{self, LoadError, PlanFile, WriteOptions, plan_file, spool_error};
 use crate::pipeline::{Pipeline, STATE_DIR, Step};
@@ -89,6 +90,8 @@ impl StepError {
     }
 }
 
+/// `profile`: an import step profiles its prepared columns for the HTML
+/// report (`--html`), in [`StepReport::profile`]; off, it costs nothing.
 pub(super) async fn run_step(
     pipeline: &Pipeline,
     step: &Step,
@@ -96,6 +99,7 @@ pub(super) async fn run_step(
     opts: &WriteOptions,
     budget: prepare::Budget,
     full_exports: bool,
+    profile: bool,
 ) -> Result<StepReport, StepError> {
     let mut report = StepReport {
         name: step.name().to_string(),
@@ -174,7 +178,8 @@ pub(super) async fn run_step(
     };
     match step {
         Step::Import(s) => {
-            import_step(pipeline, s, conn, opts, budget, &mut report, plan.as_mut()).await?
+            let plan = plan.as_mut();
+            import_step(pipeline, s, conn, opts, budget, &mut report, plan, profile).await?
         }
         Step::Blacklist(s) => {
             blacklist_step(pipeline, s, conn, opts, budget, &mut report, plan.as_mut()).await?
@@ -223,6 +228,7 @@ fn produce<T: Send + 'static, S: Send + 'static>(
 /// chunk's rejects, a chunk ahead at most; the loader diffs each chunk
 /// against the target and writes it while the next one is prepared; then
 /// the rows the target refused go after the rejects.
+#[allow(clippy::too_many_arguments)] // the step's context, each its own
 async fn import_step(
     pipeline: &Pipeline,
     s: &crate::pipeline::ImportStep,
@@ -231,16 +237,21 @@ async fn import_step(
     budget: prepare::Budget,
     report: &mut StepReport,
     plan: Option<&mut PlanFile>,
+    profile: bool,
 ) -> Result<(), StepError> {
     let (step, base_dir) = (s.clone(), pipeline.base_dir.clone());
     let (rejects, dry_run) = (StepRejects::new(&s.rejects, s.rejects_bom), opts.dry_run);
     let (mut chunks, preparing) = produce(move |send| {
         let mut rejects = rejects;
+        let mut columns = profile.then(StepProfile::default);
         let summary = prepare::import_chunks(&step, &base_dir, budget, &mut |mut c| {
             rejects.take(&c.table, &mut c.rejects, dry_run);
+            if let Some(p) = columns.as_mut() {
+                p.add_frame(&c.frame);
+            }
             send(c)
         });
-        (summary, rejects)
+        (summary, (rejects, columns))
     });
     let prepared = |joined: Result<_, tokio::task::JoinError>| {
         joined.map_err(|e| LoadError::step(format!("preparing the rows failed: {e}")))
@@ -257,7 +268,8 @@ async fn import_step(
     let mut refused = RejectSpool::new();
     let outcome = load::import::run(conn, s, first, &mut chunks, opts, plan, &mut refused).await;
     drop(chunks);
-    let ((summary, rejects), prepare_ms) = prepared(preparing.await)?;
+    let ((summary, (rejects, columns)), prepare_ms) = prepared(preparing.await)?;
+    report.profile = columns;
     report.timings_ms.prepare = prepare_ms;
     report.timings_ms.load = loading.elapsed().as_millis() as u64;
     let stopped = outcome.as_ref().map_or(true, |o| o.stopped);

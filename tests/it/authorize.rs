@@ -3,7 +3,7 @@
 //! so every header is seen), users, redirect URIs, `auth login` in a real
 //! headless Chromium, and `auth status`.
 
-mod chromium;
+pub(crate) mod chromium;
 
 use crate::support::TestServer;
 use listpipe::api::oauth::Credentials;

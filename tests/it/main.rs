@@ -1,6 +1,9 @@
 //! The one integration-test binary: every test starts the built-in server
 //! in-process on port 0 with a temp database and talks to it over HTTP.
 
+// A test fails on an unexpected error: unwrap and expect say where.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod support;
 
 mod accounts;
@@ -27,6 +30,7 @@ mod forms;
 mod groups;
 mod hardening;
 mod hostile;
+mod html_report;
 mod import;
 mod incremental;
 mod init;
@@ -34,6 +38,7 @@ mod init_evidence;
 mod job_runners;
 mod load_state;
 mod logs;
+mod metrics;
 mod oauth;
 mod objects;
 mod openapi;

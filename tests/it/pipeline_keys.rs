@@ -96,6 +96,11 @@ fn table() -> Vec<(&'static str, &'static str, String, Effect)> {
         ("pipeline", "import", import("", ""), Shows("[import-1] import into group \"News\"")),
         ("pipeline", "blacklist", blacklist(""), Shows("[blacklist-1] blacklist\n")),
         ("pipeline", "export", export(""), Shows("export to o.csv (csv)")),
+        ("pipeline", "metrics", format!("[metrics]\npushgateway = \"http://pg:9091\"\n{}", import("", "")), Parsed("pushgateway: Some(\"http://pg:9091\")")),
+        // [metrics]
+        ("metrics", "file", format!("[metrics]\nfile = \"m.prom\"\n{}", import("", "")), Parsed("m.prom\"), pushgateway: None")),
+        ("metrics", "pushgateway", format!("[metrics]\npushgateway = \"http://pg:9091\"\n{}", import("", "")), Parsed("Metrics { file: None, pushgateway: Some(\"http://pg:9091\") }")),
+        ("metrics", "pushgateway", format!("[metrics]\npushgateway = \"pg:9091\"\n{}", import("", "")), Refused("p.toml:2:15: `pushgateway` in [metrics] must be an http:// or https:// address, not \"pg:9091\"")),
         // [target]
         ("target", "url", format!("[target]\nurl = \"https://api.example.com\"\n{}", import("", "")), Parsed("Url(\"https://api.example.com\")")),
         ("target", "token_env", format!("[target]\ntoken_env = \"MY_TOKEN\"\n{}", import("", "")), Parsed("token_env: Some(\"MY_TOKEN\")")),
@@ -324,7 +329,7 @@ fn parsed(toml: &str) -> String {
     let path = dir.path().join("p.toml");
     std::fs::write(&path, toml).unwrap();
     match pipeline::load(&path) {
-        Ok(p) => format!("{:?}", p.target) + &format!("{:?}", p.steps),
+        Ok(p) => format!("{:?}{:?}{:?}", p.target, p.metrics, p.steps),
         Err(e) => panic!("{toml}\n{e}"),
     }
 }

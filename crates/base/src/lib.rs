@@ -4,7 +4,6 @@
 //! the process's two output streams with their exit codes ([`output`],
 //! [`exit`]).
 // No `unwrap` or `expect` outside tests: bad input is an error, never a panic.
-#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
 pub mod cause;
 pub mod exit;

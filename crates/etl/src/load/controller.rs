@@ -185,7 +185,7 @@ impl Controller {
 
     /// The rate for the next run to start at, when the target paced this one.
     pub fn rate_to_remember(&self) -> Option<f64> {
-        lock(&self.bucket).holding()
+        lock(&self.bucket).holding(Instant::now())
     }
 
     /// The run's graceful stop: setting it ends every wait for a pause, the

@@ -7,7 +7,16 @@ use super::export::{EXPORT_KEYS, RULE_KEYS};
 
 /// Where each table's keys are written down: the parser checks against
 /// these lists, and [`ACCEPTED_KEYS`] gathers them.
-pub(super) const TOP_KEYS: &[&str] = &["target", "timezone", "import", "blacklist", "export"];
+pub(super) const TOP_KEYS: &[&str] = &[
+    "target",
+    "timezone",
+    "metrics",
+    "import",
+    "blacklist",
+    "export",
+];
+/// `[metrics]`: where `run` writes and pushes its figures (issue 61).
+pub(super) const METRICS_KEYS: &[&str] = &["file", "pushgateway"];
 pub(super) const TARGET_KEYS: &[&str] = &[
     "url",
     "token_env",
@@ -193,6 +202,7 @@ pub const ORDERS_KEYS: &[&str] = &[
 pub const ACCEPTED_KEYS: &[(&str, &[&str])] = &[
     ("pipeline", TOP_KEYS),
     ("target", TARGET_KEYS),
+    ("metrics", METRICS_KEYS),
     ("import", IMPORT_KEYS),
     ("import.receiver", RECEIVER_KEYS),
     ("receiver email", EMAIL_KEYS),

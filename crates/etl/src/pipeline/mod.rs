@@ -73,8 +73,20 @@ pub struct Pipeline {
     /// by the target and group too, below it.
     pub state: String,
     pub target: Target,
+    /// `[metrics]`: the run's metrics file and Pushgateway.
+    pub metrics: Metrics,
     /// In file order.
     pub steps: Vec<Step>,
+}
+
+/// `[metrics]` of a pipeline file: what `run --metrics-file` and `run
+/// --pushgateway` say, kept with the pipeline (the command line wins).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Metrics {
+    /// The Prometheus text file (relative to the pipeline's folder).
+    pub file: Option<PathBuf>,
+    /// The Pushgateway's base URL (`http://` or `https://`).
+    pub pushgateway: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq)]

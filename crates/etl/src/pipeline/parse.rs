@@ -3,7 +3,8 @@
 //! The mapped parts of a step are in [`fields`](super::fields).
 
 use super::keys::{
-    BLACKLIST_KEYS, EMAIL_KEYS, FIELD_KEYS, IMPORT_KEYS, MAPPING_KEYS, TARGET_KEYS, TOP_KEYS,
+    BLACKLIST_KEYS, EMAIL_KEYS, FIELD_KEYS, IMPORT_KEYS, MAPPING_KEYS, METRICS_KEYS, TARGET_KEYS,
+    TOP_KEYS,
 };
 use super::reader::{Ctx, Table, choices, type_name};
 use super::*;
@@ -64,6 +65,7 @@ pub fn parse(path: &Path, text: &str) -> Result<Pipeline, PipelineError> {
     top.check_keys(&mut p.ctx, TOP_KEYS);
     p.file_timezone(&top);
     let target = p.target(&top);
+    let metrics = p.metrics(&top);
     let mut steps: Vec<(usize, Step)> = Vec::new();
     let mut tables = 0;
     for (key, kind) in [
@@ -119,6 +121,7 @@ pub fn parse(path: &Path, text: &str) -> Result<Pipeline, PipelineError> {
         name,
         state,
         target,
+        metrics,
         steps: steps.into_iter().map(|(_, s)| s).collect(),
     })
 }
@@ -126,6 +129,33 @@ pub fn parse(path: &Path, text: &str) -> Result<Pipeline, PipelineError> {
 impl Parser<'_> {
     pub(super) fn path(&self, p: &str) -> PathBuf {
         self.base_dir.join(p)
+    }
+
+    /// `[metrics]`: `file` relative to the pipeline's folder, `pushgateway` an HTTP URL.
+    fn metrics(&mut self, top: &Table) -> super::Metrics {
+        let Some(t) = top.table(&mut self.ctx, "metrics") else {
+            return super::Metrics::default();
+        };
+        t.check_keys(&mut self.ctx, METRICS_KEYS);
+        let ctx = &mut self.ctx;
+        let file = t
+            .str(ctx, "file")
+            .map(|f| self.base_dir.join(f.into_inner()));
+        let pushgateway = t.str(ctx, "pushgateway").and_then(|u| {
+            if u.get_ref().starts_with("http://") || u.get_ref().starts_with("https://") {
+                Some(u.into_inner())
+            } else {
+                ctx.error(
+                    u.span(),
+                    format!(
+                        "`pushgateway` in [metrics] must be an http:// or https:// address, not \"{}\"",
+                        u.get_ref()
+                    ),
+                );
+                None
+            }
+        });
+        super::Metrics { file, pushgateway }
     }
 
     fn target(&mut self, top: &Table) -> Target {

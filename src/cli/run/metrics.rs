@@ -1,0 +1,423 @@
+//! `run --metrics-file FILE` and `run --pushgateway URL` (issue 61): the
+//! run's figures in the Prometheus text format (version 0.0.4), built from
+//! the run report (the JSON of `--report` and these are the same numbers,
+//! from the same structs).
+//!
+//! The file follows node exporter's textfile-collector convention: one
+//! `*.prom` file per pipeline, replaced whole at the end of each run
+//! (through [`state_file::write`], so the collector never reads half a
+//! file). Per-step series carry the labels `pipeline` and `step`, run-wide
+//! ones `pipeline` only.
+//!
+//! Types: a run's counts (`listpipe_rows_read`, `listpipe_receivers_created`...)
+//! are gauges, "the last run's count": each run replaces the file, so they
+//! go up and down between runs, and an alert compares them (rejects over rows
+//! read) rather than taking a `rate()`. The two series named `_total` by the
+//! issue (`listpipe_requests_total`, `listpipe_retries_total`) are counters,
+//! as the name promises (promtool's lint insists on it), reset by each run.
+
+use crate::report::RunReport;
+use crate::state_file;
+use prometheus_client::encoding::prometheus_text;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
+use std::path::Path;
+use std::sync::atomic::AtomicU64;
+
+/// Labels of one series, in order.
+type Labels = Vec<(String, String)>;
+type Gauges = Family<Labels, Gauge>;
+type FloatGauges = Family<Labels, Gauge<f64, AtomicU64>>;
+
+/// The series that carry when the pipeline last succeeded; a failed run
+/// keeps the value the file had (see [`previous_success`]).
+const LAST_SUCCESS: &str = "listpipe_run_last_success_timestamp_seconds";
+
+/// Where the metrics go: the run's `--metrics-file` and `--pushgateway`.
+#[derive(Debug, Default, Clone)]
+pub struct Sinks<'a> {
+    pub file: Option<&'a Path>,
+    pub pushgateway: Option<&'a str>,
+}
+
+impl Sinks<'_> {
+    fn is_empty(&self) -> bool {
+        self.file.is_none() && self.pushgateway.is_none()
+    }
+}
+
+/// Whether a run counts as a success for `listpipe_run_last_success_timestamp_seconds`:
+/// exit 0, or exit 1 (some rows rejected or refused) with every step run
+/// to its end. Rejected rows have their own alert (the reject ratio); a
+/// step that stopped, a target that could not be reached, a stop, do not
+/// count.
+pub fn succeeded(report: &RunReport) -> bool {
+    match report.exit_code {
+        crate::cli::exit::OK => true,
+        crate::cli::exit::PARTIAL => report.steps.iter().all(|s| {
+            s.error.is_none()
+                && s.skipped
+                    .as_deref()
+                    .is_none_or(|w| !w.starts_with("not run"))
+        }),
+        _ => false,
+    }
+}
+
+fn seconds(rfc3339: &str) -> Option<f64> {
+    chrono::DateTime::parse_from_rfc3339(rfc3339)
+        .ok()
+        .map(|t| t.timestamp_millis() as f64 / 1000.0)
+}
+
+/// The text of the metrics of `report`, a run of pipeline `pipeline`;
+/// `last_success` is the previous success's time, kept when this run failed.
+pub fn render(
+    report: &RunReport,
+    pipeline: &str,
+    last_success: Option<f64>,
+) -> Result<String, std::fmt::Error> {
+    let mut registry = Registry::default();
+    let gauge = |registry: &mut Registry, name: &str, help: &str| {
+        let family = Gauges::default();
+        registry.register(name, help, family.clone());
+        family
+    };
+    let float = |registry: &mut Registry, name: &str, help: &str| {
+        let family = FloatGauges::default();
+        registry.register(name, help, family.clone());
+        family
+    };
+    let run = || vec![("pipeline".to_string(), pipeline.to_string())];
+    let of_step = |step: &str| {
+        vec![
+            ("pipeline".to_string(), pipeline.to_string()),
+            ("step".to_string(), step.to_string()),
+        ]
+    };
+    let rows_read = gauge(
+        &mut registry,
+        "listpipe_rows_read",
+        "Rows read from the step's source in the last run",
+    );
+    let rejected = gauge(
+        &mut registry,
+        "listpipe_rows_rejected",
+        "Rows rejected while preparing in the last run, by reason",
+    );
+    let duplicates = gauge(
+        &mut registry,
+        "listpipe_duplicates",
+        "Duplicate rows merged in the last run",
+    );
+    let blocked = gauge(
+        &mut registry,
+        "listpipe_blocked",
+        "Receivers on a blacklist, not written, in the last run",
+    );
+    let receivers: Vec<(&str, Gauges)> = [
+        ("created", "Receivers created in the last run"),
+        ("updated", "Receivers updated in the last run"),
+        (
+            "unchanged",
+            "Receivers already as the source has them in the last run",
+        ),
+        (
+            "failed",
+            "Receivers the target refused or that failed through every retry in the last run",
+        ),
+    ]
+    .into_iter()
+    .map(|(what, help)| {
+        (
+            what,
+            gauge(&mut registry, &format!("listpipe_receivers_{what}"), help),
+        )
+    })
+    .collect();
+    let exported = gauge(
+        &mut registry,
+        "listpipe_rows_exported",
+        "Rows written by the export step in the last run",
+    );
+    for step in &report.steps {
+        let labels = of_step(&step.name);
+        if step.kind == "export" {
+            if let Some(e) = &step.export {
+                exported.get_or_create(&labels).set(to_i64(e.rows));
+            }
+            continue;
+        }
+        let p = &step.prepare;
+        rows_read.get_or_create(&labels).set(to_i64(p.rows_read));
+        for (reason, n) in &p.rejected {
+            let mut l = labels.clone();
+            l.push(("reason".to_string(), reason.clone()));
+            rejected.get_or_create(&l).set(to_i64(*n));
+        }
+        duplicates.get_or_create(&labels).set(to_i64(p.duplicates));
+        if let Some(i) = &step.import {
+            blocked.get_or_create(&labels).set(to_i64(i.blocked));
+            for (what, family) in &receivers {
+                let n = match *what {
+                    "created" => i.created,
+                    "updated" => i.updated,
+                    "unchanged" => i.unchanged,
+                    _ => i.failed,
+                };
+                family.get_or_create(&labels).set(to_i64(n));
+            }
+        }
+    }
+
+    let requests = Family::<Labels, Counter>::default();
+    // Registered without the suffix: the encoder adds `_total` to a counter.
+    registry.register(
+        "listpipe_requests",
+        "Requests the run sent to the target, retries included",
+        requests.clone(),
+    );
+    let retries = Family::<Labels, Counter>::default();
+    registry.register(
+        "listpipe_retries",
+        "Requests the run sent again, by cause",
+        retries.clone(),
+    );
+    let rate = float(
+        &mut registry,
+        "listpipe_rate_limit_requests_per_second",
+        "The client-side rate limit at the end of the run (configured or learned from 429s); absent when none was needed",
+    );
+    if let Some(r) = &report.requests {
+        requests.get_or_create(&run()).inc_by(r.sent);
+        for (cause, n) in &r.retries {
+            let mut l = run();
+            l.push(("cause".to_string(), (*cause).to_string()));
+            retries.get_or_create(&l).inc_by(*n);
+        }
+        if let Some(per_second) = r.rate_limit_per_second {
+            rate.get_or_create(&run()).set(per_second);
+        }
+    }
+
+    let started = seconds(&report.started);
+    let finished = seconds(&report.finished);
+    if let (Some(s), Some(f)) = (started, finished) {
+        float(
+            &mut registry,
+            "listpipe_run_duration_seconds",
+            "How long the last run took",
+        )
+        .get_or_create(&run())
+        .set(((f - s) * 1000.0).round().max(0.0) / 1000.0);
+    }
+    gauge(
+        &mut registry,
+        "listpipe_run_exit_code",
+        "The exit code of the last run (0 all written, 1 rows rejected or failed; see docs)",
+    )
+    .get_or_create(&run())
+    .set(i64::from(report.exit_code));
+    if let Some(f) = finished {
+        float(
+            &mut registry,
+            "listpipe_run_finished_timestamp_seconds",
+            "When the last run finished, successful or not (Unix time)",
+        )
+        .get_or_create(&run())
+        .set(f);
+    }
+    let last = if succeeded(report) {
+        finished
+    } else {
+        last_success
+    };
+    if let Some(t) = last {
+        float(
+            &mut registry,
+            LAST_SUCCESS,
+            "When a run of this pipeline last succeeded (exit 0, or 1 with every step run) (Unix time)",
+        )
+        .get_or_create(&run())
+        .set(t);
+    }
+    let mut text = String::new();
+    prometheus_text::encode(&mut text, &registry)?;
+    Ok(text)
+}
+
+fn to_i64(n: u64) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+/// The last success recorded in an earlier metrics file of `pipeline`, so a
+/// failed run does not lose it (the file is the only memory a textfile
+/// collector has). A missing or unreadable file: none.
+fn previous_success(path: &Path, pipeline: &str) -> Option<f64> {
+    last_success_in(&std::fs::read_to_string(path).ok()?, pipeline, &[])
+}
+
+/// The value of [`LAST_SUCCESS`] of `pipeline` in a text exposition, in a
+/// series that also has every label of `also`.
+fn last_success_in(text: &str, pipeline: &str, also: &[&str]) -> Option<f64> {
+    let label = format!("pipeline=\"{}\"", escape(pipeline));
+    text.lines()
+        .filter(|l| {
+            l.starts_with(LAST_SUCCESS) && l.contains(&label) && also.iter().all(|a| l.contains(a))
+        })
+        .find_map(|l| l.rsplit(' ').next()?.parse().ok())
+}
+
+/// The last success the Pushgateway holds for this pipeline (its own
+/// `/metrics`), for a failed run pushed without a metrics file: the PUT
+/// replaces the group whole, and would drop it otherwise. Any failure:
+/// none (the push that follows says what is wrong).
+async fn pushed_success(base: &str, pipeline: &str) -> Option<f64> {
+    let url = format!("{}/metrics", base.trim_end_matches('/'));
+    let text = client()
+        .ok()?
+        .get(url)
+        .send()
+        .await
+        .ok()?
+        .text()
+        .await
+        .ok()?;
+    last_success_in(&text, pipeline, &["job=\"listpipe\""])
+}
+
+fn client() -> reqwest::Result<reqwest::Client> {
+    crate::client::init_tls();
+    reqwest::Client::builder()
+        .timeout(std::time::Duration::from_secs(10))
+        .build()
+}
+
+/// A label value as the text format escapes it.
+fn escape(v: &str) -> String {
+    v.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
+
+/// Writes the metrics of `report` to the sinks asked for. The file failing
+/// to be written is an error (the run's own output, like `--report`); the
+/// Pushgateway failing is a warning on stderr, never a failed run (a
+/// monitoring outage must not fail the night's import).
+pub async fn emit(
+    sinks: &Sinks<'_>,
+    report: &RunReport,
+    pipeline: &str,
+) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+    if sinks.is_empty() {
+        return Ok(());
+    }
+    let mut last = sinks.file.and_then(|f| previous_success(f, pipeline));
+    if let Some(url) = sinks.pushgateway
+        && last.is_none()
+        && !succeeded(report)
+    {
+        last = pushed_success(url, pipeline).await;
+    }
+    let text = render(report, pipeline, last)?;
+    if let Some(url) = sinks.pushgateway
+        && let Err(e) = push(url, pipeline, &text).await
+    {
+        crate::errln!(
+            "listpipe: warning: the metrics could not be pushed to {url}: {}",
+            crate::cause::flat(e.as_ref())
+        );
+    }
+    if let Some(path) = sinks.file {
+        state_file::write(path, text.as_bytes(), state_file::Access::Shared)?;
+    }
+    Ok(())
+}
+
+/// The Pushgateway URL of this pipeline's group: `URL/metrics/job/listpipe/pipeline/<name>`.
+/// A name that is not plain (`/`, spaces, non-ASCII) goes base64url-encoded
+/// (`pipeline@base64/...`), the Pushgateway's own way for such values.
+pub fn push_url(base: &str, pipeline: &str) -> String {
+    use base64::Engine;
+    let base = base.trim_end_matches('/');
+    let plain = !pipeline.is_empty()
+        && pipeline
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'));
+    if plain {
+        format!("{base}/metrics/job/listpipe/pipeline/{pipeline}")
+    } else {
+        let b64 = base64::engine::general_purpose::URL_SAFE.encode(pipeline);
+        // An empty value is `=` in this encoding.
+        let b64 = if b64.is_empty() { "=".to_string() } else { b64 };
+        format!("{base}/metrics/job/listpipe/pipeline@base64/{b64}")
+    }
+}
+
+/// PUT replaces every series of the group (a run's figures, not a sum
+/// with earlier pushes); ten seconds at most, so a Pushgateway that hangs
+/// does not hold a scheduled run.
+async fn push(
+    base: &str,
+    pipeline: &str,
+    text: &str,
+) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+    let answer = client()?
+        .put(push_url(base, pipeline))
+        .header(reqwest::header::CONTENT_TYPE, prometheus_text::CONTENT_TYPE)
+        .body(text.to_string())
+        .send()
+        .await?;
+    let status = answer.status();
+    if !status.is_success() {
+        let body = answer.text().await.unwrap_or_default();
+        return Err(format!("the Pushgateway answered {status}: {}", body.trim()).into());
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_name_that_is_not_plain_goes_base64_encoded() {
+        assert_eq!(
+            push_url("http://pg:9091/", "nightly"),
+            "http://pg:9091/metrics/job/listpipe/pipeline/nightly"
+        );
+        assert_eq!(
+            push_url("http://pg:9091", "a/b"),
+            "http://pg:9091/metrics/job/listpipe/pipeline@base64/YS9i"
+        );
+    }
+
+    #[test]
+    fn a_failed_run_keeps_the_last_success_of_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("n.prom");
+        let ok = RunReport {
+            started: "2026-01-01T00:00:00Z".into(),
+            finished: "2026-01-01T00:01:00Z".into(),
+            ..Default::default()
+        };
+        std::fs::write(&path, render(&ok, "n", None).unwrap()).unwrap();
+        assert_eq!(previous_success(&path, "n"), Some(1_767_225_660.0));
+        let failed = RunReport {
+            exit_code: crate::cli::exit::TARGET,
+            finished: "2026-01-02T00:00:00Z".into(),
+            ..Default::default()
+        };
+        let text = render(&failed, "n", previous_success(&path, "n")).unwrap();
+        assert!(
+            text.contains("listpipe_run_last_success_timestamp_seconds{pipeline=\"n\"} 1767225660"),
+            "{text}"
+        );
+        assert!(
+            text.contains("listpipe_run_exit_code{pipeline=\"n\"} 3"),
+            "{text}"
+        );
+    }
+}
