@@ -8,5 +8,6 @@
 pub mod cause;
 pub mod exit;
 pub mod hash;
+pub mod html;
 pub mod output;
 pub mod state_file;

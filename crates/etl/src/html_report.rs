@@ -84,18 +84,7 @@ pub fn files(paths: &[std::path::PathBuf]) -> Vec<SourceFile> {
 
 /// Escapes text for HTML content and quoted attribute values.
 pub fn esc(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
+    listpipe_base::html::escape(text)
 }
 
 const STYLE: &str = r#"

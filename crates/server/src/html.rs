@@ -1,31 +1,4 @@
-//! HTML escaping, the one place every value put into a page the server
-//! answers (forms, embed code, the authorize page) goes through.
+//! HTML escaping for every value put into a page the server answers (forms,
+//! embed code, the authorize page): the workspace's one escaper.
 
-/// Escapes text for an HTML element or a quoted attribute value.
-pub fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for ch in text.chars() {
-        match ch {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn escape_neutralises_markup_and_quotes() {
-        assert_eq!(
-            escape(r#"<a href="x">Tom & 'Jerry'</a>"#),
-            "&lt;a href=&quot;x&quot;&gt;Tom &amp; &#39;Jerry&#39;&lt;/a&gt;"
-        );
-    }
-}
+pub use listpipe_base::html::escape;
