@@ -78,6 +78,24 @@ async fn count(client: &ApiClient) -> u64 {
     client.group_stats(g.id).await.unwrap().total_count as u64
 }
 
+/// The server in this process on a new database `name` of `pg`: the
+/// server, its first access token and a client with it.
+async fn serve(pg: &PgServer, name: &str) -> (listpipe::server::RunningServer, String, ApiClient) {
+    let running = listpipe::server::start(listpipe::server::ServeOptions::new(
+        pg.database(name),
+        "127.0.0.1:0",
+    ))
+    .await
+    .expect("server starts");
+    let token = running
+        .credentials
+        .clone()
+        .expect("first start")
+        .access_token;
+    let client = ApiClient::new(&running.base_url, &token).unwrap();
+    (running, token, client)
+}
+
 fn report(dir: &Path) -> Value {
     serde_json::from_slice(&std::fs::read(dir.join("report.json")).unwrap_or_default())
         .unwrap_or(Value::Null)
@@ -94,18 +112,7 @@ async fn a_database_stopped_under_the_server_is_waited_out_and_no_row_fails() {
     }
     let Some(pg) = PgServer::start() else { return };
     for (writes, n) in [("auto", 20_000), ("single", 3_000)] {
-        let running = listpipe::server::start(listpipe::server::ServeOptions::new(
-            pg.database(&format!("outage_{writes}")),
-            "127.0.0.1:0",
-        ))
-        .await
-        .expect("server starts");
-        let token = running
-            .credentials
-            .clone()
-            .expect("first start")
-            .access_token;
-        let client = ApiClient::new(&running.base_url, &token).unwrap();
+        let (running, token, client) = serve(&pg, &format!("outage_{writes}")).await;
         let dir = tempfile::tempdir().unwrap();
         let p = pipeline(dir.path(), n, "");
         let child = run(
@@ -163,18 +170,7 @@ async fn a_target_down_longer_than_max_outage_stops_the_run_and_the_resume_is_ex
         return;
     }
     let Some(pg) = PgServer::start() else { return };
-    let running = listpipe::server::start(listpipe::server::ServeOptions::new(
-        pg.database("outage_long"),
-        "127.0.0.1:0",
-    ))
-    .await
-    .expect("server starts");
-    let token = running
-        .credentials
-        .clone()
-        .expect("first start")
-        .access_token;
-    let client = ApiClient::new(&running.base_url, &token).unwrap();
+    let (running, token, client) = serve(&pg, "outage_long").await;
     let dir = tempfile::tempdir().unwrap();
     let n = 3_000;
     let p = pipeline(dir.path(), n, "max_outage_secs = 3");
