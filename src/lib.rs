@@ -23,8 +23,8 @@ pub use listpipe_api::email;
 pub use listpipe_base::{cause, errln, errtext, hash, outln, state_file};
 pub use listpipe_client as client;
 pub use listpipe_etl::{
-    credentials_lock, export, html_report, init, key_store, load, pipeline, prepare, remote,
-    report, source, spill,
+    credentials_lock, export, html_report, init, key_store, load, pipeline, prepare, profile,
+    progress, remote, report, run, source, spill, transport,
 };
 pub use listpipe_server as server;
 

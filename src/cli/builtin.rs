@@ -1,9 +1,9 @@
 //! The built-in target of `run` and `export`: the server started in-process
 //! on a free loopback port, for the ETL's [`Builtin`] seam.
 
-use crate::load::LoadError;
-use crate::load::target::{Builtin, BuiltinTarget};
 use crate::server::{self, ServeOptions, store::accounts};
+use crate::transport::ConnectError;
+use crate::transport::target::{Builtin, BuiltinTarget};
 use futures::future::BoxFuture;
 use std::path::Path;
 
@@ -15,14 +15,14 @@ impl Builtin for InProcess {
         &self,
         database: &Path,
         token: Option<&str>,
-    ) -> BoxFuture<'static, Result<BuiltinTarget, LoadError>> {
+    ) -> BoxFuture<'static, Result<BuiltinTarget, ConnectError>> {
         let database = database.to_path_buf();
         let token = token.map(str::to_string);
         Box::pin(async move {
             let mut opts = ServeOptions::new(&database, "127.0.0.1:0");
             opts.remember_url = false;
             let running = server::start(opts).await.map_err(|e| {
-                LoadError::target(
+                ConnectError::new(
                     format!("cannot start the built-in target on {}", database.display()),
                     Some(e.into()),
                 )
@@ -47,7 +47,7 @@ impl Builtin for InProcess {
                         Ok(pair) => pair.access_token,
                         Err(e) => {
                             running.stop().await;
-                            return Err(LoadError::target(
+                            return Err(ConnectError::new(
                                 "the built-in target cannot issue a token",
                                 Some(e.into()),
                             ));

@@ -4,11 +4,12 @@
 //! rejects files. No network.
 
 use super::exit;
-use super::rejects::{StepRejects, write_order_rejects};
-use crate::html_report::{self, Command, StepExtra, profile::StepProfile};
+use crate::html_report::{self, Command, StepExtra};
 use crate::pipeline::{self, ImportStep, Step};
 use crate::prepare::{self, PreparedRows};
+use crate::profile::StepProfile;
 use crate::report::{RunReport, StepReport};
+use crate::run::rejects::{StepRejects, write_order_rejects};
 use crate::source::RejectSpool;
 use clap::Args;
 use std::collections::BTreeMap;
@@ -30,6 +31,8 @@ pub struct CheckArgs {
 
 pub fn run(args: CheckArgs, settings: super::Settings) -> super::Outcome {
     let pipeline = pipeline::load(&args.pipeline).map_err(super::fail(exit::USAGE))?;
+    // `--html`, else the pipeline file's `[report] html`.
+    let html = args.html.clone().or_else(|| pipeline.report.html.clone());
     // The file's verdict first; the rows' comes last, with its counts.
     let steps = pipeline.steps.len();
     crate::outln!(
@@ -45,7 +48,11 @@ pub fn run(args: CheckArgs, settings: super::Settings) -> super::Outcome {
     let mut page_extra: BTreeMap<String, StepExtra> = BTreeMap::new();
     for step in &pipeline.steps {
         let mut extra = StepExtra {
-            profile: args.html.is_some().then(StepProfile::default),
+            profile: html.is_some().then(StepProfile::default),
+            consent: match step {
+                Step::Import(s) => html_report::consent_sources(s),
+                _ => Vec::new(),
+            },
             ..Default::default()
         };
         if let Step::Export(s) = step {
@@ -98,7 +105,7 @@ pub fn run(args: CheckArgs, settings: super::Settings) -> super::Outcome {
                     prepare::import_chunks(s, &pipeline.base_dir, settings.budget, &mut |c| {
                         rejects.chunk(&c.table, &c.rejects);
                         if let Some(p) = extra.profile.as_mut() {
-                            p.add_frame(&c.frame);
+                            p.add_chunk(&c);
                         }
                         if extra.sources.is_empty() {
                             extra.sources = html_report::files(&c.table.files);
@@ -271,7 +278,7 @@ pub fn run(args: CheckArgs, settings: super::Settings) -> super::Outcome {
     if let Some(line) = verdict.line() {
         crate::outln!("\n{line}");
     }
-    if let Some(path) = &args.html {
+    if let Some(path) = &html {
         let report = RunReport {
             pipeline: pipeline.file.display().to_string(),
             target: match &pipeline.target.url {

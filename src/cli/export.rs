@@ -5,13 +5,12 @@ use super::exit;
 use crate::api::ReceiverType;
 use crate::export::{self, ExportOptions};
 use crate::load::LoadError;
-use crate::load::target::{self, TargetOverrides};
 use crate::pipeline::export::{
     self as model, CsvEncoding, CsvOptions, ExportStep, ExportWhat, FilterRef, Quoting, Timestamps,
 };
 use crate::pipeline::{ExportFormat, GroupRef, Target, TargetUrl};
+use crate::transport::target::{self, TargetOverrides};
 use clap::Args;
-use std::io::IsTerminal;
 use std::path::PathBuf;
 
 #[derive(Args, Debug)]
@@ -317,7 +316,7 @@ pub async fn run(args: ExportArgs) -> super::Outcome {
         pagesize: args.page_size,
         concurrency: args.concurrency.max(1),
         retries: args.retries,
-        progress: !args.quiet && std::io::stderr().is_terminal(),
+        progress: super::progress::on_terminal(args.quiet),
         full: args.full,
         ..Default::default()
     };

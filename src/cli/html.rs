@@ -31,13 +31,14 @@ pub fn sources(pipeline: &Pipeline) -> BTreeMap<String, StepExtra> {
         .steps
         .iter()
         .filter_map(|step| {
-            let source = match step {
-                Step::Import(s) => &s.source,
-                Step::Blacklist(s) => &s.source,
+            let (source, consent) = match step {
+                Step::Import(s) => (&s.source, html_report::consent_sources(s)),
+                Step::Blacklist(s) => (&s.source, Vec::new()),
                 Step::Export(_) => return None,
             };
             let extra = StepExtra {
                 sources: html_report::source_files(&pipeline.base_dir, &source.paths),
+                consent,
                 ..Default::default()
             };
             Some((step.name().to_string(), extra))

@@ -12,12 +12,11 @@ mod html;
 pub mod init;
 pub mod logs;
 pub mod outbox;
+mod progress;
 pub use listpipe_base::output;
-mod rejects;
 pub mod run;
 pub mod serve;
 pub mod settings;
-mod step;
 
 pub use settings::Settings;
 

@@ -6,22 +6,30 @@
 mod journals;
 mod metrics;
 
-use super::step::{StepError, run_step};
 use super::{exit, fail, logs};
 use crate::cause;
 use crate::load::journal::{self, JournalOptions};
 use crate::load::lock::LockError;
-use crate::load::target::{self, TargetOverrides};
 use crate::load::{self, LoadError, Stop, WriteMode, WriteOptions};
 use crate::pipeline::{self, Pipeline, Step};
 use crate::prepare::PrepareError;
 use crate::report::{RunReport, StepReport};
+use crate::run::step::{StepError, run_step};
 use crate::state_file;
+use crate::transport::target::{self, TargetOverrides};
 use clap::Args;
 use journals::{again, journal_steps, leftover_journals, step_keys};
-use std::io::IsTerminal;
 use std::path::PathBuf;
 use tracing::Instrument;
+
+/// `--writes`: [`WriteMode`] on the command line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Writes {
+    /// The batch upsert extension when the target has it, else single requests.
+    Auto,
+    /// One request per receiver, through the spec's endpoints only.
+    Single,
+}
 
 #[derive(Args, Debug)]
 pub struct RunArgs {
@@ -56,8 +64,8 @@ pub struct RunArgs {
     /// How receivers are written: `auto` uses the target's batch upsert
     /// (up to 1,000 per request) when it has it, `single` one request per
     /// receiver through the spec's endpoints.
-    #[arg(long, value_enum, default_value_t = WriteMode::Auto)]
-    pub writes: WriteMode,
+    #[arg(long, value_enum, default_value_t = Writes::Auto)]
+    pub writes: Writes,
     /// Let mirror mode remove more receivers than its guard allows (default
     /// 10% of the group).
     #[arg(long)]
@@ -151,11 +159,15 @@ pub async fn run(args: RunArgs, settings: super::Settings) -> super::Outcome {
             Ok(l) => Some(l),
             Err(e) => {
                 crate::errln!("listpipe: {}", cause::Chain(&e));
-                conn.close().await;
-                return Ok(match e {
+                let code = match e {
                     LockError::Held { .. } => exit::LOCKED,
                     LockError::Io { .. } => exit::IO,
-                });
+                };
+                let why = "not run: the run lock could not be taken";
+                metrics::before_any_step(&args, &pipeline, &conn.base_url, &started, code, why)
+                    .await;
+                conn.close().await;
+                return Ok(code);
             }
         }
     };
@@ -163,6 +175,8 @@ pub async fn run(args: RunArgs, settings: super::Settings) -> super::Outcome {
         && let Err((code, message)) = leftover_journals(&args, &pipeline, &conn.resolved)
     {
         crate::errln!("{message}");
+        let why = "not run: a journal of an unfinished run was found";
+        metrics::before_any_step(&args, &pipeline, &conn.base_url, &started, code, why).await;
         conn.close().await;
         return Ok(code);
     }
@@ -170,14 +184,17 @@ pub async fn run(args: RunArgs, settings: super::Settings) -> super::Outcome {
     let stop = conn.controller.stop_signal();
     let opts = WriteOptions {
         concurrency: conn.controller.max(),
-        writes: args.writes,
+        writes: match args.writes {
+            Writes::Auto => WriteMode::Auto,
+            Writes::Single => WriteMode::Single,
+        },
         pipeline: pipeline.state.clone(),
         pipeline_name: pipeline.name.clone(),
         target: conn.resolved.clone(),
         allow_mass_removal: args.allow_mass_removal,
         retries: pipeline.target.retries,
         dry_run: args.dry_run,
-        progress: !args.quiet && std::io::stderr().is_terminal(),
+        progress: super::progress::on_terminal(args.quiet),
         journal: (!args.dry_run).then(|| JournalOptions {
             pipeline: pipeline.state.clone(),
             resume: args.resume,
@@ -200,14 +217,16 @@ pub async fn run(args: RunArgs, settings: super::Settings) -> super::Outcome {
     // The journal stays when rows may still need sending: a stop, the
     // target lost, or rows failed with transient errors through every retry.
     let mut unfinished = false;
+    // The metrics file rewritten while the steps go (none without one).
+    let mut live = metrics::Live::new(&sinks(&args, &pipeline), &pipeline.name, &conn.controller);
     for step in &pipeline.steps {
         if opts.stop.is_set() {
             unfinished = true;
             break;
         }
         let span = tracing::info_span!("step", step = step.name());
-        let profile = args.html.is_some();
-        match run_step(
+        let profile = args.html.is_some() || pipeline.report.html.is_some();
+        let stepped = run_step(
             &pipeline,
             step,
             &conn,
@@ -216,9 +235,8 @@ pub async fn run(args: RunArgs, settings: super::Settings) -> super::Outcome {
             args.full,
             profile,
         )
-        .instrument(span)
-        .await
-        {
+        .instrument(span);
+        match live.during(&report, stepped).await {
             Ok(step_report) => {
                 if logs::json() {
                     step_report.log_finished();
@@ -378,7 +396,8 @@ fn sinks<'a>(args: &'a RunArgs, pipeline: &'a Pipeline) -> metrics::Sinks<'a> {
 /// `--html FILE`: the report as a page (issue 60); false when it could not
 /// be written (said on stderr).
 fn write_html(args: &RunArgs, pipeline: &Pipeline, report: &RunReport) -> bool {
-    let Some(path) = &args.html else {
+    // `--html`, else the pipeline file's `[report] html`.
+    let Some(path) = args.html.as_ref().or(pipeline.report.html.as_ref()) else {
         return true;
     };
     let extra = super::html::sources(pipeline);

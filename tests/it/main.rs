@@ -1,5 +1,8 @@
 //! The one integration-test binary: every test starts the built-in server
 //! in-process on port 0 with a temp database and talks to it over HTTP.
+//! The tests of the server's endpoints alone are the server crate's own
+//! (`crates/server/tests/api`); these are the binary's, the pipelines' and
+//! the client's against it.
 
 // A test fails on an unexpected error: unwrap and expect say where.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -9,25 +12,19 @@ mod support;
 mod accounts;
 mod adaptive;
 mod addresses;
-mod attributes;
 mod authorize;
 mod backends;
-mod blacklist;
-mod clients;
 mod consent;
 mod dates;
 mod dry_run;
 mod export;
 mod export_columns;
-mod extensions;
 mod failed_runs;
 mod faults;
 mod fidelity;
 mod fidelity_messages;
 mod fidelity_values;
-mod filters;
 mod forms;
-mod groups;
 mod hardening;
 mod hostile;
 mod html_report;
@@ -39,19 +36,14 @@ mod job_runners;
 mod load_state;
 mod logs;
 mod metrics;
-mod oauth;
 mod objects;
-mod openapi;
 mod outage;
 mod output;
-mod overload;
 mod pacing;
 mod pg;
 mod pipeline_errors;
 mod pipeline_keys;
 mod presets;
-mod properties;
-mod receivers;
 mod rejects;
 mod reliability;
 mod remote;
@@ -61,7 +53,6 @@ mod safety;
 mod scheduled;
 mod sources;
 mod state;
-mod tags;
 mod target_errors;
 mod third_party;
 mod token_security;
@@ -69,6 +60,5 @@ mod two_pass;
 mod two_pass_orders;
 mod typed_exports;
 mod warehouse;
-mod wire;
 mod write_policies;
 mod writes;

@@ -97,6 +97,9 @@ fn table() -> Vec<(&'static str, &'static str, String, Effect)> {
         ("pipeline", "blacklist", blacklist(""), Shows("[blacklist-1] blacklist\n")),
         ("pipeline", "export", export(""), Shows("export to o.csv (csv)")),
         ("pipeline", "metrics", format!("[metrics]\npushgateway = \"http://pg:9091\"\n{}", import("", "")), Parsed("pushgateway: Some(\"http://pg:9091\")")),
+        ("pipeline", "report", format!("[report]\nhtml = \"page.html\"\n{}", import("", "")), Parsed("page.html\") }")),
+        // [report]
+        ("report", "html", format!("[report]\nhtml = \"out/page.html\"\n{}", import("", "")), Parsed("out/page.html\") }")),
         // [metrics]
         ("metrics", "file", format!("[metrics]\nfile = \"m.prom\"\n{}", import("", "")), Parsed("m.prom\"), pushgateway: None")),
         ("metrics", "pushgateway", format!("[metrics]\npushgateway = \"http://pg:9091\"\n{}", import("", "")), Parsed("Metrics { file: None, pushgateway: Some(\"http://pg:9091\") }")),
@@ -329,7 +332,7 @@ fn parsed(toml: &str) -> String {
     let path = dir.path().join("p.toml");
     std::fs::write(&path, toml).unwrap();
     match pipeline::load(&path) {
-        Ok(p) => format!("{:?}{:?}{:?}", p.target, p.metrics, p.steps),
+        Ok(p) => format!("{:?}{:?}{:?}{:?}", p.target, p.metrics, p.report, p.steps),
         Err(e) => panic!("{toml}\n{e}"),
     }
 }

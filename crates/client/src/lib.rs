@@ -5,6 +5,7 @@
 // No `unwrap` or `expect` outside tests: bad input is an error, never a panic.
 
 mod attributes;
+pub mod backoff;
 mod blacklist;
 mod clients;
 mod debug;

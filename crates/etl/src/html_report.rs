@@ -13,11 +13,14 @@
 //!   and the profile keeps a few values per column ([`profile`]).
 //! - Pure: data in, `String` out; the caller writes it (atomically).
 
-pub mod profile;
+pub mod pace;
+mod sections;
 
-use crate::load::requests::RequestsReport;
+pub use sections::consent_sources;
+
+use crate::profile::StepProfile;
 use crate::report::{self, RunReport, StepReport};
-use profile::StepProfile;
+use crate::transport::requests::RequestsReport;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::Path;
@@ -46,6 +49,8 @@ pub struct StepExtra {
     /// `check`: the receivers (or blacklist entries) it would send.
     pub to_send: Option<u64>,
     pub profile: Option<StepProfile>,
+    /// Where each state field comes from ([`consent_sources`]).
+    pub consent: Vec<(String, String)>,
 }
 
 /// The page's input: the report, and per step name its [`StepExtra`].
@@ -93,7 +98,7 @@ const STYLE: &str = r#"
 body{margin:0;font:15px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:var(--fg);background:#fff}
 main{max-width:960px;margin:0 auto;padding:1rem}
 h1{font-size:1.4rem;margin:.2rem 0 .6rem}h2{font-size:1.15rem;margin:1.6rem 0 .4rem;border-bottom:1px solid var(--line)}
-h3{font-size:1rem;margin:1rem 0 .3rem}
+h3{font-size:1rem;margin:1rem 0 .3rem}h4{font-size:.95rem;font-weight:500;margin:.8rem 0 .2rem}
 dl{display:grid;grid-template-columns:max-content 1fr;gap:.2rem .8rem;margin:0}dt{color:var(--muted)}dd{margin:0;overflow-wrap:anywhere}
 table{border-collapse:collapse;width:100%;font-size:.9rem}th,td{text-align:left;padding:.25rem .4rem;border-bottom:1px solid var(--line);vertical-align:top}td{overflow-wrap:anywhere}th{white-space:nowrap}
 td.n,th.n{text-align:right;font-variant-numeric:tabular-nums}
@@ -319,7 +324,12 @@ fn step_section(out: &mut String, page: &Page, step: &StepReport) {
         .as_ref()
         .or(extra.and_then(|e| e.profile.as_ref()))
     {
+        sections::consent(out, p, extra);
+        sections::addresses(out, step, p);
+        sections::tags(out, p);
+        sections::orders(out, p);
         profile_table(out, p);
+        sections::column_charts(out, p);
     }
     out.push_str("</section>");
 }
@@ -485,13 +495,15 @@ fn profile_table(out: &mut String, p: &StepProfile) {
             .map(|(v, n, exact)| {
                 format!(
                     "<code>{}</code> {}{n}",
-                    esc(v),
+                    // A row's tags are joined by a control character.
+                    esc(&v.replace(crate::prepare::tags::JOIN, " | ")),
                     if *exact { "" } else { "≤" }
                 )
             })
             .collect();
-        let range = match (&c.min, &c.max) {
-            (Some(a), Some(b)) if c.temporal => format!("{} – {}", esc(a), esc(b)),
+        let range = match (&c.min, &c.max, c.numbers()) {
+            (Some(a), Some(b), _) if c.temporal => format!("{} – {}", esc(a), esc(b)),
+            (_, _, Some(n)) => format!("{} – {}", n.min, n.max),
             _ => String::new(),
         };
         let _ = write!(
@@ -519,6 +531,7 @@ fn profile_table(out: &mut String, p: &StepProfile) {
 }
 
 fn requests_section(out: &mut String, r: &RequestsReport) {
+    pace::pace_chart(out, r);
     out.push_str("<section><h2>requests</h2><dl>");
     let _ = write!(
         out,

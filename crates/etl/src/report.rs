@@ -22,7 +22,7 @@ pub struct RunReport {
     /// What the run's requests did: concurrency over time, retries by
     /// cause, latency percentiles, rate-limit pauses (`load::controller`).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub requests: Option<crate::load::requests::RequestsReport>,
+    pub requests: Option<crate::transport::requests::RequestsReport>,
     /// 0 everything written, 1 some rows rejected or failed.
     pub exit_code: u8,
 }
@@ -66,7 +66,7 @@ pub struct StepReport {
     /// The step's prepared columns profiled for the HTML report (`--html`
     /// only); not in the JSON, whose figures it does not change.
     #[serde(skip)]
-    pub profile: Option<crate::html_report::profile::StepProfile>,
+    pub profile: Option<crate::profile::StepProfile>,
 }
 
 #[derive(Debug, Clone, Serialize, Default)]

@@ -343,7 +343,7 @@ pub async fn start(opts: ServeOptions) -> Result<RunningServer, ServeError> {
     let bounds = overload::Bounds::new(opts.max_in_flight, opts.request_timeout, opts.body_timeout);
     let (metrics, metrics_addr, metrics_task) = match &opts.metrics_listen {
         Some(listen) => {
-            let (m, addr, task) = serve_metrics(listen).await?;
+            let (m, addr, task) = serve_metrics(listen, &store).await?;
             (Some(m), Some(addr), Some(task))
         }
         None => (None, None, None),
@@ -380,9 +380,11 @@ pub async fn start(opts: ServeOptions) -> Result<RunningServer, ServeError> {
     })
 }
 
-/// Binds `listen` and serves `GET /metrics` there in the background.
+/// Binds `listen` and serves `GET /metrics` there in the background, with
+/// the figures of `store` among them.
 async fn serve_metrics(
     listen: &str,
+    store: &Store,
 ) -> Result<
     (
         std::sync::Arc<metrics::Metrics>,
@@ -397,7 +399,7 @@ async fn serve_metrics(
     };
     let listener = tokio::net::TcpListener::bind(listen).await.map_err(bind)?;
     let addr = listener.local_addr().map_err(bind)?;
-    let m = std::sync::Arc::new(metrics::Metrics::new());
+    let m = std::sync::Arc::new(metrics::Metrics::new().with_store(store));
     let router = metrics::router(m.clone());
     let task = tokio::spawn(async move {
         if let Err(e) = axum::serve(listener, router).await {

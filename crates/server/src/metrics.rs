@@ -16,7 +16,14 @@
 //! the wire layer, so its extensions would not come back out.) A request
 //! no route matched is `route="unmatched"`: the raw path would make one
 //! series per URL a client tries.
+//!
+//! The store's figures: the rows its writes committed, by table and
+//! operation (`listpipe_server_rows_written_total{table, op}`, counted by
+//! the store itself, [`crate::store::written`]: a write rolled back counts
+//! nothing), and its connections, read when `/metrics` is asked for
+//! (in use and idle, at most, and on SQLite the writer's queue).
 
+use crate::store::Store;
 use axum::extract::{MatchedPath, Request, State};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
@@ -43,6 +50,20 @@ struct RouteLabels {
     method: String,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ConnectionLabels {
+    state: &'static str,
+}
+
+/// The store's connections, set from [`Store::pool`] at each scrape.
+struct Pool {
+    store: Store,
+    connections: Family<ConnectionLabels, Gauge>,
+    max: Gauge,
+    /// SQLite only.
+    write_queue: Option<Gauge>,
+}
+
 /// Latency buckets in seconds: 1 ms to 10 s, the span of a batch upsert
 /// on SQLite to a request held up to `--request-timeout`.
 const BUCKETS: [f64; 12] = [
@@ -63,6 +84,7 @@ pub struct Metrics {
     unavailable: Counter,
     token_grants: Counter,
     auth_failures: Counter,
+    pool: Option<Pool>,
 }
 
 impl Default for Metrics {
@@ -127,11 +149,67 @@ impl Metrics {
             unavailable,
             token_grants,
             auth_failures,
+            pool: None,
         }
+    }
+
+    /// These metrics with the store's: the rows it wrote, its connections.
+    pub fn with_store(mut self, store: &Store) -> Self {
+        self.registry.register(
+            "listpipe_server_rows_written",
+            "Rows the store's committed writes inserted (or upserted), updated or deleted, by table and operation",
+            store.rows_written().clone(),
+        );
+        let connections = Family::<ConnectionLabels, Gauge>::default();
+        self.registry.register(
+            "listpipe_server_store_connections",
+            "The store's database connections now, in use (running a statement) or idle (open and free)",
+            connections.clone(),
+        );
+        let max = Gauge::default();
+        self.registry.register(
+            "listpipe_server_store_connections_max",
+            "The store's database connections at most (SQLite: its writer and readers; PostgreSQL: the pool's size)",
+            max.clone(),
+        );
+        let write_queue = store.pool().write_queue.map(|_| {
+            let g = Gauge::default();
+            self.registry.register(
+                "listpipe_server_store_write_queue",
+                "SQLite: writes queued for the writer thread's next group commit (at most 1024, then 503)",
+                g.clone(),
+            );
+            g
+        });
+        self.pool = Some(Pool {
+            store: store.clone(),
+            connections,
+            max,
+            write_queue,
+        });
+        self
     }
 
     /// The registry in the Prometheus text format.
     pub fn encode(&self) -> Result<String, std::fmt::Error> {
+        if let Some(p) = &self.pool {
+            let now = p.store.pool();
+            let set = |g: &Gauge, n: usize| g.set(i64::try_from(n).unwrap_or(i64::MAX));
+            set(
+                &p.connections
+                    .get_or_create(&ConnectionLabels { state: "in_use" }),
+                now.in_use,
+            );
+            set(
+                &p.connections
+                    .get_or_create(&ConnectionLabels { state: "idle" }),
+                now.idle,
+            );
+            set(&p.max, now.max);
+            if let (Some(g), Some(n)) = (&p.write_queue, now.write_queue) {
+                set(g, n);
+            }
+        }
         let mut text = String::new();
         prometheus_text::encode(&mut text, &self.registry)?;
         Ok(text)
@@ -242,4 +320,57 @@ pub fn router(m: Arc<Metrics>) -> axum::Router {
     axum::Router::new()
         .route("/metrics", axum::routing::get(metrics))
         .with_state(m)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::db::params;
+    use crate::store::invalid;
+
+    #[tokio::test]
+    async fn the_store_series_count_committed_rows_only_and_show_the_connections() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("m.db")).unwrap();
+        let m = Metrics::new().with_store(&store);
+        store
+            .write(|c| c.batch("CREATE TABLE t (n INTEGER)"))
+            .await
+            .unwrap();
+        for n in 0..3i64 {
+            store
+                .write(move |c| c.exec("INSERT INTO t (n) VALUES (?1)", params![n]))
+                .await
+                .unwrap();
+        }
+        // Written, then refused: rolled back to its savepoint, not counted.
+        let refused = store
+            .write(|c| {
+                c.exec("INSERT INTO t (n) VALUES (9)", params![])?;
+                invalid::<()>("refused".to_string())
+            })
+            .await;
+        assert!(refused.is_err());
+        store
+            .call(|c| c.exec("UPDATE t SET n = n + 1 WHERE n < 2", params![]))
+            .await
+            .unwrap();
+        store
+            .write(|c| c.exec("DELETE FROM t WHERE n = 9", params![]))
+            .await
+            .unwrap();
+        let text = m.encode().unwrap();
+        for line in [
+            "listpipe_server_rows_written_total{table=\"t\",op=\"insert\"} 3",
+            "listpipe_server_rows_written_total{table=\"t\",op=\"update\"} 2",
+            "listpipe_server_store_connections{state=\"in_use\"} 0",
+            "listpipe_server_store_connections{state=\"idle\"} 5",
+            "listpipe_server_store_connections_max 5",
+            "listpipe_server_store_write_queue 0",
+        ] {
+            assert!(text.lines().any(|l| l == line), "{line}\n{text}");
+        }
+        // Nothing deleted: no series for it.
+        assert!(!text.contains("op=\"delete\""), "{text}");
+    }
 }

@@ -4,10 +4,29 @@
 //! from the same structs).
 //!
 //! The file follows node exporter's textfile-collector convention: one
-//! `*.prom` file per pipeline, replaced whole at the end of each run
-//! (through [`state_file::write`], so the collector never reads half a
-//! file). Per-step series carry the labels `pipeline` and `step`, run-wide
-//! ones `pipeline` only.
+//! `*.prom` file per pipeline, replaced whole (through [`state_file::write`],
+//! so the collector never reads half a file) every [`LIVE_EVERY`] while the
+//! run goes ([`Live`]) and once more at its end. Per-step series carry the
+//! labels `pipeline` and `step`, run-wide ones `pipeline` only.
+//!
+//! While the run goes the file holds what is known so far: the figures of
+//! the steps that have finished, the requests, retries (by cause, 429s
+//! among them) and rate of the run's controller, `listpipe_run_in_progress
+//! 1`, and the last success of the file before. The series of the end
+//! (`listpipe_run_exit_code`, `_finished_timestamp_seconds`,
+//! `_duration_seconds`) are absent until then: an exit code of a run that
+//! has none yet would read as a success (0) or a failure; while a run goes
+//! an alert on them finds no series rather than a wrong one (promtool
+//! accepts either file).
+//! The step that is running has no series yet: its counts live inside the
+//! load stage (`listpipe_etl`) until the step ends. The Pushgateway gets
+//! the final figures only (a push every few seconds would be a push per
+//! scrape, for a job that ends).
+//!
+//! A run refused before its first step (another run holds the lock, a
+//! journal left by an unfinished run needs `--resume` or
+//! `--discard-journal`) writes its metrics too, as any failed run
+//! ([`before_any_step`]).
 //!
 //! Types: a run's counts (`listpipe_rows_read`, `listpipe_receivers_created`...)
 //! are gauges, "the last run's count": each run replaces the file, so they
@@ -16,8 +35,10 @@
 //! issue (`listpipe_requests_total`, `listpipe_retries_total`) are counters,
 //! as the name promises (promtool's lint insists on it), reset by each run.
 
+use crate::pipeline::Pipeline;
 use crate::report::RunReport;
 use crate::state_file;
+use crate::transport::controller::Controller;
 use prometheus_client::encoding::prometheus_text;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -25,6 +46,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 use std::path::Path;
 use std::sync::atomic::AtomicU64;
+use std::time::Duration;
 
 /// Labels of one series, in order.
 type Labels = Vec<(String, String)>;
@@ -34,6 +56,9 @@ type FloatGauges = Family<Labels, Gauge<f64, AtomicU64>>;
 /// The series that carry when the pipeline last succeeded; a failed run
 /// keeps the value the file had (see [`previous_success`]).
 const LAST_SUCCESS: &str = "listpipe_run_last_success_timestamp_seconds";
+
+/// How often the metrics file is rewritten while a run goes.
+pub const LIVE_EVERY: Duration = Duration::from_secs(5);
 
 /// Where the metrics go: the run's `--metrics-file` and `--pushgateway`.
 #[derive(Debug, Default, Clone)]
@@ -72,12 +97,32 @@ fn seconds(rfc3339: &str) -> Option<f64> {
         .map(|t| t.timestamp_millis() as f64 / 1000.0)
 }
 
-/// The text of the metrics of `report`, a run of pipeline `pipeline`;
-/// `last_success` is the previous success's time, kept when this run failed.
+/// Whether the figures are a finished run's or those so far of a run
+/// that goes on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    Running,
+    Finished,
+}
+
+/// The text of the metrics of `report`, a finished run of pipeline
+/// `pipeline`; `last_success` is the previous success's time, kept when
+/// this run failed.
 pub fn render(
     report: &RunReport,
     pipeline: &str,
     last_success: Option<f64>,
+) -> Result<String, std::fmt::Error> {
+    render_at(report, pipeline, last_success, Phase::Finished)
+}
+
+/// [`render`], or while the run goes ([`Phase::Running`]): no exit code,
+/// finish or duration, and the last success as `last_success` says.
+fn render_at(
+    report: &RunReport,
+    pipeline: &str,
+    last_success: Option<f64>,
+    phase: Phase,
 ) -> Result<String, std::fmt::Error> {
     let mut registry = Registry::default();
     let gauge = |registry: &mut Registry, name: &str, help: &str| {
@@ -203,6 +248,31 @@ pub fn render(
     }
 
     let started = seconds(&report.started);
+    let running = phase == Phase::Running;
+    gauge(
+        &mut registry,
+        "listpipe_run_in_progress",
+        "1 while the run goes (the file rewritten every few seconds), 0 once it has finished",
+    )
+    .get_or_create(&run())
+    .set(i64::from(running));
+    if let Some(s) = started {
+        float(
+            &mut registry,
+            "listpipe_run_started_timestamp_seconds",
+            "When the last run started (Unix time)",
+        )
+        .get_or_create(&run())
+        .set(s);
+    }
+    let last = if !running && succeeded(report) {
+        seconds(&report.finished)
+    } else {
+        last_success
+    };
+    if running {
+        return finish(registry, pipeline, last);
+    }
     let finished = seconds(&report.finished);
     if let (Some(s), Some(f)) = (started, finished) {
         float(
@@ -229,19 +299,26 @@ pub fn render(
         .get_or_create(&run())
         .set(f);
     }
-    let last = if succeeded(report) {
-        finished
-    } else {
-        last_success
-    };
+    finish(registry, pipeline, last)
+}
+
+/// Adds the last success of `pipeline` (when there is one) to `registry`,
+/// and encodes it.
+fn finish(
+    mut registry: Registry,
+    pipeline: &str,
+    last: Option<f64>,
+) -> Result<String, std::fmt::Error> {
     if let Some(t) = last {
-        float(
-            &mut registry,
+        let family = FloatGauges::default();
+        registry.register(
             LAST_SUCCESS,
             "When a run of this pipeline last succeeded (exit 0, or 1 with every step run) (Unix time)",
-        )
-        .get_or_create(&run())
-        .set(t);
+            family.clone(),
+        );
+        family
+            .get_or_create(&vec![("pipeline".to_string(), pipeline.to_string())])
+            .set(t);
     }
     let mut text = String::new();
     prometheus_text::encode(&mut text, &registry)?;
@@ -334,6 +411,121 @@ pub async fn emit(
         state_file::write(path, text.as_bytes(), state_file::Access::Shared)?;
     }
     Ok(())
+}
+
+/// The metrics file rewritten while the run goes, every [`LIVE_EVERY`]:
+/// the steps finished so far and the controller's requests. It runs only
+/// while [`Live::during`] awaits a step (nothing is spawned: the
+/// controller belongs to the run's connection), so it has stopped when the
+/// run writes its final figures, and those always win.
+pub struct Live<'a> {
+    file: Option<&'a Path>,
+    pipeline: &'a str,
+    controller: &'a Controller,
+    /// The last success of the file before this run, kept while it goes.
+    last_success: Option<f64>,
+    tick: tokio::time::Interval,
+    /// A write failed once: said once on stderr, not every few seconds.
+    warned: bool,
+}
+
+impl<'a> Live<'a> {
+    /// The live file of `sinks` (none without a metrics file: then
+    /// [`Live::during`] only awaits the step).
+    pub fn new(sinks: &Sinks<'a>, pipeline: &'a str, controller: &'a Controller) -> Self {
+        Self::every(sinks, pipeline, controller, LIVE_EVERY)
+    }
+
+    fn every(
+        sinks: &Sinks<'a>,
+        pipeline: &'a str,
+        controller: &'a Controller,
+        period: Duration,
+    ) -> Self {
+        let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
+        // A tick missed between steps is written once at the next step's
+        // start, not made up for.
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        Live {
+            file: sinks.file,
+            pipeline,
+            controller,
+            last_success: sinks.file.and_then(|f| previous_success(f, pipeline)),
+            tick,
+            warned: false,
+        }
+    }
+
+    /// Awaits `work` (a step), rewriting the file with `report` (the
+    /// steps before it) and the controller's figures at each tick.
+    pub async fn during<F: Future>(&mut self, report: &RunReport, work: F) -> F::Output {
+        let Some(path) = self.file else {
+            return work.await;
+        };
+        let mut work = std::pin::pin!(work);
+        loop {
+            tokio::select! {
+                biased;
+                out = &mut work => return out,
+                _ = self.tick.tick() => self.write(path, report),
+            }
+        }
+    }
+
+    fn write(&mut self, path: &Path, report: &RunReport) {
+        let so_far = RunReport {
+            requests: Some(self.controller.report()),
+            ..report.clone()
+        };
+        let written = render_at(&so_far, self.pipeline, self.last_success, Phase::Running)
+            .map_err(|e| -> Box<dyn std::error::Error + Send + Sync> { e.into() })
+            .and_then(|text| {
+                state_file::write(path, text.as_bytes(), state_file::Access::Shared)
+                    .map_err(Into::into)
+            });
+        if let Err(e) = written
+            && !std::mem::replace(&mut self.warned, true)
+        {
+            crate::errln!(
+                "listpipe: warning: the metrics file {} could not be written during the run (it is again at the end): {}",
+                path.display(),
+                crate::cause::flat(e.as_ref())
+            );
+        }
+    }
+}
+
+/// A run that stopped before its first step, with exit `code`: another
+/// run holds the lock, or a journal an unfinished run left needs
+/// `--resume` or `--discard-journal` (`why`). Its metrics are written as
+/// any failed run's: the exit code, when it finished, the last success of
+/// the file kept; its steps not run. A metrics file that cannot be written
+/// is said on stderr (the run's exit code is already its refusal's).
+pub async fn before_any_step(
+    args: &super::RunArgs,
+    pipeline: &Pipeline,
+    target: &str,
+    started: &str,
+    code: u8,
+    why: &str,
+) {
+    let to = super::sinks(args, pipeline);
+    if to.is_empty() {
+        return;
+    }
+    let mut report = RunReport {
+        pipeline: pipeline.file.display().to_string(),
+        target: target.to_string(),
+        dry_run: args.dry_run,
+        started: started.to_string(),
+        finished: chrono::Utc::now().to_rfc3339(),
+        exit_code: code,
+        ..Default::default()
+    };
+    super::not_run(&mut report, pipeline, why, args.dry_run);
+    if let Err(e) = emit(&to, &report, &pipeline.name).await {
+        crate::cause::report_in("the metrics file", e.as_ref());
+    }
 }
 
 /// The Pushgateway URL of this pipeline's group: `URL/metrics/job/listpipe/pipeline/<name>`.

@@ -60,6 +60,8 @@ pub struct Browser {
     from: BufReader<ChildStdout>,
     next_id: u64,
     profile: tempfile::TempDir,
+    /// The events that came while waiting for answers, in order.
+    events: Vec<Value>,
 }
 
 impl Browser {
@@ -106,6 +108,7 @@ impl Browser {
             from,
             next_id: 0,
             profile,
+            events: Vec::new(),
         }
     }
 
@@ -114,8 +117,17 @@ impl Browser {
         std::fs::read_to_string(self.profile.path().join("chromium.log")).unwrap_or_default()
     }
 
+    /// The events of `method` so far (`Runtime.exceptionThrown`,
+    /// `Log.entryAdded`...: a domain sends them once enabled).
+    pub fn events(&self, method: &str) -> Vec<&Value> {
+        self.events
+            .iter()
+            .filter(|e| e["method"] == json!(method))
+            .collect()
+    }
+
     /// Sends one command and waits for its answer (events on the way are
-    /// dropped). `Err` is the protocol's error message.
+    /// kept, see [`Browser::events`]). `Err` is the protocol's error message.
     async fn send(
         &mut self,
         page: Option<&Page>,
@@ -130,6 +142,7 @@ impl Browser {
         }
         let mut bytes = serde_json::to_vec(&msg).unwrap();
         bytes.push(0);
+        let events = &mut self.events;
         let io = async {
             self.to.write_all(&bytes).await?;
             self.to.flush().await?;
@@ -142,6 +155,9 @@ impl Browser {
                 let answer: Value = serde_json::from_slice(&buf).map_err(std::io::Error::other)?;
                 if answer["id"] == json!(id) {
                     return Ok(answer);
+                }
+                if answer.get("id").is_none() {
+                    events.push(answer);
                 }
             }
         };

@@ -20,7 +20,7 @@ mod hint;
 mod names;
 mod zone;
 
-pub use format::EXCEL_DAYS;
+pub use format::{EXCEL_DAYS, iso};
 pub use hint::{ColumnHint, is_placeholder};
 
 use chrono::{DateTime, NaiveDate, Utc};

@@ -334,37 +334,7 @@ pub fn order_row<'a>(email: &'a str, o: &'a Order) -> Vec<Cell<'a>> {
     ]
 }
 
-/// An ISO 8601 UTC timestamp (`2024-02-01T14:22:00Z`), as imports read it.
-///
-/// Written digit by digit from the date's parts: `format`'s pattern, parsed
-/// on every call, was a tenth of an export's client time, and `format!`
-/// with padded numbers a twentieth. Years past 9999 (and before 0) keep
-/// `format`'s own spelling.
-pub fn iso(secs: i64) -> String {
-    use chrono::{Datelike, Timelike};
-    match chrono::DateTime::from_timestamp(secs, 0) {
-        Some(t) if (0..=9999).contains(&t.year()) => {
-            let mut out = *b"0000-00-00T00:00:00Z";
-            let parts = [
-                (0, 4, t.year() as u32),
-                (5, 2, t.month()),
-                (8, 2, t.day()),
-                (11, 2, t.hour()),
-                (14, 2, t.minute()),
-                (17, 2, t.second()),
-            ];
-            for (at, width, mut n) in parts {
-                for digit in out[at..at + width].iter_mut().rev() {
-                    *digit = b'0' + (n % 10) as u8;
-                    n /= 10;
-                }
-            }
-            out.iter().map(|&b| b as char).collect()
-        }
-        Some(t) => t.format("%Y-%m-%dT%H:%M:%SZ").to_string(),
-        None => secs.to_string(),
-    }
-}
+pub use listpipe_api::time::iso;
 
 #[cfg(test)]
 mod tests {

@@ -10,7 +10,7 @@
 //! receiver per answer), a few requests at a time: one small request per
 //! global attribute rather than a second read of the group.
 
-use crate::load::target::Connected;
+use crate::transport::target::Connected;
 use futures::StreamExt;
 use listpipe_api::Id;
 use listpipe_api::filter::{Rule, RuntimeFilter};

@@ -17,16 +17,16 @@ pub mod columns;
 mod destination;
 mod in_use;
 pub mod incremental;
-pub mod placeholders;
+pub use crate::pipeline::placeholders;
 mod plan;
 pub mod reader;
 pub mod writer;
 
 use crate::load::LoadError;
-use crate::load::retry::retrying;
-use crate::load::target::Connected;
 use crate::pipeline::ExportFormat;
 use crate::pipeline::export::ExportStep;
+use crate::transport::retry::retrying;
+use crate::transport::target::Connected;
 use columns::{Column, Kind, ORDER_COLUMNS};
 use futures::StreamExt;
 use listpipe_client::{ClientError, Page};
@@ -38,19 +38,20 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 use writer::{Chunk, Encode, Layout, Sink, WriteError};
 
+pub use crate::pipeline::out::{STDOUT, check_out, is_stdout};
 use destination::Staged;
-pub use destination::{STDOUT, check_out, is_stdout, shown};
+pub use destination::shown;
 
 /// How an export reads (the step says what and where).
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct ExportOptions {
     /// Receivers per page (at most 5,000).
     pub pagesize: i64,
     /// Pages in flight at once.
     pub concurrency: usize,
     pub retries: u32,
-    /// Show a progress bar (a terminal and not `--quiet`).
-    pub progress: bool,
+    /// Where progress goes (the binary's bar on a terminal; `None`: nowhere).
+    pub progress: crate::progress::Progress,
     /// For connecting to an object store an `out` names, and each wait for its answer.
     pub timeout: Duration,
     /// An incremental export starts again: everything, and a new cursor.
@@ -63,7 +64,7 @@ impl Default for ExportOptions {
             pagesize: reader::MAX_PAGESIZE,
             concurrency: reader::DEFAULT_CONCURRENCY,
             retries: crate::pipeline::DEFAULT_RETRIES,
-            progress: false,
+            progress: None,
             timeout: Duration::from_secs(crate::pipeline::DEFAULT_TIMEOUT_SECS),
             full: false,
         }
@@ -153,7 +154,7 @@ pub async fn run(
         format: step.format.extension(),
         ..Default::default()
     };
-    let plan = plan::plan(conn, step, opts.progress).await?;
+    let plan = plan::plan(conn, step, opts.progress.is_some()).await?;
     let cols = match &step.columns {
         None => plan.defaults.clone(),
         Some(chosen) => columns::select(&plan.columns, chosen).map_err(LoadError::step)?,
@@ -192,7 +193,7 @@ pub async fn run(
         }
         _ => None,
     };
-    let bar = progress(opts.progress, plan.total, &step.name);
+    let bar = crate::progress::stage(&opts.progress, &step.name, plan.total);
     let cursor = match (&plan.query, step.incremental) {
         (Some(q), true) => Some(Arc::new(incremental::Cursor::open(
             &conn.resolved,
@@ -304,7 +305,7 @@ pub async fn run(
         }
     }
     sink.finish().map_err(|e| output(&step.out, e))?;
-    bar.finish_and_clear();
+    bar.finish();
     if let Some((s, t)) = orders {
         s.finish().map_err(|e| output(t.out(), e))?;
         outcome.orders_file = Some(t.out().to_path_buf());
@@ -408,27 +409,4 @@ impl Prepare {
             orders,
         })
     }
-}
-
-/// A bar with the known total, a counter without one; hidden when off.
-fn progress(on: bool, total: Option<u64>, label: &str) -> indicatif::ProgressBar {
-    if !on {
-        return indicatif::ProgressBar::hidden();
-    }
-    let (bar, template) = match total {
-        Some(n) => (
-            indicatif::ProgressBar::new(n),
-            "{prefix:>12} [{bar:30}] {pos}/{len} {per_sec} eta {eta}",
-        ),
-        None => (
-            indicatif::ProgressBar::no_length(),
-            "{prefix:>12} {spinner} {pos} rows {per_sec}",
-        ),
-    };
-    let style = indicatif::ProgressStyle::with_template(template)
-        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
-        .progress_chars("=> ");
-    bar.set_style(style);
-    bar.set_prefix(label.to_string());
-    bar
 }

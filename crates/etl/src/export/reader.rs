@@ -6,8 +6,8 @@
 //! answer's bytes until its reader decodes it ([`Page::rows`]), into rows
 //! that borrow their text from it.
 
-use crate::load::retry::retrying;
-use crate::load::target::Connected;
+use crate::transport::retry::retrying;
+use crate::transport::target::Connected;
 use futures::{Stream, StreamExt};
 use listpipe_api::filter::RuntimeFilter;
 use listpipe_api::{Id, ReceiverQuery, ReceiverType};

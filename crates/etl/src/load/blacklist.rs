@@ -9,11 +9,11 @@
 //! span chunks: the entries short of a full batch wait for the next chunk,
 //! with their reject lines made ready (the chunk's rows are gone by then).
 
-use super::target::Connected;
 use super::{Action, BATCH, LoadError, PlanRow, WriteOptions, progress_bar, retry};
 use crate::pipeline::BlacklistStep;
 use crate::prepare::{BlacklistChunk, RejectLookup};
 use crate::source::RejectRow;
+use crate::transport::target::Connected;
 use futures::StreamExt;
 use listpipe_api::Group;
 use listpipe_api::blacklist::{BlacklistEntry, BlacklistInput};
@@ -50,7 +50,7 @@ pub struct BlacklistLoad<'a> {
     existing: FastMap<u128, u64>,
     out: BlacklistOutcome,
     retried: AtomicU64,
-    bar: indicatif::ProgressBar,
+    bar: Box<dyn crate::progress::Stage>,
     /// Entries of earlier chunks short of a full batch (fewer than [`BATCH`]),
     /// and their reject lines should the target refuse them.
     carried: Vec<Item>,
@@ -96,7 +96,7 @@ impl<'a> BlacklistLoad<'a> {
             existing,
             out: BlacklistOutcome::default(),
             retried,
-            bar: progress_bar(opts, 0, &step.name),
+            bar: progress_bar(opts, &step.name),
             carried: Vec::new(),
             ready: FastMap::default(),
         })
@@ -266,7 +266,7 @@ impl<'a> BlacklistLoad<'a> {
         let items = std::mem::take(&mut self.carried);
         let failures = self.send_batches(&items).await;
         self.failed(failures, rejects, None)?;
-        self.bar.finish_and_clear();
+        self.bar.finish();
         self.out.retries = self.retried.load(Ordering::Relaxed);
         Ok(self.out)
     }

@@ -12,10 +12,10 @@ use super::lookup::{self, Lookup};
 use super::outcome::ImportOutcome;
 use super::plan_file::{self, PlanFile};
 use super::rows::{Pending, RowResult, Rows};
-use super::target::Connected;
 use super::{Action, LoadError, PlanRow, WriteMode, WriteOptions};
 use crate::pipeline::{ImportStep, ReceiverField};
 use crate::prepare::{ImportChunk, PreparedRows};
+use crate::transport::target::Connected;
 use futures::StreamExt;
 use listpipe_api::Group;
 use std::sync::Arc;
@@ -168,7 +168,7 @@ pub(super) struct Shared<'a> {
     pub(super) run_time: i64,
     pub(super) gid: Option<listpipe_api::Id>,
     pub(super) journal: Option<&'a Journal>,
-    pub(super) bar: &'a indicatif::ProgressBar,
+    pub(super) bar: &'a dyn crate::progress::Stage,
 }
 
 /// The step's request counters, summed over its chunks.
@@ -296,7 +296,7 @@ pub(super) async fn write_chunk(
     let ctl = &conn.controller;
     let noted = std::sync::Mutex::new(std::time::Instant::now());
     let note = || {
-        if !opts.progress {
+        if opts.progress.is_none() {
             return;
         }
         // The progress line's note, four times a second at most.

@@ -15,11 +15,11 @@ use super::journal::Journal;
 use super::lookup::Lookup;
 pub use super::outcome::ImportOutcome;
 use super::plan_file::{self, PlanFile};
-use super::target::Connected;
 use super::{Action, LoadError, PlanRow, WriteOptions, mirror, plan, progress_bar, spool_error};
 use crate::pipeline::{ImportStep, ReceiverField, ValueFrom};
 use crate::prepare::{ImportChunk, PreparedRows};
 use crate::source::RejectSpool;
+use crate::transport::target::Connected;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -179,7 +179,7 @@ pub async fn run(
         _ => None,
     };
     out.journal_unreadable_lines = journal.as_ref().map_or(0, Journal::unreadable);
-    let bar = progress_bar(opts, 0, &step.name);
+    let bar = progress_bar(opts, &step.name);
     let gid = group.as_ref().map(|g| g.id);
     // A chunk's plan lines, written when it is done.
     let mut plan_rows: Vec<PlanRow> = Vec::new();
@@ -206,7 +206,7 @@ pub async fn run(
         run_time: chrono::Utc::now().timestamp(),
         gid,
         journal: journal.as_ref(),
-        bar: &bar,
+        bar: bar.as_ref(),
     };
     let shared = &shared;
     let (dry_run, keeps_imported) = (opts.dry_run, !opts.dry_run && ledger.is_some());
@@ -447,11 +447,11 @@ pub async fn run(
     // their own, so they are not rejects; the journal keeps them for
     // `--resume`, and the run stops (exit 3).
     if let Some(stopped) = conn.breaker.stopped() {
-        bar.finish_and_clear();
+        bar.finish();
         return Err(LoadError::from(stopped).unfinished(&out));
     }
     out.stopped |= not_started > 0;
-    bar.finish_and_clear();
+    bar.finish();
 
     // Mirror mode: what left the source goes, once every row is written.
     let concurrency = opts.concurrency.max(1);

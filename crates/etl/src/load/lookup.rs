@@ -15,8 +15,8 @@
 //! polls it, so lookups left unpolled could sit on the permits every other
 //! request waits for (the hang of flow.rs).
 
-use super::target::Connected;
 use super::{BATCH, LoadError, retry};
+use crate::transport::target::Connected;
 use futures::channel::mpsc;
 use futures::future::LocalBoxFuture;
 use futures::{FutureExt, Stream, StreamExt};

@@ -17,9 +17,9 @@
 use super::held::TargetIndex;
 use super::ledger::spill_failed;
 pub use super::ledger::{Ledger, LedgerKey};
-use super::target::Connected;
 use super::{LoadError, retry};
 use crate::key_store::KeyStore;
+use crate::transport::target::Connected;
 use listpipe_api::{Id, ReceiverInput};
 // The settings are the pipeline's plain data; what they do is here.
 pub use crate::pipeline::{MirrorSpec, Removal};

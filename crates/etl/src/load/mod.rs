@@ -3,15 +3,10 @@
 //! requests. One module per step kind; [`target`] connects, [`retry`]
 //! decides what is tried again.
 
-pub(crate) mod backoff;
 pub mod blacklist;
-pub mod breaker;
 mod chunk;
-pub mod controller;
 mod diff;
-mod flow;
 mod held;
-pub mod identity;
 pub mod import;
 pub mod journal;
 mod ledger;
@@ -21,21 +16,19 @@ pub mod mirror;
 mod outcome;
 mod plan;
 pub mod plan_file;
-pub mod remembered;
-pub mod requests;
-pub mod retry;
 mod rows;
-pub mod target;
-pub mod window;
 mod write;
 
 pub use plan_file::PlanFile;
+// The transport, by its old paths too (`load::target`, `load::controller`...).
+use crate::transport::flow;
+pub use crate::transport::{
+    ConnectError, Stop, breaker, controller, identity, remembered, requests, retry, target, window,
+};
 
 use listpipe_base::cause::Cause;
 use listpipe_client::ClientError;
 use std::path::PathBuf;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Blacklist entries per batch request (spec §8).
 pub const BATCH: usize = listpipe_api::blacklist::MAX_BATCH;
@@ -84,6 +77,15 @@ pub enum LoadError {
         outcome: Box<import::ImportOutcome>,
         cause: Box<LoadError>,
     },
+}
+
+impl From<ConnectError> for LoadError {
+    fn from(e: ConnectError) -> Self {
+        LoadError::Target {
+            what: e.what,
+            cause: e.cause,
+        }
+    }
 }
 
 impl LoadError {
@@ -137,7 +139,7 @@ impl LoadError {
 }
 
 /// How receivers are written.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum WriteMode {
     /// The batch upsert extension when the target has it, else single requests.
     #[default]
@@ -166,8 +168,8 @@ pub struct WriteOptions {
     pub allow_mass_removal: bool,
     pub retries: u32,
     pub dry_run: bool,
-    /// Show progress bars (a terminal and not `--quiet`).
-    pub progress: bool,
+    /// Where progress goes (the binary's bars on a terminal; `None`: nowhere).
+    pub progress: crate::progress::Progress,
     /// Where import steps journal their writes (`None`: no journal).
     pub journal: Option<journal::JournalOptions>,
     /// Set by Ctrl-C or SIGTERM: take no new rows.
@@ -176,41 +178,6 @@ pub struct WriteOptions {
     /// this they go to a temporary file (`load/held.rs`). Set once by the
     /// CLI ([`crate::spill::TARGET_SPILL_AFTER`], or `LISTPIPE_SPILL_AFTER`).
     pub spill_after: usize,
-}
-
-/// A stop request shared between the signal handler and the write loops.
-#[derive(Debug, Clone, Default)]
-pub struct Stop(Arc<StopState>);
-
-#[derive(Debug, Default)]
-struct StopState {
-    set: AtomicBool,
-    /// Wakes what waits for the stop ([`Stop::stopped`]).
-    told: tokio::sync::Notify,
-}
-
-impl Stop {
-    pub fn set(&self) {
-        self.0.set.store(true, Ordering::SeqCst);
-        self.0.told.notify_waiters();
-    }
-    pub fn is_set(&self) -> bool {
-        self.0.set.load(Ordering::SeqCst)
-    }
-    /// Returns once the stop is set.
-    pub async fn stopped(&self) {
-        loop {
-            let told = self.0.told.notified();
-            let mut told = std::pin::pin!(told);
-            // Registered before the flag is read: a `set` between the two
-            // still wakes it.
-            told.as_mut().enable();
-            if self.is_set() {
-                return;
-            }
-            told.await;
-        }
-    }
 }
 
 /// What happened to each input row of a dry run (the plan file's `action`).
@@ -263,18 +230,7 @@ pub fn spool_error(e: crate::spill::SpillError) -> LoadError {
     }
 }
 
-/// A progress bar for a stage, hidden when progress is off.
-pub fn progress_bar(opts: &WriteOptions, len: u64, label: &str) -> indicatif::ProgressBar {
-    if !opts.progress {
-        return indicatif::ProgressBar::hidden();
-    }
-    let bar = indicatif::ProgressBar::new(len);
-    let style = indicatif::ProgressStyle::with_template(
-        "{prefix:>12} [{bar:30}] {pos}/{len} {per_sec} eta {eta} {msg}",
-    )
-    .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
-    .progress_chars("=> ");
-    bar.set_style(style);
-    bar.set_prefix(label.to_string());
-    bar
+/// The progress of a step's writes: its total grows as chunks come.
+pub fn progress_bar(opts: &WriteOptions, label: &str) -> Box<dyn crate::progress::Stage> {
+    crate::progress::stage(&opts.progress, label, Some(0))
 }

@@ -3,11 +3,12 @@
 
 use super::diff::{Held, Watched};
 use super::held::{TargetIndex, key_of};
-use super::target::Connected;
-use super::{LoadError, PAGE, backoff, retry};
+use super::{LoadError, PAGE, retry};
 use crate::pipeline::{AttributeMapping, GroupRef};
+use crate::transport::target::Connected;
 use futures::StreamExt;
 use listpipe_api::{Attribute, AttributeInput, Group, GroupInput, ReceiverQuery, detail};
+use listpipe_client::backoff;
 use std::collections::HashSet;
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};

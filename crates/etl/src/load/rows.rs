@@ -6,11 +6,11 @@
 use super::diff::{Held, Kept, Policies, changed_fields, clear, update_body};
 use super::held::ChunkHeld;
 use super::journal::{self, Journal, Prior};
-use super::target::Connected;
 use super::write::{self, Wire, WriteError};
 use super::{Action, WriteOptions};
 use crate::pipeline::ReceiverField;
 use crate::prepare::{OrderLines, PreparedRows, consent};
+use crate::transport::target::Connected;
 use futures::StreamExt;
 use listpipe_api::{Id, ReceiverInput, ReceiverRow};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -63,7 +63,7 @@ impl Pending {
 }
 
 /// What a row needs, decided against what the target holds.
-pub(super) type Decision = super::flow::Decision<RowResult, Box<Pending>>;
+pub(super) type Decision = crate::transport::flow::Decision<RowResult, Box<Pending>>;
 
 /// What every row of a step shares.
 pub(super) struct Rows<'a> {

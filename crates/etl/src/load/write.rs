@@ -3,8 +3,8 @@
 //! sent only with the journal's [`Started`] for its rows.
 
 use super::journal::Started;
-use super::target::Connected;
 use super::{Action, retry};
+use crate::transport::target::Connected;
 use listpipe_api::{Id, Receiver, ReceiverInput, detail};
 use std::future::Future;
 use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};

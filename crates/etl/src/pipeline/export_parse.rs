@@ -23,7 +23,7 @@ impl Parser<'_> {
             // the pipeline file: running a shipped example writes nothing into the repository.
             Some(o) => {
                 let path = PathBuf::from(o.get_ref());
-                if let Err(e) = crate::export::check_out(&path) {
+                if let Err(e) = super::out::check_out(&path) {
                     ctx.error(o.span(), e);
                 }
                 Some((path, o.span()))
@@ -55,7 +55,7 @@ impl Parser<'_> {
             },
             None => match &out {
                 // Standard output has no extension: CSV unless `format` says otherwise.
-                Some((path, _)) if crate::export::is_stdout(path) => Some(ExportFormat::Csv),
+                Some((path, _)) if super::out::is_stdout(path) => Some(ExportFormat::Csv),
                 Some((path, span)) => {
                     let f = ExportFormat::from_path(path);
                     if f.is_none() {
@@ -68,7 +68,7 @@ impl Parser<'_> {
         };
         if let (Some((path, span)), Some(f @ (ExportFormat::Xlsx | ExportFormat::Parquet))) =
             (&out, format)
-            && crate::export::is_stdout(path)
+            && super::out::is_stdout(path)
         {
             ctx.error(
                 span.clone(),
@@ -124,7 +124,7 @@ impl Parser<'_> {
         }
         let orders_out = t.str(ctx, "orders_out").map(|o| {
             let path = PathBuf::from(o.get_ref());
-            if let Err(e) = crate::export::check_out(&path) {
+            if let Err(e) = super::out::check_out(&path) {
                 ctx.error(o.span(), e);
             }
             path

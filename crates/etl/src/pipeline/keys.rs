@@ -11,12 +11,15 @@ pub(super) const TOP_KEYS: &[&str] = &[
     "target",
     "timezone",
     "metrics",
+    "report",
     "import",
     "blacklist",
     "export",
 ];
 /// `[metrics]`: where `run` writes and pushes its figures (issue 61).
 pub(super) const METRICS_KEYS: &[&str] = &["file", "pushgateway"];
+/// `[report]`: the page `check` and `run` write (issue 60).
+pub(super) const REPORT_KEYS: &[&str] = &["html"];
 pub(super) const TARGET_KEYS: &[&str] = &[
     "url",
     "token_env",
@@ -203,6 +206,7 @@ pub const ACCEPTED_KEYS: &[(&str, &[&str])] = &[
     ("pipeline", TOP_KEYS),
     ("target", TARGET_KEYS),
     ("metrics", METRICS_KEYS),
+    ("report", REPORT_KEYS),
     ("import", IMPORT_KEYS),
     ("import.receiver", RECEIVER_KEYS),
     ("receiver email", EMAIL_KEYS),

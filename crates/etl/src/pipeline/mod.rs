@@ -23,7 +23,9 @@ mod json_attributes;
 mod keys;
 mod mode;
 mod order_lines;
+pub mod out;
 mod parse;
+pub mod placeholders;
 mod policy;
 pub use policy::{Empty, MIRROR_LIMIT, PolicyScope, Update, WritePolicy};
 pub mod presets;
@@ -75,6 +77,8 @@ pub struct Pipeline {
     pub target: Target,
     /// `[metrics]`: the run's metrics file and Pushgateway.
     pub metrics: Metrics,
+    /// `[report]`: the HTML page of `check` and `run`.
+    pub report: Report,
     /// In file order.
     pub steps: Vec<Step>,
 }
@@ -87,6 +91,15 @@ pub struct Metrics {
     pub file: Option<PathBuf>,
     /// The Pushgateway's base URL (`http://` or `https://`).
     pub pushgateway: Option<String>,
+}
+
+/// `[report]` of a pipeline file: what `check --html` and `run --html` say,
+/// kept with the pipeline (the command line wins).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Report {
+    /// The HTML page (relative to the pipeline's folder), rewritten by
+    /// each `check` and `run`.
+    pub html: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, PartialEq)]

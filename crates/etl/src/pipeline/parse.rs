@@ -3,8 +3,8 @@
 //! The mapped parts of a step are in [`fields`](super::fields).
 
 use super::keys::{
-    BLACKLIST_KEYS, EMAIL_KEYS, FIELD_KEYS, IMPORT_KEYS, MAPPING_KEYS, METRICS_KEYS, TARGET_KEYS,
-    TOP_KEYS,
+    BLACKLIST_KEYS, EMAIL_KEYS, FIELD_KEYS, IMPORT_KEYS, MAPPING_KEYS, METRICS_KEYS, REPORT_KEYS,
+    TARGET_KEYS, TOP_KEYS,
 };
 use super::reader::{Ctx, Table, choices, type_name};
 use super::*;
@@ -66,6 +66,7 @@ pub fn parse(path: &Path, text: &str) -> Result<Pipeline, PipelineError> {
     p.file_timezone(&top);
     let target = p.target(&top);
     let metrics = p.metrics(&top);
+    let report = p.report(&top);
     let mut steps: Vec<(usize, Step)> = Vec::new();
     let mut tables = 0;
     for (key, kind) in [
@@ -122,6 +123,7 @@ pub fn parse(path: &Path, text: &str) -> Result<Pipeline, PipelineError> {
         state,
         target,
         metrics,
+        report,
         steps: steps.into_iter().map(|(_, s)| s).collect(),
     })
 }
@@ -129,6 +131,18 @@ pub fn parse(path: &Path, text: &str) -> Result<Pipeline, PipelineError> {
 impl Parser<'_> {
     pub(super) fn path(&self, p: &str) -> PathBuf {
         self.base_dir.join(p)
+    }
+
+    /// `[report]`: `html` relative to the pipeline's folder.
+    fn report(&mut self, top: &Table) -> super::Report {
+        let Some(t) = top.table(&mut self.ctx, "report") else {
+            return super::Report::default();
+        };
+        t.check_keys(&mut self.ctx, REPORT_KEYS);
+        let html = t
+            .str(&mut self.ctx, "html")
+            .map(|f| self.base_dir.join(f.into_inner()));
+        super::Report { html }
     }
 
     /// `[metrics]`: `file` relative to the pipeline's folder, `pushgateway` an HTTP URL.

@@ -18,7 +18,7 @@ use tokio::io::AsyncWriteExt;
 
 use super::RemoteError;
 use super::validators::Validators;
-use crate::load::backoff;
+use listpipe_client::backoff;
 
 /// Tries after the first for a failure that may pass: with the backoff's windows (200 ms,
 /// 400 ms, 800 ms) a server restarting gets about a second and a half.

@@ -157,5 +157,5 @@ fn typed_text(c: &Column) -> Option<StringChunked> {
 
 /// ISO 8601 UTC, as a typed export's text formats write it.
 fn iso(secs: i64) -> String {
-    crate::export::columns::iso(secs)
+    listpipe_api::time::iso(secs)
 }

@@ -261,12 +261,15 @@ impl<'c> Db<'c> {
         Ok(n)
     }
 
-    /// Runs a statement; the number of rows it changed.
+    /// Runs a statement; the number of rows it changed (counted for the
+    /// metrics, [`super::written`]).
     pub fn exec(&self, sql: &str, params: &[&dyn Param]) -> StoreResult<u64> {
-        match self {
-            Db::Lite(c) => Ok(c.prepare_cached(sql)?.execute(lite(params))? as u64),
-            Db::Pg(c) => c.borrow_mut().execute(sql, params),
-        }
+        let n = match self {
+            Db::Lite(c) => c.prepare_cached(sql)?.execute(lite(params))? as u64,
+            Db::Pg(c) => c.borrow_mut().execute(sql, params)?,
+        };
+        super::written::record(sql, n);
+        Ok(n)
     }
 
     /// Every row of a query, each read by `f`.
@@ -284,11 +287,18 @@ impl<'c> Db<'c> {
                 while let Some(r) = rows.next()? {
                     out.push(f(&Row::Lite(r))?);
                 }
+                // An `INSERT ... RETURNING` answers a row for each it wrote.
+                super::written::record(sql, out.len() as u64);
                 Ok(out)
             }
             Db::Pg(c) => {
                 let rows = c.borrow_mut().query(sql, params)?;
-                rows.iter().map(|r| f(&Row::Pg(r))).collect()
+                let out: Vec<T> = rows
+                    .iter()
+                    .map(|r| f(&Row::Pg(r)))
+                    .collect::<StoreResult<_>>()?;
+                super::written::record(sql, out.len() as u64);
+                Ok(out)
             }
         }
     }
@@ -304,14 +314,19 @@ impl<'c> Db<'c> {
             Db::Lite(c) => {
                 let mut stmt = c.prepare_cached(sql)?;
                 let mut rows = stmt.query(lite(params))?;
+                let mut n = 0;
                 while let Some(r) = rows.next()? {
                     f(&Row::Lite(r))?;
+                    n += 1;
                 }
+                super::written::record(sql, n);
                 Ok(())
             }
             Db::Pg(c) => {
                 let rows = c.borrow_mut().query(sql, params)?;
-                rows.iter().try_for_each(|r| f(&Row::Pg(r)))
+                rows.iter().try_for_each(|r| f(&Row::Pg(r)))?;
+                super::written::record(sql, rows.len() as u64);
+                Ok(())
             }
         }
     }
@@ -323,17 +338,20 @@ impl<'c> Db<'c> {
         params: &[&dyn Param],
         f: impl FnOnce(&Row) -> StoreResult<T>,
     ) -> StoreResult<Option<T>> {
-        match self {
+        let out = match self {
             Db::Lite(c) => {
                 let mut stmt = c.prepare_cached(sql)?;
                 let mut rows = stmt.query(lite(params))?;
-                rows.next()?.map(|r| f(&Row::Lite(r))).transpose()
+                rows.next()?.map(|r| f(&Row::Lite(r))).transpose()?
             }
             Db::Pg(c) => {
                 let rows = c.borrow_mut().query(sql, params)?;
-                rows.first().map(|r| f(&Row::Pg(r))).transpose()
+                rows.first().map(|r| f(&Row::Pg(r))).transpose()?
             }
-        }
+        };
+        // The store reads one row of an `INSERT ... RETURNING` that writes one.
+        super::written::record(sql, u64::from(out.is_some()));
+        Ok(out)
     }
 
     /// The first row of a query read by `f`; a query that always answers
@@ -353,12 +371,16 @@ impl<'c> Db<'c> {
         self.row(sql, params, |r| r.get(0))
     }
 
-    /// Several statements without parameters (a migration's).
+    /// Several statements without parameters (a migration's, a
+    /// savepoint's: what a savepoint rolled back wrote is not counted,
+    /// [`super::written`]).
     pub fn batch(&self, sql: &str) -> StoreResult<()> {
         match self {
-            Db::Lite(c) => Ok(c.execute_batch(sql)?),
-            Db::Pg(c) => Ok(c.borrow_mut().client.batch_execute(sql)?),
+            Db::Lite(c) => c.execute_batch(sql)?,
+            Db::Pg(c) => c.borrow_mut().client.batch_execute(sql)?,
         }
+        super::written::savepoints(sql);
+        Ok(())
     }
 }
 

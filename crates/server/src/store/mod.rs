@@ -28,6 +28,7 @@ pub mod tags;
 pub mod tokens;
 pub mod users;
 mod writer;
+pub mod written;
 
 pub use clock::{Clock, now};
 pub use db::{Backend, Db};
@@ -100,6 +101,22 @@ pub struct Store {
     kind: Kind,
     /// The time its functions read ([`now`]).
     clock: Clock,
+    /// Rows its writes committed, by table and operation ([`written`]).
+    written: written::RowsWritten,
+}
+
+/// The store's connections now, for `serve --metrics-listen`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PoolStats {
+    /// Connections running a statement (or held for one).
+    pub in_use: usize,
+    /// Connections open and free.
+    pub idle: usize,
+    /// Connections the store opens at most.
+    pub max: usize,
+    /// SQLite: writes queued for the writer thread (its group commit);
+    /// `None` on PostgreSQL, where each write takes a connection.
+    pub write_queue: Option<usize>,
 }
 
 #[derive(Clone)]
@@ -116,7 +133,7 @@ struct Lite {
     conn: Arc<Mutex<Connection>>,
     readers: Arc<Readers>,
     /// The writer thread's queue (see [`writer`]), bounded.
-    writes: std::sync::mpsc::SyncSender<writer::Job>,
+    writes: writer::Queue,
     /// Single creates waiting for the writer, written as one batch.
     creates: Arc<writer::Merge<receivers::NewReceiver, listpipe_api::Receiver>>,
 }
@@ -180,6 +197,7 @@ impl Store {
             return Ok(Store {
                 kind: Kind::Pg(Arc::new(pg::Pool::open(url)?)),
                 clock,
+                written: Default::default(),
             });
         }
         Self::open_sqlite(db, clock)
@@ -208,14 +226,15 @@ impl Store {
             })
             .collect::<StoreResult<Vec<_>>>()?;
         let conn = Arc::new(Mutex::new(conn));
+        let written = written::RowsWritten::default();
         Ok(Store {
             kind: Kind::Lite(Lite {
-                writes: writer::start(conn.clone(), clock.clone()).map_err(|source| {
-                    StoreError::Io {
+                writes: writer::start(conn.clone(), clock.clone(), written.clone()).map_err(
+                    |source| StoreError::Io {
                         what: "start the database writer".into(),
                         source,
-                    }
-                })?,
+                    },
+                )?,
                 conn,
                 creates: writer::Merge::new(receivers::create_many),
                 readers: Arc::new(Readers {
@@ -224,7 +243,43 @@ impl Store {
                 }),
             }),
             clock,
+            written,
         })
+    }
+
+    /// Rows its writes committed, by table and operation ([`written`]).
+    pub fn rows_written(&self) -> &written::RowsWritten {
+        &self.written
+    }
+
+    /// Its connections now: in use, idle, at most, and (SQLite) the
+    /// writer's queue. A connection is in use while its lock is held, so
+    /// this looks (never waits) at each lock.
+    pub fn pool(&self) -> PoolStats {
+        match &self.kind {
+            Kind::Lite(l) => {
+                let all = std::iter::once(&*l.conn).chain(l.readers.conns.iter());
+                let in_use = all
+                    .filter(|c| matches!(c.try_lock(), Err(std::sync::TryLockError::WouldBlock)))
+                    .count();
+                let max = 1 + l.readers.conns.len();
+                PoolStats {
+                    in_use,
+                    idle: max - in_use,
+                    max,
+                    write_queue: Some(l.writes.waiting()),
+                }
+            }
+            Kind::Pg(pool) => {
+                let (in_use, idle, max) = pool.stats();
+                PoolStats {
+                    in_use,
+                    idle,
+                    max,
+                    write_queue: None,
+                }
+            }
+        }
     }
 
     /// The clock its functions read.
@@ -286,16 +341,24 @@ impl Store {
         let conn = match &self.kind {
             Kind::Lite(l) => l.conn.clone(),
             Kind::Pg(pool) => {
-                let pool = pool.clone();
-                return tokio::task::spawn_blocking(move || clock.enter(|| pool.write(f))).await?;
+                let (pool, counts) = (pool.clone(), self.written.clone());
+                return tokio::task::spawn_blocking(move || {
+                    let out = clock.enter(|| pool.write(f));
+                    committed(&out, &counts);
+                    out
+                })
+                .await?;
             }
         };
+        let counts = self.written.clone();
         tokio::task::spawn_blocking(move || {
             // A panic in another call poisons the lock but leaves the
             // connection usable (its transaction was rolled back on drop).
             let guard = conn.lock().unwrap_or_else(|p| p.into_inner());
+            written::discard();
             let out = clock.enter(|| f(&Db::Lite(&guard)));
             WRITES.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            committed(&out, &counts);
             out
         })
         .await?
@@ -315,7 +378,13 @@ impl Store {
             Kind::Lite(l) => &l.writes,
             Kind::Pg(pool) => {
                 let (pool, clock) = (pool.clone(), self.clock.clone());
-                return tokio::task::spawn_blocking(move || clock.enter(|| pool.write(f))).await?;
+                let counts = self.written.clone();
+                return tokio::task::spawn_blocking(move || {
+                    let out = clock.enter(|| pool.write(f));
+                    committed(&out, &counts);
+                    out
+                })
+                .await?;
             }
         };
         let (tx, rx) = tokio::sync::oneshot::channel();
@@ -369,6 +438,15 @@ impl Store {
             Kind::Lite(l) => l.conn.lock().unwrap(),
             Kind::Pg(_) => panic!("not a SQLite store"),
         }
+    }
+}
+
+/// A write outside the writer's group commits ended with `out`: what it
+/// wrote counts once it succeeded (committed), never when it failed.
+fn committed<T>(out: &StoreResult<T>, counts: &written::RowsWritten) {
+    match out {
+        Ok(_) => written::flush(counts),
+        Err(_) => written::discard(),
     }
 }
 

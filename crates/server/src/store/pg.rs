@@ -184,6 +184,8 @@ impl Pool {
     pub(super) fn write<T>(&self, f: impl Fn(&Db) -> StoreResult<T>) -> StoreResult<T> {
         let mut attempt = 0;
         loop {
+            // What an attempt rolled back wrote is not counted.
+            super::written::discard();
             match self.in_transaction("BEGIN", &f) {
                 Err(StoreError::Raced(_)) if attempt + 1 < RACE_ATTEMPTS => {
                     attempt += 1;
@@ -192,6 +194,24 @@ impl Pool {
                 done => return done,
             }
         }
+    }
+}
+
+impl Pool {
+    /// Connections in use (their slot held), open and free, and at most,
+    /// looking at each slot without waiting for it.
+    pub(super) fn stats(&self) -> (usize, usize, usize) {
+        let (mut in_use, mut idle) = (0, 0);
+        for slot in &self.slots {
+            match slot.try_lock() {
+                Ok(s) if s.is_some() => idle += 1,
+                Ok(_) => {}
+                Err(std::sync::TryLockError::Poisoned(p)) if p.get_ref().is_some() => idle += 1,
+                Err(std::sync::TryLockError::Poisoned(_)) => {}
+                Err(std::sync::TryLockError::WouldBlock) => in_use += 1,
+            }
+        }
+        (in_use, idle, self.slots.len())
     }
 }
 

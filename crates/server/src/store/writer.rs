@@ -10,10 +10,11 @@
 //! instead of sixteen; and since their creates wait together in a
 //! [`Merge`], one batch's statements instead of sixteen times twenty.
 
+use super::written::{self, RowsWritten};
 use super::{Db, RETRY_AFTER_SECS, StoreError, StoreResult, WRITES};
 use rusqlite::Connection;
 use std::panic::AssertUnwindSafe;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, TrySendError};
 use std::sync::{Arc, Mutex};
 
@@ -80,6 +81,31 @@ impl Job {
     }
 }
 
+/// The writer's queue: its sender, and how many jobs wait in it (for
+/// `serve --metrics-listen`).
+#[derive(Clone)]
+pub(super) struct Queue {
+    tx: SyncSender<Job>,
+    waiting: Arc<AtomicUsize>,
+}
+
+impl Queue {
+    /// Queues `job`, or refuses it at once (full, or the writer gone).
+    pub(super) fn try_send(&self, job: Job) -> Result<(), TrySendError<Job>> {
+        // Counted before it can be taken, so that the writer's count down
+        // never passes it.
+        self.waiting.fetch_add(1, Ordering::Relaxed);
+        self.tx.try_send(job).inspect_err(|_| {
+            self.waiting.fetch_sub(1, Ordering::Relaxed);
+        })
+    }
+
+    /// Jobs queued that the writer has not taken yet.
+    pub(super) fn waiting(&self) -> usize {
+        self.waiting.load(Ordering::Relaxed)
+    }
+}
+
 /// Why a job was not queued: the queue is full (a 503 with `Retry-After`)
 /// or the writer is gone.
 pub(super) fn refused(e: &TrySendError<Job>) -> StoreError {
@@ -130,11 +156,7 @@ impl<I: Send + 'static, O: Send + 'static> Merge<I, O> {
 
     /// Writes `item` with the others waiting, on the writer of `writes`.
     /// Past [`QUEUE`] waiting, it is refused at once (busy).
-    pub(super) async fn write(
-        self: &Arc<Self>,
-        writes: &SyncSender<Job>,
-        item: I,
-    ) -> StoreResult<O> {
+    pub(super) async fn write(self: &Arc<Self>, writes: &Queue, item: I) -> StoreResult<O> {
         let (tx, rx) = tokio::sync::oneshot::channel();
         let first = {
             let mut waiting = self.waiting.lock().unwrap_or_else(|p| p.into_inner());
@@ -188,20 +210,23 @@ impl<I: Send + 'static, O: Send + 'static> Merge<I, O> {
     }
 }
 
-/// Starts the writer thread on `conn`, its writes on `clock`; it ends when
-/// every sender is dropped.
+/// Starts the writer thread on `conn`, its writes on `clock`, the rows
+/// they commit counted in `counts`; it ends when every sender is dropped.
 pub(super) fn start(
     conn: Arc<Mutex<Connection>>,
     clock: super::Clock,
-) -> std::io::Result<SyncSender<Job>> {
+    counts: RowsWritten,
+) -> std::io::Result<Queue> {
     let (tx, rx) = std::sync::mpsc::sync_channel::<Job>(QUEUE);
+    let waiting = Arc::new(AtomicUsize::new(0));
+    let taken = waiting.clone();
     std::thread::Builder::new()
         .name("listpipe-store-writer".into())
-        .spawn(move || clock.enter(|| run(&conn, &rx)))?;
-    Ok(tx)
+        .spawn(move || clock.enter(|| run(&conn, &rx, &taken, &counts)))?;
+    Ok(Queue { tx, waiting })
 }
 
-fn run(conn: &Mutex<Connection>, rx: &Receiver<Job>) {
+fn run(conn: &Mutex<Connection>, rx: &Receiver<Job>, waiting: &AtomicUsize, counts: &RowsWritten) {
     while let Ok(first) = rx.recv() {
         let mut jobs = vec![first];
         while jobs.len() < GROUP_MAX {
@@ -210,6 +235,8 @@ fn run(conn: &Mutex<Connection>, rx: &Receiver<Job>) {
                 Err(_) => break,
             }
         }
+        waiting.fetch_sub(jobs.len(), Ordering::Relaxed);
+        written::discard();
         let guard = conn.lock().unwrap_or_else(|p| p.into_inner());
         // Prepared once: parsing these four for every write was a tenth of a request.
         let sql = |q: &str| {
@@ -233,10 +260,14 @@ fn run(conn: &Mutex<Connection>, rx: &Receiver<Job>) {
                 (job.fail)(e.to_string());
                 continue;
             }
+            let mark = written::mark();
             let done = (job.run)(&Db::Lite(&guard));
             let end = match done {
                 Some(_) => sql("RELEASE write"),
-                None => sql("ROLLBACK TO write").and_then(|_| sql("RELEASE write")),
+                None => {
+                    written::back_to(mark);
+                    sql("ROLLBACK TO write").and_then(|_| sql("RELEASE write"))
+                }
             };
             finishes.extend(done);
             if let Err(e) = end {
@@ -249,6 +280,9 @@ fn run(conn: &Mutex<Connection>, rx: &Receiver<Job>) {
         };
         if committed.is_err() {
             let _ = guard.execute_batch("ROLLBACK");
+            written::discard();
+        } else {
+            written::flush(counts);
         }
         drop(guard);
         WRITES.fetch_add(1, Ordering::SeqCst);
