@@ -106,106 +106,15 @@ fn bad(msg: impl Into<String>) -> (u8, anyhow::Error) {
     (exit::USAGE, anyhow::anyhow!(msg.into()))
 }
 
+/// The valid choices of a flag, as a usage error lists them.
+fn choices(v: &[&str]) -> String {
+    v.join(", ")
+}
+
 /// The flags as a step; a usage error names the valid choices.
 pub fn step(a: &ExportArgs) -> Result<ExportStep, (u8, anyhow::Error)> {
-    let choices = |v: &[&str]| v.join(", ");
-    let kind = ReceiverType::parse(&a.kind).ok_or_else(|| {
-        bad(format!(
-            "unknown --type \"{}\"; valid: {}",
-            a.kind,
-            ReceiverType::CHOICES
-        ))
-    })?;
-    let mut groups: Vec<GroupRef> = a.group.iter().map(|g| group_ref(g)).collect();
-    let one_group = |groups: &mut Vec<GroupRef>, what: &str| {
-        if groups.len() == 1 {
-            Ok(groups.remove(0))
-        } else {
-            Err(bad(format!("{what} needs exactly one --group NAME|ID")))
-        }
-    };
-    let what = if a.blacklist {
-        if a.filter.is_some() || !a.rule.is_empty() {
-            return Err(bad("--blacklist cannot go with --filter or --rule"));
-        }
-        match groups.len() {
-            0 => ExportWhat::Blacklist,
-            _ => ExportWhat::Blocklist {
-                group: one_group(&mut groups, "a group blocklist")?,
-            },
-        }
-    } else if !a.rule.is_empty() {
-        if a.filter.is_some() {
-            return Err(bad(
-                "--rule (a runtime filter) cannot go with --filter (a saved one)",
-            ));
-        }
-        let rules = a
-            .rule
-            .iter()
-            .map(|r| {
-                model::parse_rule(r).ok_or_else(|| {
-                    bad(format!("--rule \"{r}\" must be FIELD:LOGIC:CONDITION, e.g. email:contains:@example.com"))
-                })
-            })
-            .collect::<Result<Vec<_>, _>>()?;
-        let operator = a
-            .operator
-            .as_deref()
-            .unwrap_or("AND")
-            .trim()
-            .to_ascii_uppercase();
-        if !model::OPERATORS.contains(&operator.as_str()) {
-            return Err(bad(format!(
-                "unknown --operator \"{operator}\"; valid: AND, OR"
-            )));
-        }
-        ExportWhat::Runtime {
-            groups,
-            rules,
-            operator,
-            activeonly: a.activeonly,
-        }
-    } else if let Some(f) = &a.filter {
-        let filter = match f.trim().parse::<i64>() {
-            Ok(id) if id > 0 => FilterRef::Id(id),
-            _ => FilterRef::Name(f.trim().to_string()),
-        };
-        ExportWhat::Filter {
-            group: one_group(&mut groups, "--filter")?,
-            filter,
-        }
-    } else {
-        if groups.is_empty() {
-            return Err(bad(
-                "what to export? give --group NAME|ID (with --filter or --rule for a segment), or --blacklist",
-            ));
-        }
-        ExportWhat::Group {
-            group: one_group(&mut groups, "a group export")?,
-            kind,
-        }
-    };
-    let format = match &a.format {
-        Some(f) => Some(ExportFormat::parse(f).ok_or_else(|| {
-            bad(format!(
-                "unknown --format \"{f}\"; valid: {}",
-                choices(model::FORMAT_CHOICES)
-            ))
-        })?),
-        None => None,
-    };
-    let format = format
-        .or_else(|| a.out.as_deref().and_then(ExportFormat::from_path))
-        .unwrap_or(ExportFormat::Csv);
-    if a.out.as_deref().is_some_and(export::is_stdout)
-        && matches!(format, ExportFormat::Xlsx | ExportFormat::Parquet)
-    {
-        return Err(bad(format!(
-            "--out - writes to standard output, which takes csv or jsonl; {} needs a file: give --out a file name",
-            format.extension()
-        )));
-    }
+    let what = what(a)?;
+    let format = chosen_format(a)?;
     let out = a
         .out
         .clone()
@@ -214,34 +123,7 @@ pub fn step(a: &ExportArgs) -> Result<ExportStep, (u8, anyhow::Error)> {
     if let Some(orders) = &a.orders_out {
         export::check_out(orders).map_err(|e| bad(format!("--orders-out: {e}")))?;
     }
-    let csv = CsvOptions {
-        delimiter: model::parse_delimiter(&a.delimiter).ok_or_else(|| {
-            bad(format!(
-                "--delimiter must be one character or \"tab\", not \"{}\"",
-                a.delimiter
-            ))
-        })?,
-        encoding: CsvEncoding::parse(&a.encoding).ok_or_else(|| {
-            bad(format!(
-                "unknown --encoding \"{}\"; valid: {}",
-                a.encoding,
-                choices(model::ENCODINGS)
-            ))
-        })?,
-        bom: a.bom,
-        quoting: Quoting::parse(&a.quoting).ok_or_else(|| {
-            bad(format!(
-                "unknown --quoting \"{}\"; valid: {}",
-                a.quoting,
-                choices(model::QUOTINGS)
-            ))
-        })?,
-    };
-    if csv.bom && csv.encoding == CsvEncoding::Windows1252 {
-        return Err(bad(
-            "--bom is a UTF-8 byte order mark: it cannot go with --encoding windows-1252",
-        ));
-    }
+    let csv = csv_options(a)?;
     let timestamps = Timestamps::parse(&a.timestamps).ok_or_else(|| {
         bad(format!(
             "unknown --timestamps \"{}\"; valid: {}",
@@ -285,6 +167,154 @@ pub fn step(a: &ExportArgs) -> Result<ExportStep, (u8, anyhow::Error)> {
         orders_out: a.orders_out.clone(),
         incremental: a.incremental,
     })
+}
+
+/// What the flags export: the blacklist, a group's blocklist, a runtime
+/// filter, a saved filter or a group.
+fn what(a: &ExportArgs) -> Result<ExportWhat, (u8, anyhow::Error)> {
+    let kind = ReceiverType::parse(&a.kind).ok_or_else(|| {
+        bad(format!(
+            "unknown --type \"{}\"; valid: {}",
+            a.kind,
+            ReceiverType::CHOICES
+        ))
+    })?;
+    let mut groups: Vec<GroupRef> = a.group.iter().map(|g| group_ref(g)).collect();
+    let one_group = |groups: &mut Vec<GroupRef>, what: &str| {
+        if groups.len() == 1 {
+            Ok(groups.remove(0))
+        } else {
+            Err(bad(format!("{what} needs exactly one --group NAME|ID")))
+        }
+    };
+    Ok(if a.blacklist {
+        if a.filter.is_some() || !a.rule.is_empty() {
+            return Err(bad("--blacklist cannot go with --filter or --rule"));
+        }
+        match groups.len() {
+            0 => ExportWhat::Blacklist,
+            _ => ExportWhat::Blocklist {
+                group: one_group(&mut groups, "a group blocklist")?,
+            },
+        }
+    } else if !a.rule.is_empty() {
+        runtime(a, groups)?
+    } else if let Some(f) = &a.filter {
+        let filter = match f.trim().parse::<i64>() {
+            Ok(id) if id > 0 => FilterRef::Id(id),
+            _ => FilterRef::Name(f.trim().to_string()),
+        };
+        ExportWhat::Filter {
+            group: one_group(&mut groups, "--filter")?,
+            filter,
+        }
+    } else {
+        if groups.is_empty() {
+            return Err(bad(
+                "what to export? give --group NAME|ID (with --filter or --rule for a segment), or --blacklist",
+            ));
+        }
+        ExportWhat::Group {
+            group: one_group(&mut groups, "a group export")?,
+            kind,
+        }
+    })
+}
+
+/// A runtime filter: the `--rule`s over `groups`.
+fn runtime(a: &ExportArgs, groups: Vec<GroupRef>) -> Result<ExportWhat, (u8, anyhow::Error)> {
+    if a.filter.is_some() {
+        return Err(bad(
+            "--rule (a runtime filter) cannot go with --filter (a saved one)",
+        ));
+    }
+    let rules = a
+        .rule
+        .iter()
+        .map(|r| {
+            model::parse_rule(r).ok_or_else(|| {
+                bad(format!(
+                    "--rule \"{r}\" must be FIELD:LOGIC:CONDITION, e.g. email:contains:@example.com"
+                ))
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let operator = a
+        .operator
+        .as_deref()
+        .unwrap_or("AND")
+        .trim()
+        .to_ascii_uppercase();
+    if !model::OPERATORS.contains(&operator.as_str()) {
+        return Err(bad(format!(
+            "unknown --operator \"{operator}\"; valid: AND, OR"
+        )));
+    }
+    Ok(ExportWhat::Runtime {
+        groups,
+        rules,
+        operator,
+        activeonly: a.activeonly,
+    })
+}
+
+/// The format: `--format`, else `--out`'s extension, else CSV; standard
+/// output takes a stream's only.
+fn chosen_format(a: &ExportArgs) -> Result<ExportFormat, (u8, anyhow::Error)> {
+    let format = match &a.format {
+        Some(f) => Some(ExportFormat::parse(f).ok_or_else(|| {
+            bad(format!(
+                "unknown --format \"{f}\"; valid: {}",
+                choices(model::FORMAT_CHOICES)
+            ))
+        })?),
+        None => None,
+    };
+    let format = format
+        .or_else(|| a.out.as_deref().and_then(ExportFormat::from_path))
+        .unwrap_or(ExportFormat::Csv);
+    if a.out.as_deref().is_some_and(export::is_stdout)
+        && matches!(format, ExportFormat::Xlsx | ExportFormat::Parquet)
+    {
+        return Err(bad(format!(
+            "--out - writes to standard output, which takes csv or jsonl; {} needs a file: give --out a file name",
+            format.extension()
+        )));
+    }
+    Ok(format)
+}
+
+/// The CSV flags.
+fn csv_options(a: &ExportArgs) -> Result<CsvOptions, (u8, anyhow::Error)> {
+    let csv = CsvOptions {
+        delimiter: model::parse_delimiter(&a.delimiter).ok_or_else(|| {
+            bad(format!(
+                "--delimiter must be one character or \"tab\", not \"{}\"",
+                a.delimiter
+            ))
+        })?,
+        encoding: CsvEncoding::parse(&a.encoding).ok_or_else(|| {
+            bad(format!(
+                "unknown --encoding \"{}\"; valid: {}",
+                a.encoding,
+                choices(model::ENCODINGS)
+            ))
+        })?,
+        bom: a.bom,
+        quoting: Quoting::parse(&a.quoting).ok_or_else(|| {
+            bad(format!(
+                "unknown --quoting \"{}\"; valid: {}",
+                a.quoting,
+                choices(model::QUOTINGS)
+            ))
+        })?,
+    };
+    if csv.bom && csv.encoding == CsvEncoding::Windows1252 {
+        return Err(bad(
+            "--bom is a UTF-8 byte order mark: it cannot go with --encoding windows-1252",
+        ));
+    }
+    Ok(csv)
 }
 
 /// Runs the export; the exit code says how it went (see `cli::exit`).

@@ -8,7 +8,6 @@ pub mod builtin;
 pub mod check;
 pub mod docs;
 pub mod export;
-mod html;
 pub mod init;
 pub mod logs;
 pub mod outbox;

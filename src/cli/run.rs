@@ -1,26 +1,30 @@
-//! `listpipe run PIPELINE.toml`: every step in file order (each in
-//! [`step`](super::step): source, prepare, load), then the report. Reading
-//! this file top to bottom is reading a run; which journals a run finds,
-//! resumes or refuses is in [`journals`].
+//! `listpipe run PIPELINE.toml`: the command line of
+//! [`crate::run::run()`], which runs the steps: this file connects the
+//! target, takes the run lock, decides on the journals an earlier run left
+//! ([`crate::run::journals`]), handles signals, prints, and writes the
+//! report, the HTML page and the metrics.
 
-mod journals;
 mod metrics;
 
 use super::{exit, fail, logs};
-use crate::cause;
-use crate::load::journal::{self, JournalOptions};
+use crate::load::journal;
 use crate::load::lock::LockError;
-use crate::load::{self, LoadError, Stop, WriteMode, WriteOptions};
+use crate::load::{self, Stop, WriteMode};
 use crate::pipeline::{self, Pipeline, Step};
-use crate::prepare::PrepareError;
 use crate::report::{RunReport, StepReport};
-use crate::run::step::{StepError, run_step};
+use crate::run::journals::{Leftover, leftover_journals};
+use crate::run::pipeline::{StepFuture, limit_steps, unreached, written_groups};
+use crate::run::step::StepError;
+use crate::run::{Journals, RunEvents, RunOptions, RunOutcome};
 use crate::state_file;
 use crate::transport::target::{self, TargetOverrides};
+use crate::{cause, html_report};
 use clap::Args;
-use journals::{again, journal_steps, leftover_journals, step_keys};
 use std::path::PathBuf;
 use tracing::Instrument;
+
+// `metrics` names them as `super::`.
+use crate::run::not_run;
 
 /// `--writes`: [`WriteMode`] on the command line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -99,7 +103,7 @@ pub struct RunArgs {
 pub async fn run(args: RunArgs, settings: super::Settings) -> super::Outcome {
     let mut pipeline = pipeline::load(&args.pipeline).map_err(fail(exit::USAGE))?;
     if let Some(n) = args.limit {
-        limit_steps(&mut pipeline, n).map_err(fail(exit::USAGE))?;
+        limit_steps(&mut pipeline, n).map_err(|m| (exit::USAGE, anyhow::anyhow!(m)))?;
     }
     let overrides = TargetOverrides {
         url: args.target_url.clone(),
@@ -113,27 +117,14 @@ pub async fn run(args: RunArgs, settings: super::Settings) -> super::Outcome {
         // Unreachable, or the token refused: the report still says so, with
         // every step not run (a scheduler reads it like any other night's).
         Err(e) => {
-            let mut report = RunReport {
-                pipeline: pipeline.file.display().to_string(),
-                target: args
-                    .target_url
-                    .clone()
-                    .unwrap_or_else(|| match &pipeline.target.url {
-                        pipeline::TargetUrl::Url(u) => u.clone(),
-                        _ => String::new(),
-                    }),
-                dry_run: args.dry_run,
-                started,
-                finished: chrono::Utc::now().to_rfc3339(),
-                exit_code: exit::TARGET,
-                ..Default::default()
-            };
-            not_run(
-                &mut report,
-                &pipeline,
-                "not run: the target could not be reached",
-                args.dry_run,
-            );
+            let url = args
+                .target_url
+                .clone()
+                .unwrap_or_else(|| match &pipeline.target.url {
+                    pipeline::TargetUrl::Url(u) => u.clone(),
+                    _ => String::new(),
+                });
+            let report = unreached(&pipeline, url, args.dry_run, started);
             if let Some(path) = &args.report
                 && let Err(w) = write_report(path, &report)
             {
@@ -171,197 +162,76 @@ pub async fn run(args: RunArgs, settings: super::Settings) -> super::Outcome {
             }
         }
     };
-    if !args.dry_run
-        && let Err((code, message)) = leftover_journals(&args, &pipeline, &conn.resolved)
-    {
-        crate::errln!("{message}");
-        let why = "not run: a journal of an unfinished run was found";
-        metrics::before_any_step(&args, &pipeline, &conn.base_url, &started, code, why).await;
-        conn.close().await;
-        return Ok(code);
+    if !args.dry_run {
+        let leftover = match (args.discard_journal, args.resume) {
+            (true, _) => Leftover::Discard,
+            (_, true) => Leftover::Resume,
+            _ => Leftover::Refuse,
+        };
+        match leftover_journals(&pipeline, &conn.resolved, &again(&args), leftover) {
+            Ok(notes) => notes.iter().for_each(|line| crate::errln!("{line}")),
+            Err((status, message)) => {
+                crate::errln!("{message}");
+                let code = status.code();
+                let why = "not run: a journal of an unfinished run was found";
+                metrics::before_any_step(&args, &pipeline, &conn.base_url, &started, code, why)
+                    .await;
+                conn.close().await;
+                return Ok(code);
+            }
+        }
     }
-    // One stop for the run: the rows' loops and the requests' waits see it.
-    let stop = conn.controller.stop_signal();
-    let opts = WriteOptions {
-        concurrency: conn.controller.max(),
-        writes: match args.writes {
-            Writes::Auto => WriteMode::Auto,
-            Writes::Single => WriteMode::Single,
-        },
-        pipeline: pipeline.state.clone(),
-        pipeline_name: pipeline.name.clone(),
-        target: conn.resolved.clone(),
-        allow_mass_removal: args.allow_mass_removal,
-        retries: pipeline.target.retries,
-        dry_run: args.dry_run,
-        progress: super::progress::on_terminal(args.quiet),
-        journal: (!args.dry_run).then(|| JournalOptions {
-            pipeline: pipeline.state.clone(),
-            resume: args.resume,
-            target: conn.resolved.clone(),
-            stop: stop.clone(),
-            spill_after: settings.budget.spill_after,
-        }),
-        stop,
-        spill_after: settings.target_spill_after,
+    let mut opts = RunOptions::new(&pipeline, &conn)
+        .budget(settings.budget)
+        .dry_run(args.dry_run)
+        .resume(args.resume);
+    opts.write.writes = match args.writes {
+        Writes::Auto => WriteMode::Auto,
+        Writes::Single => WriteMode::Single,
     };
-    let signals = tokio::spawn(stop_on_signal(opts.stop.clone()));
-    let mut report = RunReport {
-        pipeline: pipeline.file.display().to_string(),
-        target: conn.base_url.clone(),
-        dry_run: args.dry_run,
-        started,
-        ..Default::default()
-    };
-    let mut code = exit::OK;
-    // The journal stays when rows may still need sending: a stop, the
-    // target lost, or rows failed with transient errors through every retry.
-    let mut unfinished = false;
+    opts.write.allow_mass_removal = args.allow_mass_removal;
+    opts.write.progress = super::progress::on_terminal(args.quiet);
+    opts.write.spill_after = settings.target_spill_after;
+    opts.full_exports = args.full;
+    opts.profile = args.html.is_some() || pipeline.report.html.is_some();
+    opts.started = started;
+    let signals = tokio::spawn(stop_on_signal(opts.write.stop.clone()));
     // The metrics file rewritten while the steps go (none without one).
-    let mut live = metrics::Live::new(&sinks(&args, &pipeline), &pipeline.name, &conn.controller);
-    for step in &pipeline.steps {
-        if opts.stop.is_set() {
-            unfinished = true;
-            break;
-        }
-        let span = tracing::info_span!("step", step = step.name());
-        let profile = args.html.is_some() || pipeline.report.html.is_some();
-        let stepped = run_step(
-            &pipeline,
-            step,
-            &conn,
-            &opts,
-            settings.budget,
-            args.full,
-            profile,
-        )
-        .instrument(span);
-        match live.during(&report, stepped).await {
-            Ok(step_report) => {
-                if logs::json() {
-                    step_report.log_finished();
-                }
-                if step_report.problems() > 0 {
-                    code = code.max(exit::PARTIAL);
-                }
-                if let Some(i) = &step_report.import {
-                    unfinished |= i.stopped || i.failed_transient > 0;
-                    if i.journal_unreadable_lines > 0 {
-                        crate::errln!(
-                            "{}: warning: {} line(s) of the journal could not be read (a line torn by a kill, or damage); their rows were checked against the target",
-                            step_report.name,
-                            i.journal_unreadable_lines
-                        );
-                    }
-                    if !args.quiet && (i.resumed > 0 || i.in_flight_checked > 0 || i.stopped) {
-                        crate::errln!(
-                            "{}: journal: {} confirmed earlier and skipped, {} in flight checked, {} not started",
-                            step_report.name,
-                            i.resumed,
-                            i.in_flight_checked,
-                            i.not_started
-                        );
-                    }
-                }
-                if !args.quiet {
-                    step_report
-                        .summary()
-                        .iter()
-                        .for_each(|l| crate::errln!("{l}"));
-                }
-                report.steps.push(step_report);
-            }
-            // The step stopped: the report lists it with what it wrote
-            // and why it stopped, whatever the exit code.
-            Err(e) => {
-                let (e, partial) = e.split();
-                report
-                    .steps
-                    .push(failed_step(step, &e, partial, args.dry_run));
-                if logs::json() {
-                    tracing::error!(step = step.name(), cause = %cause::flat(&e), "step stopped");
-                }
-                cause::report_in(step.name(), &e);
-                match e {
-                    // A URL source that could not be had: a wrong address or
-                    // credentials (exit 2); nothing of it was read.
-                    // ... or a column the step maps is not in what was
-                    // downloaded: the pipeline file's error, found only now.
-                    StepError::Remote(_) | StepError::Prepare(PrepareError::MissingColumn(_)) => {
-                        code = code.max(exit::USAGE);
-                    }
-                    StepError::Load(LoadError::Guard(_)) => code = code.max(exit::GUARD),
-                    // The run's own state could not be written: stop here,
-                    // keep the journal (the target holds what it confirmed).
-                    StepError::Load(LoadError::Output { .. } | LoadError::State { .. }) => {
-                        code = exit::IO;
-                        unfinished = true;
-                        break;
-                    }
-                    // The target unreachable, refusing the credentials or
-                    // stopped answering: no later step can do better.
-                    StepError::Load(e) if e.stops_run() => {
-                        code = exit::TARGET;
-                        unfinished = true;
-                        break;
-                    }
-                    // Anything else (the target refused this step's set-up
-                    // with a 4xx, a rejects file unwritable...) fails this
-                    // step alone.
-                    _ => code = code.max(exit::PARTIAL),
-                }
-            }
-        }
-    }
+    let live = metrics::Live::new(&sinks(&args, &pipeline), &pipeline.name, &conn.controller);
+    let mut events = Printer {
+        quiet: args.quiet,
+        live,
+    };
+    let RunOutcome {
+        report,
+        status,
+        journals,
+    } = crate::run::run(&pipeline, &conn, &opts, &mut events).await;
     signals.abort();
-    // Every step that ran is in the report (done or with its error); the
-    // ones a stop left are listed as not run.
-    not_run(
-        &mut report,
-        &pipeline,
-        "not run: the run stopped before this step",
-        args.dry_run,
-    );
-    let requests = conn.controller.report();
     if !args.quiet
-        && let Some(line) = requests.rate_summary()
+        && let Some(line) = report.requests.as_ref().and_then(|r| r.rate_summary())
     {
         crate::errln!("{line}");
     }
-    report.requests = Some(requests);
     conn.close().await;
-    // A failed journal write also stops the rows; it keeps its own code.
-    if opts.stop.is_set() && code != exit::IO {
-        code = exit::STOPPED;
-        unfinished = true;
-    }
-    if !args.dry_run {
-        let steps = journal_steps(&pipeline);
-        let keys = step_keys(&steps);
-        if unfinished {
-            // The journals are this target's: the resume names it.
+    let mut code = status.code();
+    match journals {
+        // The journals are this target's: the resume names it.
+        Journals::Kept { .. } if code == exit::STOPPED => {
             let again = again(&args);
-            if code == exit::STOPPED {
-                crate::errln!("listpipe: stopped; resume with: {}", again.with("--resume"));
-            } else if !journal::found(&pipeline.state, &opts.target, &keys)
-                .own
-                .is_empty()
-            {
-                crate::errln!(
-                    "listpipe: the run did not finish; resume with: {}",
-                    again.with("--resume")
-                );
-            }
-        } else if let Err(e) = journal::discard(&pipeline.state, &opts.target, &keys) {
-            cause::report(
-                anyhow::Error::from(e)
-                    .context("cannot remove the journal")
-                    .as_ref(),
-            );
+            crate::errln!("listpipe: stopped; resume with: {}", again.with("--resume"));
         }
+        Journals::Kept { found: true } => crate::errln!(
+            "listpipe: the run did not finish; resume with: {}",
+            again(&args).with("--resume")
+        ),
+        Journals::NotRemoved(e) => cause::report(
+            anyhow::Error::from(e)
+                .context("cannot remove the journal")
+                .as_ref(),
+        ),
+        Journals::Kept { found: false } | Journals::Removed | Journals::None => {}
     }
-    report.finished = chrono::Utc::now().to_rfc3339();
-    report.exit_code = code;
     if let Some(path) = &args.report
         && let Err(e) = write_report(path, &report)
     {
@@ -376,6 +246,70 @@ pub async fn run(args: RunArgs, settings: super::Settings) -> super::Outcome {
         code = exit::IO;
     }
     Ok(code)
+}
+
+/// What the run prints while it goes, and its metrics file rewritten.
+struct Printer<'a> {
+    quiet: bool,
+    live: metrics::Live<'a>,
+}
+
+impl RunEvents for Printer<'_> {
+    fn during<'a>(
+        &'a mut self,
+        step: &'a Step,
+        report: &'a RunReport,
+        work: StepFuture<'a>,
+    ) -> StepFuture<'a> {
+        let span = tracing::info_span!("step", step = step.name());
+        Box::pin(self.live.during(report, work.instrument(span)))
+    }
+
+    fn finished(&mut self, step_report: &StepReport) {
+        if logs::json() {
+            step_report.log_finished();
+        }
+        if let Some(i) = &step_report.import {
+            if i.journal_unreadable_lines > 0 {
+                crate::errln!(
+                    "{}: warning: {} line(s) of the journal could not be read (a line torn by a kill, or damage); their rows were checked against the target",
+                    step_report.name,
+                    i.journal_unreadable_lines
+                );
+            }
+            if !self.quiet && (i.resumed > 0 || i.in_flight_checked > 0 || i.stopped) {
+                crate::errln!(
+                    "{}: journal: {} confirmed earlier and skipped, {} in flight checked, {} not started",
+                    step_report.name,
+                    i.resumed,
+                    i.in_flight_checked,
+                    i.not_started
+                );
+            }
+        }
+        if !self.quiet {
+            step_report
+                .summary()
+                .iter()
+                .for_each(|l| crate::errln!("{l}"));
+        }
+    }
+
+    fn failed(&mut self, step: &Step, e: &StepError) {
+        if logs::json() {
+            tracing::error!(step = step.name(), cause = %cause::flat(e), "step stopped");
+        }
+        cause::report_in(step.name(), e);
+    }
+}
+
+/// How messages name this run again: its file, and the `--target-url` it
+/// was given (a journal belongs to one target).
+fn again(args: &RunArgs) -> journal::Again<'_> {
+    journal::Again {
+        pipeline_file: &args.pipeline,
+        target_url: args.target_url.as_deref(),
+    }
 }
 
 /// Where the run's metrics go: `--metrics-file` and `--pushgateway`, else
@@ -400,8 +334,8 @@ fn write_html(args: &RunArgs, pipeline: &Pipeline, report: &RunReport) -> bool {
     let Some(path) = args.html.as_ref().or(pipeline.report.html.as_ref()) else {
         return true;
     };
-    let extra = super::html::sources(pipeline);
-    let written = super::html::write(path, crate::html_report::Command::Run, report, &extra);
+    let extra = html_report::sources(pipeline);
+    let written = html_report::write(path, html_report::Command::Run, report, &extra);
     if let Err(e) = &written {
         cause::report_in("the HTML report", e);
     }
@@ -417,82 +351,6 @@ fn write_report(
     let json = serde_json::to_vec_pretty(report)?;
     state_file::write(path, &json, state_file::Access::Shared)?;
     Ok(())
-}
-
-/// Lists the steps of `pipeline` past those in `report` as not run, `why`.
-fn not_run(report: &mut RunReport, pipeline: &Pipeline, why: &str, dry_run: bool) {
-    for step in &pipeline.steps[report.steps.len().min(pipeline.steps.len())..] {
-        report.steps.push(StepReport {
-            name: step.name().to_string(),
-            kind: step_kind(step),
-            skipped: Some(why.to_string()),
-            dry_run,
-            ..Default::default()
-        });
-    }
-}
-
-fn step_kind(step: &Step) -> &'static str {
-    match step {
-        Step::Import(_) => "import",
-        Step::Blacklist(_) => "blacklist",
-        Step::Export(_) => "export",
-    }
-}
-
-/// The report of a step that stopped with `e`: its name, kind and error,
-/// and what it read and wrote before, as far as the step got (`partial`).
-fn failed_step(
-    step: &Step,
-    e: &StepError,
-    partial: Option<StepReport>,
-    dry_run: bool,
-) -> StepReport {
-    StepReport {
-        name: step.name().to_string(),
-        kind: step_kind(step),
-        error: Some(cause::flat(e)),
-        dry_run,
-        ..partial.unwrap_or_default()
-    }
-}
-
-/// `--limit N`: every import step writes its first `n` receivers only.
-/// Refused, before anything is touched, when a step is in mirror mode (see
-/// [`pipeline::MIRROR_LIMIT`]).
-fn limit_steps(pipeline: &mut Pipeline, n: u64) -> anyhow::Result<()> {
-    for step in &mut pipeline.steps {
-        if let Step::Import(s) = step {
-            if s.mirror.is_some() {
-                anyhow::bail!(
-                    "--limit {n}: step {} is in mirror mode: {}",
-                    s.name,
-                    pipeline::MIRROR_LIMIT
-                );
-            }
-            s.limit = Some(n);
-        }
-    }
-    Ok(())
-}
-
-/// The groups the pipeline's steps write, as the run lock names them.
-fn written_groups(pipeline: &Pipeline) -> Vec<String> {
-    pipeline
-        .steps
-        .iter()
-        .filter_map(|s| match s {
-            Step::Import(i) => Some(i.group.to_string()),
-            Step::Blacklist(b) => Some(
-                b.group
-                    .as_ref()
-                    .map_or("the account blacklist".to_string(), |g| {
-                        format!("the blocklist of {g}")
-                    }),
-            ),
-            Step::Export(_) => None,
-        })
-        .collect()
 }
 
 /// Ctrl-C or SIGTERM sets `stop`: the write loops take no new rows, rows

@@ -107,7 +107,7 @@ fn errors_name_file_line_column_and_the_valid_choices() {
         (
             "title = \"x\"\n",
             &[
-                "p.toml:1:1: unknown key `title` in the pipeline file; valid keys: `target`, `timezone`, `metrics`, `import`, `blacklist` or `export`",
+                "p.toml:1:1: unknown key `title` in the pipeline file; valid keys: `target`, `timezone`, `metrics`, `report`, `import`, `blacklist` or `export`",
             ],
         ),
         (

@@ -111,6 +111,47 @@ svg{width:100%;height:auto;max-width:640px;display:block}svg text{font:13px syst
 @media print{main{max-width:none}h2{break-after:avoid}section{break-inside:avoid}}
 "#;
 
+/// Renders the page of `report` and writes it to `path` atomically, like
+/// the JSON report (`--html FILE` of `check` and `run`, issue 60); an
+/// error names the file.
+pub fn write(
+    path: &Path,
+    command: Command,
+    report: &RunReport,
+    extra: &BTreeMap<String, StepExtra>,
+) -> Result<(), listpipe_base::state_file::WriteError> {
+    let page = render(&Page {
+        command,
+        report,
+        extra,
+    });
+    let access = listpipe_base::state_file::Access::Shared;
+    listpipe_base::state_file::write(path, page.as_bytes(), access)
+}
+
+/// The steps' sources as the pipeline file names them, with their sizes
+/// (what `run`'s page shows: its steps' files are read inside the step).
+pub fn sources(pipeline: &crate::pipeline::Pipeline) -> BTreeMap<String, StepExtra> {
+    use crate::pipeline::Step;
+    pipeline
+        .steps
+        .iter()
+        .filter_map(|step| {
+            let (source, consent) = match step {
+                Step::Import(s) => (&s.source, consent_sources(s)),
+                Step::Blacklist(s) => (&s.source, Vec::new()),
+                Step::Export(_) => return None,
+            };
+            let extra = StepExtra {
+                sources: source_files(&pipeline.base_dir, &source.paths),
+                consent,
+                ..Default::default()
+            };
+            Some((step.name().to_string(), extra))
+        })
+        .collect()
+}
+
 /// The page.
 pub fn render(page: &Page) -> String {
     let r = page.report;

@@ -2,10 +2,9 @@
 //! token arrives as `Authorization: Bearer <t>`, `X-ACCESS-TOKEN: <t>` or
 //! `?token=<t>`. It is never logged.
 
-use super::AppState;
-use super::error::ApiError;
-use super::store::accounts::{self, Caller};
-use super::store::{AccountId, Backend};
+use crate::error::ApiError;
+use crate::store::accounts::{self, Caller};
+use crate::store::{AccountId, Backend, Store};
 use axum::extract::{FromRequestParts, Request, State};
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, header};
@@ -121,9 +120,17 @@ impl TokenCache {
     }
 }
 
+/// What [`require_token`] needs: the store to look tokens up in and the
+/// cache of those recently seen.
+#[derive(Clone)]
+pub struct TokenCheck {
+    pub store: Store,
+    pub tokens: TokenCache,
+}
+
 /// Rejects requests without a live token; puts the [`Caller`] in the request.
 pub async fn require_token(
-    State(state): State<AppState>,
+    State(state): State<TokenCheck>,
     mut req: Request,
     next: Next,
 ) -> Response {

@@ -50,16 +50,15 @@
 //! Kept in this process's memory, on either store: with several server
 //! processes on one PostgreSQL database each counts its own.
 
-use crate::AppState;
 use crate::store::Clock;
-use axum::extract::{ConnectInfo, FromRequestParts};
+use axum::extract::{ConnectInfo, FromRef, FromRequestParts};
 use axum::http::HeaderMap;
 use axum::http::request::Parts;
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
 use std::convert::Infallible;
 use std::net::{IpAddr, Ipv6Addr, SocketAddr};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// Failures allowed to one client id from one address in a row before the wait.
@@ -84,7 +83,8 @@ pub fn now(clock: &Clock) -> Instant {
     Instant::now() + ahead
 }
 
-/// The two limits and where requests come from (`AppState::auth_failures`).
+/// The two limits and where requests come from (`AppState::auth_failures`,
+/// [`crate::state`]).
 pub struct AuthFailures {
     clients: Limit,
     logins: Limit,
@@ -341,15 +341,20 @@ impl Limit {
 /// app is driven without a socket).
 pub struct Peer(pub Option<IpAddr>);
 
-impl FromRequestParts<AppState> for Peer {
+impl<S> FromRequestParts<S> for Peer
+where
+    S: Send + Sync,
+    Arc<AuthFailures>: FromRef<S>,
+{
     type Rejection = Infallible;
 
-    async fn from_request_parts(parts: &mut Parts, s: &AppState) -> Result<Self, Infallible> {
+    async fn from_request_parts(parts: &mut Parts, s: &S) -> Result<Self, Infallible> {
         let peer = parts
             .extensions
             .get::<ConnectInfo<SocketAddr>>()
             .map(|c| c.0.ip());
-        Ok(Peer(s.auth_failures.source(peer, &parts.headers)))
+        let failures = Arc::<AuthFailures>::from_ref(s);
+        Ok(Peer(failures.source(peer, &parts.headers)))
     }
 }
 

@@ -38,9 +38,8 @@
 //! closes the connection without completing the response, so the client
 //! reads an incomplete message.
 
-use super::AppState;
-use super::error::ApiError;
-use super::ratelimit::too_many;
+use crate::error::ApiError;
+use crate::ratelimit::too_many;
 use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
 use axum::http::StatusCode;
@@ -48,7 +47,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use std::fmt;
 use std::str::FromStr;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// What `--faults` accepts, shown in every parse error.
@@ -320,8 +319,12 @@ async fn lie_about_count(response: Response, count: i64) -> Response {
 
 /// The middleware on the `/v3` routes, outside the token check (a fault
 /// stands for the network or the service failing, whoever asks).
-pub async fn inject(State(state): State<AppState>, req: Request, next: Next) -> Response {
-    let Some(faults) = &state.faults else {
+pub async fn inject(
+    State(faults): State<Option<Arc<Faults>>>,
+    req: Request,
+    next: Next,
+) -> Response {
+    let Some(faults) = &faults else {
         return next.run(req).await;
     };
     let lie = faults.spec.stats_count.filter(|_| asks_group_stats(&req));

@@ -11,7 +11,7 @@
 //! latency; but the route template ([`axum::extract::MatchedPath`], e.g.
 //! `/v3/groups/{group_id}/receivers`) is known only inside the router. So
 //! [`record`] puts an empty [`RouteSlot`] into the request's extensions and
-//! [`route_template`], a `Router::layer` of [`crate::app`], fills it in.
+//! [`route_template`], a `Router::layer` of [`crate::serve::app`], fills it in.
 //! (Request extensions travel inward intact; the response is rebuilt by
 //! the wire layer, so its extensions would not come back out.) A request
 //! no route matched is `route="unmatched"`: the raw path would make one

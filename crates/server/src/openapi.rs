@@ -2,7 +2,7 @@
 //! registered through [`Routes`], which mounts the handler and records the
 //! operation, so `GET /v3/openapi.json` cannot miss or invent an endpoint.
 
-use super::AppState;
+use crate::state::AppState;
 use axum::Router;
 use axum::handler::Handler;
 use axum::routing::{MethodFilter, MethodRouter, on};

@@ -18,10 +18,9 @@
 //! ([`store::Clock`]): the same on the real clock, and a test that advances
 //! the server's clock refills the quota as the time would.
 
-use super::AppState;
-use super::error::ApiError;
-use super::store::accounts::Caller;
-use super::store::{self, Backend, rates};
+use crate::error::ApiError;
+use crate::store::accounts::Caller;
+use crate::store::{self, Backend, Store, rates};
 use axum::extract::{Request, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::middleware::Next;
@@ -31,6 +30,7 @@ use governor::nanos::Nanos;
 use governor::state::keyed::DefaultKeyedStateStore;
 use governor::{Quota, RateLimiter};
 use std::num::NonZeroU32;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Above this many tracked accounts, the ones back at their full quota are
@@ -90,9 +90,17 @@ impl RateLimit {
     }
 }
 
+/// What [`limit`] needs: the limit, if any, and the store (that keeps the
+/// quota on PostgreSQL).
+#[derive(Clone)]
+pub struct Limited {
+    pub store: Store,
+    pub rate: Option<Arc<RateLimit>>,
+}
+
 /// The middleware on the `/v3` routes, inside the token check.
-pub async fn limit(State(state): State<AppState>, req: Request, next: Next) -> Response {
-    let Some(rate) = &state.rate_limit else {
+pub async fn limit(State(state): State<Limited>, req: Request, next: Next) -> Response {
+    let Some(rate) = &state.rate else {
         return next.run(req).await;
     };
     let key = req

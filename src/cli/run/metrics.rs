@@ -36,7 +36,7 @@
 //! as the name promises (promtool's lint insists on it), reset by each run.
 
 use crate::pipeline::Pipeline;
-use crate::report::RunReport;
+use crate::report::{RunReport, StepReport};
 use crate::state_file;
 use crate::transport::controller::Controller;
 use prometheus_client::encoding::prometheus_text;
@@ -125,87 +125,133 @@ fn render_at(
     phase: Phase,
 ) -> Result<String, std::fmt::Error> {
     let mut registry = Registry::default();
-    let gauge = |registry: &mut Registry, name: &str, help: &str| {
-        let family = Gauges::default();
-        registry.register(name, help, family.clone());
-        family
-    };
-    let float = |registry: &mut Registry, name: &str, help: &str| {
-        let family = FloatGauges::default();
-        registry.register(name, help, family.clone());
-        family
-    };
-    let run = || vec![("pipeline".to_string(), pipeline.to_string())];
-    let of_step = |step: &str| {
-        vec![
-            ("pipeline".to_string(), pipeline.to_string()),
-            ("step".to_string(), step.to_string()),
-        ]
-    };
-    let rows_read = gauge(
-        &mut registry,
-        "listpipe_rows_read",
-        "Rows read from the step's source in the last run",
-    );
-    let rejected = gauge(
-        &mut registry,
-        "listpipe_rows_rejected",
-        "Rows rejected while preparing in the last run, by reason",
-    );
-    let duplicates = gauge(
-        &mut registry,
-        "listpipe_duplicates",
-        "Duplicate rows merged in the last run",
-    );
-    let blocked = gauge(
-        &mut registry,
-        "listpipe_blocked",
-        "Receivers on a blacklist, not written, in the last run",
-    );
-    let receivers: Vec<(&str, Gauges)> = [
-        ("created", "Receivers created in the last run"),
-        ("updated", "Receivers updated in the last run"),
-        (
-            "unchanged",
-            "Receivers already as the source has them in the last run",
-        ),
-        (
-            "failed",
-            "Receivers the target refused or that failed through every retry in the last run",
-        ),
-    ]
-    .into_iter()
-    .map(|(what, help)| {
-        (
-            what,
-            gauge(&mut registry, &format!("listpipe_receivers_{what}"), help),
-        )
-    })
-    .collect();
-    let exported = gauge(
-        &mut registry,
-        "listpipe_rows_exported",
-        "Rows written by the export step in the last run",
-    );
+    let steps = StepSeries::register(&mut registry);
     for step in &report.steps {
-        let labels = of_step(&step.name);
+        steps.set(step, step_labels(pipeline, &step.name));
+    }
+    request_series(&mut registry, report, pipeline);
+    let last = run_series(&mut registry, report, pipeline, last_success, phase);
+    finish(registry, pipeline, last)
+}
+
+/// A family of integer gauges, registered in `registry`.
+fn gauge(registry: &mut Registry, name: &str, help: &str) -> Gauges {
+    let family = Gauges::default();
+    registry.register(name, help, family.clone());
+    family
+}
+
+/// A family of float gauges, registered in `registry`.
+fn float(registry: &mut Registry, name: &str, help: &str) -> FloatGauges {
+    let family = FloatGauges::default();
+    registry.register(name, help, family.clone());
+    family
+}
+
+/// The labels of a run-wide series.
+fn run_labels(pipeline: &str) -> Labels {
+    vec![("pipeline".to_string(), pipeline.to_string())]
+}
+
+/// The labels of a series of step `step`.
+fn step_labels(pipeline: &str, step: &str) -> Labels {
+    vec![
+        ("pipeline".to_string(), pipeline.to_string()),
+        ("step".to_string(), step.to_string()),
+    ]
+}
+
+/// The per-step series.
+struct StepSeries {
+    rows_read: Gauges,
+    rejected: Gauges,
+    duplicates: Gauges,
+    blocked: Gauges,
+    /// `listpipe_receivers_created`, `_updated`, `_unchanged`, `_failed`.
+    receivers: Vec<(&'static str, Gauges)>,
+    exported: Gauges,
+}
+
+impl StepSeries {
+    fn register(registry: &mut Registry) -> Self {
+        let rows_read = gauge(
+            registry,
+            "listpipe_rows_read",
+            "Rows read from the step's source in the last run",
+        );
+        let rejected = gauge(
+            registry,
+            "listpipe_rows_rejected",
+            "Rows rejected while preparing in the last run, by reason",
+        );
+        let duplicates = gauge(
+            registry,
+            "listpipe_duplicates",
+            "Duplicate rows merged in the last run",
+        );
+        let blocked = gauge(
+            registry,
+            "listpipe_blocked",
+            "Receivers on a blacklist, not written, in the last run",
+        );
+        let receivers: Vec<(&str, Gauges)> = [
+            ("created", "Receivers created in the last run"),
+            ("updated", "Receivers updated in the last run"),
+            (
+                "unchanged",
+                "Receivers already as the source has them in the last run",
+            ),
+            (
+                "failed",
+                "Receivers the target refused or that failed through every retry in the last run",
+            ),
+        ]
+        .into_iter()
+        .map(|(what, help)| {
+            (
+                what,
+                gauge(registry, &format!("listpipe_receivers_{what}"), help),
+            )
+        })
+        .collect();
+        let exported = gauge(
+            registry,
+            "listpipe_rows_exported",
+            "Rows written by the export step in the last run",
+        );
+        StepSeries {
+            rows_read,
+            rejected,
+            duplicates,
+            blocked,
+            receivers,
+            exported,
+        }
+    }
+
+    /// The figures of `step`, whose series carry `labels`.
+    fn set(&self, step: &StepReport, labels: Labels) {
         if step.kind == "export" {
             if let Some(e) = &step.export {
-                exported.get_or_create(&labels).set(to_i64(e.rows));
+                self.exported.get_or_create(&labels).set(to_i64(e.rows));
             }
-            continue;
+            return;
         }
         let p = &step.prepare;
-        rows_read.get_or_create(&labels).set(to_i64(p.rows_read));
+        self.rows_read
+            .get_or_create(&labels)
+            .set(to_i64(p.rows_read));
         for (reason, n) in &p.rejected {
             let mut l = labels.clone();
             l.push(("reason".to_string(), reason.clone()));
-            rejected.get_or_create(&l).set(to_i64(*n));
+            self.rejected.get_or_create(&l).set(to_i64(*n));
         }
-        duplicates.get_or_create(&labels).set(to_i64(p.duplicates));
+        self.duplicates
+            .get_or_create(&labels)
+            .set(to_i64(p.duplicates));
         if let Some(i) = &step.import {
-            blocked.get_or_create(&labels).set(to_i64(i.blocked));
-            for (what, family) in &receivers {
+            self.blocked.get_or_create(&labels).set(to_i64(i.blocked));
+            for (what, family) in &self.receivers {
                 let n = match *what {
                     "created" => i.created,
                     "updated" => i.updated,
@@ -216,7 +262,11 @@ fn render_at(
             }
         }
     }
+}
 
+/// The run's requests, retries (by cause) and rate limit.
+fn request_series(registry: &mut Registry, report: &RunReport, pipeline: &str) {
+    let run = || run_labels(pipeline);
     let requests = Family::<Labels, Counter>::default();
     // Registered without the suffix: the encoder adds `_total` to a counter.
     registry.register(
@@ -231,7 +281,7 @@ fn render_at(
         retries.clone(),
     );
     let rate = float(
-        &mut registry,
+        registry,
         "listpipe_rate_limit_requests_per_second",
         "The client-side rate limit at the end of the run (configured or learned from 429s); absent when none was needed",
     );
@@ -246,11 +296,23 @@ fn render_at(
             rate.get_or_create(&run()).set(per_second);
         }
     }
+}
 
+/// The run's own series: in progress, started and, once it finished, its
+/// duration, exit code and finish. Returns the last success's time: this
+/// run's end if it finished and succeeded, else `last_success`.
+fn run_series(
+    registry: &mut Registry,
+    report: &RunReport,
+    pipeline: &str,
+    last_success: Option<f64>,
+    phase: Phase,
+) -> Option<f64> {
+    let run = || run_labels(pipeline);
     let started = seconds(&report.started);
     let running = phase == Phase::Running;
     gauge(
-        &mut registry,
+        registry,
         "listpipe_run_in_progress",
         "1 while the run goes (the file rewritten every few seconds), 0 once it has finished",
     )
@@ -258,7 +320,7 @@ fn render_at(
     .set(i64::from(running));
     if let Some(s) = started {
         float(
-            &mut registry,
+            registry,
             "listpipe_run_started_timestamp_seconds",
             "When the last run started (Unix time)",
         )
@@ -271,12 +333,12 @@ fn render_at(
         last_success
     };
     if running {
-        return finish(registry, pipeline, last);
+        return last;
     }
     let finished = seconds(&report.finished);
     if let (Some(s), Some(f)) = (started, finished) {
         float(
-            &mut registry,
+            registry,
             "listpipe_run_duration_seconds",
             "How long the last run took",
         )
@@ -284,7 +346,7 @@ fn render_at(
         .set(((f - s) * 1000.0).round().max(0.0) / 1000.0);
     }
     gauge(
-        &mut registry,
+        registry,
         "listpipe_run_exit_code",
         "The exit code of the last run (0 all written, 1 rows rejected or failed; see docs)",
     )
@@ -292,14 +354,14 @@ fn render_at(
     .set(i64::from(report.exit_code));
     if let Some(f) = finished {
         float(
-            &mut registry,
+            registry,
             "listpipe_run_finished_timestamp_seconds",
             "When the last run finished, successful or not (Unix time)",
         )
         .get_or_create(&run())
         .set(f);
     }
-    finish(registry, pipeline, last)
+    last
 }
 
 /// Adds the last success of `pipeline` (when there is one) to `registry`,

@@ -17,6 +17,7 @@ pub mod columns;
 mod destination;
 mod in_use;
 pub mod incremental;
+mod pages;
 pub use crate::pipeline::placeholders;
 mod plan;
 pub mod reader;
@@ -25,18 +26,16 @@ pub mod writer;
 use crate::load::LoadError;
 use crate::pipeline::ExportFormat;
 use crate::pipeline::export::ExportStep;
-use crate::transport::retry::retrying;
 use crate::transport::target::Connected;
-use columns::{Column, Kind, ORDER_COLUMNS};
-use futures::StreamExt;
-use listpipe_client::{ClientError, Page};
-use reader::ReadOptions;
+use columns::{Kind, ORDER_COLUMNS};
+use listpipe_client::ClientError;
+use pages::{Read, Written};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
-use writer::{Chunk, Encode, Layout, Sink, WriteError};
+use writer::{Layout, Sink};
 
 pub use crate::pipeline::out::{STDOUT, check_out, is_stdout};
 use destination::Staged;
@@ -137,16 +136,7 @@ pub async fn run(
     opts: &ExportOptions,
 ) -> Result<ExportOutcome, LoadError> {
     let started = Instant::now();
-    // `{date}` and `{run}` in the output's names (see [`placeholders`]).
-    let at = chrono::Utc::now();
-    let expanded = ExportStep {
-        out: placeholders::expand(&step.out, at),
-        orders_out: step
-            .orders_out
-            .as_deref()
-            .map(|p| placeholders::expand(p, at)),
-        ..step.clone()
-    };
+    let expanded = expanded(step);
     let step = &expanded;
     let retried = AtomicU64::new(0);
     let mut outcome = ExportOutcome {
@@ -160,149 +150,36 @@ pub async fn run(
         Some(chosen) => columns::select(&plan.columns, chosen).map_err(LoadError::step)?,
     };
     outcome.columns = cols.iter().map(|c| c.name.clone()).collect();
-    let layout = |cols: Vec<(String, Kind)>| Layout {
-        names: cols.iter().map(|(n, _)| n.clone()).collect(),
-        kinds: cols.iter().map(|(_, k)| *k).collect(),
-        timestamps: step.timestamps,
-        csv: &step.csv,
-        tags_separator: &step.tags_separator,
-    };
     let main = Staged::open(&step.out, &format!("{}.out", step.name))?;
     let mut sink = writer::open(
         step.format,
         main.temp_path(),
-        layout(cols.iter().map(|c| (c.name.clone(), c.kind)).collect()),
+        layout(
+            step,
+            cols.iter().map(|c| (c.name.clone(), c.kind)).collect(),
+        ),
     )
     .map_err(|e| output(&step.out, e))?;
-    // The sink first: fields drop in order, so the file is closed before the temp guard removes it.
-    let mut orders: Option<(Box<dyn Sink>, Staged)> = match (&step.orders_out, &plan.query) {
-        (Some(path), Some(_)) => {
-            let t = Staged::open(path, &format!("{}.orders", step.name))?;
-            let s = writer::open(
-                orders_format(step, path),
-                t.temp_path(),
-                layout(
-                    ORDER_COLUMNS
-                        .iter()
-                        .map(|(n, k)| (n.to_string(), *k))
-                        .collect(),
-                ),
-            )
-            .map_err(|e| output(path, e))?;
-            Some((s, t))
-        }
-        _ => None,
-    };
+    let mut orders = open_orders(step, &plan)?;
     let bar = crate::progress::stage(&opts.progress, &step.name, plan.total);
-    let cursor = match (&plan.query, step.incremental) {
-        (Some(q), true) => Some(Arc::new(incremental::Cursor::open(
-            &conn.resolved,
-            q,
-            opts.full,
-        )?)),
-        (None, true) => {
-            return Err(LoadError::step(
-                "an incremental export needs receivers: a blacklist has no change times to follow",
-            ));
-        }
-        _ => None,
+    let cursor = open_cursor(conn, step, opts, &plan)?;
+    let read = Read {
+        conn,
+        step,
+        opts,
+        plan: &plan,
+        cols: &cols,
+        retried: &retried,
+        bar: bar.as_ref(),
     };
-
+    let mut to = Written {
+        main: &mut sink,
+        orders: &mut orders,
+        outcome: &mut outcome,
+    };
     match &plan.query {
-        None => {
-            // The blacklists come whole: the API has no pages for them.
-            let entries = retrying(conn, opts.retries, &retried, || async {
-                match &plan.blocklist_of {
-                    Some(g) => conn.client.group_blocklist(*g).await,
-                    None => conn.client.blacklist().await,
-                }
-            })
-            .await
-            .map_err(|e| read_failed(step, 0, e))?;
-            bar.set_length(entries.len() as u64);
-            for chunk in entries.chunks(opts.pagesize.max(1) as usize) {
-                let rows: Vec<_> = chunk.iter().map(|e| columns::entry_row(&cols, e)).collect();
-                sink.write(&rows).map_err(|e| output(&step.out, e))?;
-                outcome.rows += rows.len() as u64;
-                bar.inc(rows.len() as u64);
-            }
-            outcome.pages = 1;
-        }
-        Some(base) => {
-            let queries = match &cursor {
-                Some(c) => c.queries(base, plan.filter_rules.as_ref())?,
-                None => vec![base.clone()],
-            };
-            let ropts = ReadOptions {
-                pagesize: opts.pagesize.clamp(1, reader::MAX_PAGESIZE),
-                concurrency: opts.concurrency.max(1),
-                retries: opts.retries,
-                detail: plan.detail(&cols, orders.is_some()),
-            };
-            let prepare = Arc::new(Prepare {
-                cols: cols.clone(),
-                main: sink.encoder(),
-                orders: orders.as_ref().map(|(s, _)| s.encoder()),
-                cursor: cursor.clone(),
-                // Only Parquet has no place for a value that is not its column's type.
-                typed: if step.format == ExportFormat::Parquet {
-                    cols.iter()
-                        .enumerate()
-                        .filter(|(_, c)| matches!(c.kind, Kind::Number | Kind::Date))
-                        .map(|(i, c)| (i, c.kind))
-                        .collect()
-                } else {
-                    Vec::new()
-                },
-            });
-            let mut order_rows = 0u64;
-            for query in &queries {
-                // Each page is decoded and encoded on a blocking thread, a page
-                // per core at once, while this task writes the pages before it
-                // in order: one thread could not keep up with the server.
-                let workers = std::thread::available_parallelism().map_or(2, |n| n.get());
-                let pages = reader::pages(conn, query, &ropts, &retried)
-                    .map(|page| {
-                        let prepare = prepare.clone();
-                        async move {
-                            let page = page.map_err(PageError::Read)?;
-                            tokio::task::spawn_blocking(move || prepare.page(page))
-                                .await
-                                .map_err(|e| PageError::Lost(e.to_string()))?
-                        }
-                    })
-                    .buffered(workers);
-                let mut pages = std::pin::pin!(pages);
-                while let Some(page) = pages.next().await {
-                    let page = page.map_err(|e| match e {
-                        PageError::Read(e) => read_failed(step, outcome.rows, e),
-                        PageError::Main(e) => output(&step.out, e),
-                        PageError::Orders(e) => {
-                            output(step.orders_out.as_deref().unwrap_or(&step.out), e)
-                        }
-                        PageError::Lost(e) => {
-                            LoadError::step(format!("preparing a page of the export failed: {e}"))
-                        }
-                    })?;
-                    outcome.pages += 1;
-                    sink.write_chunk(page.main)
-                        .map_err(|e| output(&step.out, e))?;
-                    if let (Some((s, t)), Some((chunk, lines))) = (&mut orders, page.orders) {
-                        s.write_chunk(chunk).map_err(|e| output(t.out(), e))?;
-                        order_rows += lines;
-                    }
-                    outcome.rows += page.rows;
-                    outcome.values_not_typed += page.not_typed;
-                    bar.inc(page.rows);
-                    if (page.read as i64) < ropts.pagesize {
-                        break;
-                    }
-                }
-            }
-            if orders.is_some() {
-                outcome.orders = Some(order_rows);
-            }
-        }
+        None => read.blacklist(&mut to).await?,
+        Some(base) => read.receivers(base, cursor.as_ref(), &mut to).await?,
     }
     sink.finish().map_err(|e| output(&step.out, e))?;
     bar.finish();
@@ -326,87 +203,76 @@ pub async fn run(
     Ok(outcome)
 }
 
-/// How a page of receivers becomes its chunks (see [`writer`]): on any
-/// thread, since it holds no file.
-struct Prepare {
-    cols: Vec<Column>,
-    main: Arc<dyn Encode>,
-    orders: Option<Arc<dyn Encode>>,
-    /// An incremental export's: which receivers are written.
-    cursor: Option<Arc<incremental::Cursor>>,
-    /// The `number`/`date` columns whose values are counted when they are
-    /// not of the type (Parquet writes them as null).
-    typed: Vec<(usize, Kind)>,
-}
-
-/// A page ready to write.
-struct Prepared {
-    /// Receivers on the page read (a short page is the last).
-    read: u64,
-    /// Of them written.
-    rows: u64,
-    /// Values written as null for not being their column's type.
-    not_typed: u64,
-    main: Chunk,
-    /// The orders file's chunk and its lines.
-    orders: Option<(Chunk, u64)>,
-}
-
-/// Why a page is not ready.
-enum PageError {
-    Read(ClientError),
-    Main(WriteError),
-    Orders(WriteError),
-    /// Its thread did not finish (the run is stopping).
-    Lost(String),
-}
-
-impl Prepare {
-    fn page(&self, page: Page) -> Result<Prepared, PageError> {
-        let page = page.rows().map_err(PageError::Read)?;
-        let read = page.len() as u64;
-        let page: Vec<_> = match &self.cursor {
-            Some(c) => page.into_iter().filter(|r| c.keep(r)).collect(),
-            None => page,
-        };
-        let rows: Vec<_> = page
-            .iter()
-            .map(|r| columns::receiver_row(&self.cols, r))
-            .collect();
-        let not_typed = rows
-            .iter()
-            .flat_map(|row| self.typed.iter().map(move |(i, kind)| (row.get(*i), *kind)))
-            .filter(|(cell, kind)| match cell {
-                Some(columns::Cell::Text(t)) if !t.trim().is_empty() => match kind {
-                    Kind::Number => writer::number(t).is_none(),
-                    _ => writer::date(t).is_none(),
-                },
-                _ => false,
-            })
-            .count() as u64;
-        let main = self.main.encode(&rows).map_err(PageError::Main)?;
-        let orders = match &self.orders {
-            None => None,
-            Some(encoder) => {
-                let lines: Vec<_> = page
-                    .iter()
-                    .flat_map(|r| {
-                        r.orders
-                            .iter()
-                            .flatten()
-                            .map(|o| columns::order_row(&r.email, o))
-                    })
-                    .collect();
-                let chunk = encoder.encode(&lines).map_err(PageError::Orders)?;
-                Some((chunk, lines.len() as u64))
-            }
-        };
-        Ok(Prepared {
-            read,
-            rows: page.len() as u64,
-            not_typed,
-            main,
-            orders,
-        })
+/// The step with `{date}` and `{run}` in the output's names expanded (see
+/// [`placeholders`]).
+fn expanded(step: &ExportStep) -> ExportStep {
+    let at = chrono::Utc::now();
+    ExportStep {
+        out: placeholders::expand(&step.out, at),
+        orders_out: step
+            .orders_out
+            .as_deref()
+            .map(|p| placeholders::expand(p, at)),
+        ..step.clone()
     }
+}
+
+/// The layout of a file of the step with `cols` (name and kind).
+fn layout(step: &ExportStep, cols: Vec<(String, Kind)>) -> Layout<'_> {
+    Layout {
+        names: cols.iter().map(|(n, _)| n.clone()).collect(),
+        kinds: cols.iter().map(|(_, k)| *k).collect(),
+        timestamps: step.timestamps,
+        csv: &step.csv,
+        tags_separator: &step.tags_separator,
+    }
+}
+
+/// The orders file's sink, then its temporary file.
+type OrdersFile = (Box<dyn Sink>, Staged);
+
+/// The orders file, when the step writes one (receivers only).
+fn open_orders(step: &ExportStep, plan: &plan::Plan) -> Result<Option<OrdersFile>, LoadError> {
+    // The sink first: fields drop in order, so the file is closed before the temp guard removes it.
+    Ok(match (&step.orders_out, &plan.query) {
+        (Some(path), Some(_)) => {
+            let t = Staged::open(path, &format!("{}.orders", step.name))?;
+            let s = writer::open(
+                orders_format(step, path),
+                t.temp_path(),
+                layout(
+                    step,
+                    ORDER_COLUMNS
+                        .iter()
+                        .map(|(n, k)| (n.to_string(), *k))
+                        .collect(),
+                ),
+            )
+            .map_err(|e| output(path, e))?;
+            Some((s, t))
+        }
+        _ => None,
+    })
+}
+
+/// An incremental export's cursor; a blacklist has none to follow.
+fn open_cursor(
+    conn: &Connected,
+    step: &ExportStep,
+    opts: &ExportOptions,
+    plan: &plan::Plan,
+) -> Result<Option<Arc<incremental::Cursor>>, LoadError> {
+    Ok(match (&plan.query, step.incremental) {
+        (Some(q), true) => Some(Arc::new(incremental::Cursor::open(
+            &conn.resolved,
+            q,
+            opts.full,
+        )?)),
+        (None, true) => {
+            return Err(LoadError::step(
+                "an incremental export needs receivers: a blacklist has no change times to follow",
+            ));
+        }
+        _ => None,
+    })
 }

@@ -9,6 +9,7 @@ mod columns;
 mod consent;
 mod date_order;
 mod dates;
+mod mapped;
 mod parts;
 mod render;
 pub mod rules;
@@ -29,10 +30,7 @@ mod tests;
 
 use crate::source::SourceError;
 use ask::Ask;
-use columns::Role;
-use parts::{choose_address, mangled_warning, write_consent, write_left_out};
-use render::{comment, key, mapping, string, strings};
-use rules::{AttrType, Target};
+use render::{comment, string, strings};
 use source_line::source_lines;
 use std::path::PathBuf;
 
@@ -131,7 +129,7 @@ fn draft_from(
     if let Some(tool) = tools::preset_for(&sample.columns) {
         preset_step(&mut w, sample, tool.preset);
     } else {
-        mapped_step(&mut w, sample, ask)?;
+        mapped::mapped_step(&mut w, sample, ask)?;
     }
     Ok(w.finish())
 }
@@ -172,242 +170,6 @@ fn preset_step(w: &mut Writer, sample: &sample::Sample, preset: &str) {
             _ => w.line(&format!("date_format = {}", strings(&d.formats()))),
         }
     }
-}
-
-/// A step with a mapping of its own.
-fn mapped_step(
-    w: &mut Writer,
-    sample: &sample::Sample,
-    ask: &mut dyn Ask,
-) -> Result<(), InitError> {
-    let mut roles = columns::roles(sample);
-    let col = |i: usize| sample.columns[i].as_str();
-    choose_address(&mut roles, sample, ask);
-    let settled = date_order::settle(&mut roles, &sample.columns, ask);
-    for (_, why) in &settled {
-        w.decided(why.clone());
-    }
-    let settled_note = |i: usize| {
-        settled
-            .iter()
-            .find(|(c, _)| *c == i)
-            .map(|(_, why)| why.clone())
-    };
-    let Some(email) = roles
-        .iter()
-        .position(|r| *r == Role::Email { primary: true })
-    else {
-        return Err(InitError::NoAddress {
-            columns: sample
-                .columns
-                .iter()
-                .map(|c| format!("\"{c}\""))
-                .collect::<Vec<_>>()
-                .join(", "),
-        });
-    };
-    let registered = roles.iter().enumerate().find_map(|(i, r)| match r {
-        Role::Registered(d) => Some((col(i).to_string(), d.clone())),
-        _ => None,
-    });
-    let consent = consent::decide(sample, &roles, registered.clone(), ask);
-
-    w.line("");
-    w.line("[import.receiver]");
-    let share = columns::address_share(sample.values(email));
-    w.comment(&format!(
-        "The address: \"{}\" ({:.0}% of its values are addresses).",
-        col(email),
-        share * 100.0
-    ));
-    w.line(&format!("email = {}", string(col(email))));
-    w.decided(format!("address column \"{}\"", col(email)));
-    for (i, r) in roles.iter().enumerate() {
-        if *r == (Role::Email { primary: false }) {
-            w.look_at(format!(
-                "\"{}\" holds addresses too; \"{}\" was taken as the receiver's (it is kept as an attribute)",
-                col(i),
-                col(email)
-            ));
-        }
-    }
-    if let Some((c, d)) = &registered {
-        w.comment(&format!("When they signed up: \"{c}\"."));
-        if let Some(i) = sample.columns.iter().position(|h| h == c)
-            && let Some(why) = settled_note(i)
-        {
-            w.comment(&why);
-        }
-        if let Some(text) = render::ambiguity_comment(c, Some(d)) {
-            w.comment(&text);
-            w.look_at(format!("the date format of \"{c}\""));
-        }
-        w.line(&format!(
-            "registered = {}",
-            mapping(c, &render::format_keys(Some(d)))
-        ));
-    }
-    write_consent(w, &consent);
-    for (i, r) in roles.iter().enumerate() {
-        if let Role::Named {
-            target: Target::Receiver(field),
-            ..
-        } = r
-        {
-            w.line(&format!("{field} = {}", string(col(i))));
-        }
-    }
-
-    let mut taken: Vec<String> = Vec::new();
-    let named: Vec<(usize, &Role)> = roles
-        .iter()
-        .enumerate()
-        .filter(|(_, r)| {
-            matches!(
-                r,
-                Role::Named {
-                    target: Target::Global(..),
-                    ..
-                }
-            )
-        })
-        .collect();
-    if !named.is_empty() {
-        w.line("");
-        w.line("[import.global_attributes]");
-        for (i, r) in named {
-            let Role::Named {
-                target: Target::Global(name, kind),
-                date,
-                gender_map,
-            } = r
-            else {
-                continue;
-            };
-            taken.push(name.to_string());
-            if let Some(why) = settled_note(i) {
-                w.comment(&why);
-            }
-            if let Some(text) = render::ambiguity_comment(col(i), date.as_ref()) {
-                w.comment(&text);
-                w.look_at(format!("the date format of \"{}\"", col(i)));
-            }
-            if *kind == AttrType::Gender && !gender_map.is_empty() {
-                w.comment(&format!(
-                    "Values that are no gender are left empty: {}.",
-                    consent::quoted(
-                        &gender_map
-                            .iter()
-                            .map(|(f, _)| f.clone())
-                            .collect::<Vec<_>>()
-                    )
-                ));
-            }
-            mangled_warning(w, sample, i);
-            w.line(&format!(
-                "{} = {}",
-                key(name),
-                mapping(col(i), &render::attribute_keys(r))
-            ));
-        }
-    }
-
-    let others: Vec<usize> = roles
-        .iter()
-        .enumerate()
-        .filter(|(_, r)| {
-            matches!(
-                r,
-                Role::Attribute { .. }
-                    | Role::Email { primary: false }
-                    | Role::Consent(
-                        consent::Reading::State { .. }
-                            | consent::Reading::Unknown
-                            | consent::Reading::Superseded { .. }
-                    )
-            )
-        })
-        .map(|(i, _)| i)
-        .collect();
-    if !others.is_empty() {
-        w.line("");
-        w.comment("The file's other columns, as attributes of this group, typed by their values.");
-        w.line("[import.attributes]");
-        for i in others {
-            let name = columns::unique_name(columns::attribute_name(col(i)), &taken);
-            taken.push(name.clone());
-            if !col(i).is_ascii() {
-                w.comment(&format!(
-                    "{name}: the header {} spelled in the letters attribute names take.",
-                    string(col(i))
-                ));
-            }
-            let r = &roles[i];
-            if let Some(why) = settled_note(i) {
-                w.comment(&why);
-            }
-            if let Role::Attribute { date, .. } = r
-                && let Some(text) = render::ambiguity_comment(col(i), date.as_ref())
-            {
-                w.comment(&text);
-                w.look_at(format!("the date format of \"{}\"", col(i)));
-            }
-            mangled_warning(w, sample, i);
-            w.line(&format!(
-                "{} = {}",
-                key(&name),
-                mapping(col(i), &render::attribute_keys(r))
-            ));
-        }
-    }
-
-    if let Some((i, sep)) = roles.iter().enumerate().find_map(|(i, r)| match r {
-        Role::Tags(sep) => Some((i, *sep)),
-        _ => None,
-    }) {
-        w.line("");
-        w.comment(&format!("Tags: \"{}\", separated by \"{sep}\".", col(i)));
-        w.line("[import.tags]");
-        w.line(&format!("columns = {}", string(col(i))));
-        w.line(&format!("separator = {}", string(sep)));
-        w.decided(format!("tags from \"{}\" (separator \"{sep}\")", col(i)));
-    }
-
-    let orders: Vec<(usize, &Role)> = roles
-        .iter()
-        .enumerate()
-        .filter(|(_, r)| matches!(r, Role::Order { .. }))
-        .collect();
-    if !orders.is_empty() {
-        w.line("");
-        w.comment("The rows are order lines: each becomes an order of its address.");
-        w.line("[import.orders]");
-        for (i, r) in orders {
-            let Role::Order {
-                field,
-                date,
-                decimal_comma,
-            } = r
-            else {
-                continue;
-            };
-            let mut extra = render::format_keys(date.as_ref());
-            if *decimal_comma {
-                extra.push("decimal = \",\"".into());
-            }
-            if let Some(why) = settled_note(i) {
-                w.comment(&why);
-            }
-            if let Some(text) = render::ambiguity_comment(col(i), date.as_ref()) {
-                w.comment(&text);
-            }
-            w.line(&format!("{field} = {}", mapping(col(i), &extra)));
-        }
-        w.decided("orders on the rows".into());
-    }
-
-    write_left_out(w, sample, &roles);
-    Ok(())
 }
 
 /// The file name of a source without folder and extension: `exports/kunden.csv` → `kunden`.

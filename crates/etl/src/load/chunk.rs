@@ -233,11 +233,7 @@ pub(super) async fn write_chunk(
     progress: &Progress,
 ) -> Result<(), LoadError> {
     let Shared {
-        step,
-        conn,
-        opts,
-        bar,
-        ..
+        step, conn, opts, ..
     } = *shared;
     let cols =
         PreparedRows::new(step, &chunk.chunk.frame).map_err(|e| LoadError::step(e.to_string()))?;
@@ -282,13 +278,43 @@ pub(super) async fn write_chunk(
         checked: AtomicU64::new(0),
         write_requests: AtomicU64::new(0),
     };
+    let failed = send_rows(shared, &rows, lookup, tally, progress).await;
+    counters.batches = rows.batches.load(Ordering::Relaxed);
+    counters.retried += rows.retried.load(Ordering::Relaxed);
+    counters.orders_sent += rows.orders_sent.load(Ordering::Relaxed);
+    counters.checked += rows.checked.load(Ordering::Relaxed);
+    counters.write_requests += rows.write_requests.load(Ordering::Relaxed);
+    let more = !opts.stop.is_set() && !conn.breaker.is_open();
+    match failed {
+        // A stop or the breaker cut the lookups short: their rows are not
+        // started, as the stop's.
+        Some(_) if !more => Ok(()),
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
+}
+
+/// Decides and sends the chunk's `rows` as their blacklist `lookup`
+/// answers, alone or in batches, folding each result into `tally`. Returns
+/// the error of a lookup that failed for good: the rows of the batches
+/// answered before it are written, the rest are not taken.
+async fn send_rows(
+    shared: &Shared<'_>,
+    rows: &Rows<'_>,
+    lookup: Lookup<'_>,
+    tally: &mut Tally,
+    progress: &Progress,
+) -> Option<LoadError> {
+    let Shared {
+        conn, opts, bar, ..
+    } = *shared;
+    let (cols, emails, blocked) = (rows.cols, rows.emails, rows.blocked);
     // A stop (Ctrl-C, SIGTERM) takes no new row; rows whose request is on
     // the wire finish, the rest are given up at once (rows.rs). The
     // breaker opening takes no new row either, and its rows in flight fail
     // at once.
     let stop = opts.stop.clone();
     let breaker = &conn.breaker;
-    let rows = &rows;
     // The streams are bounded by the controller's maximum; each request
     // then waits for its room in the controller (retry.rs), so the rows in
     // flight follow the limit it sets as it moves.
@@ -316,17 +342,13 @@ pub(super) async fn write_chunk(
     // so memory does not grow with the rows: only what must outlive the
     // stream is kept per row (a refused row's reject, a dry run's plan, the
     // ledger's addresses).
-    let cols = &cols;
     let fold = |(i, r)| {
         tally.add(i, r, emails, cols);
         bar.inc(1);
         note();
         futures::future::ready(())
     };
-    // A lookup that failed for good: the rows of the batches answered
-    // before it are written, the rest are not taken, and the step fails.
     let failed = std::cell::Cell::new(None);
-    let blocked = &blocked;
     let failed = &failed;
     lookup
         .run(|answers| async move {
@@ -370,18 +392,7 @@ pub(super) async fn write_chunk(
             }
         })
         .await;
-    counters.batches = rows.batches.load(Ordering::Relaxed);
-    counters.retried += rows.retried.load(Ordering::Relaxed);
-    counters.orders_sent += rows.orders_sent.load(Ordering::Relaxed);
-    counters.checked += rows.checked.load(Ordering::Relaxed);
-    counters.write_requests += rows.write_requests.load(Ordering::Relaxed);
-    match failed.take() {
-        // A stop or the breaker cut the lookups short: their rows are not
-        // started, as the stop's.
-        Some(_) if !more() => Ok(()),
-        Some(e) => Err(e),
-        None => Ok(()),
-    }
+    failed.take()
 }
 
 /// `limit` of a step (a canary run): its first N receivers, in the

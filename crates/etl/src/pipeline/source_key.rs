@@ -7,6 +7,7 @@ use super::reader::{Ctx, Table, choices, type_name};
 use super::*;
 use crate::remote;
 use crate::source::{PgSource, PgUrl, SheetRef, SourceFormat, TextEncoding};
+use std::ops::Range;
 use toml::Spanned;
 use toml::de::DeValue;
 
@@ -36,113 +37,7 @@ impl Parser<'_> {
             DeValue::String(s) => spec.paths.push(s.to_string()),
             DeValue::Table(_) => {
                 let t = Table::new(v, format!("`{key}` of {}", parent.name))?;
-                t.check_keys(&mut self.ctx, SOURCE_KEYS);
-                let ctx = &mut self.ctx;
-                spec.paths
-                    .extend(t.str(ctx, "path").map(Spanned::into_inner));
-                spec.paths.extend(
-                    t.strings(ctx, "paths")
-                        .unwrap_or_default()
-                        .into_iter()
-                        .map(Spanned::into_inner),
-                );
-                spec.postgres = postgres_source(&t, ctx);
-                if spec.postgres.is_some() && !spec.paths.is_empty() {
-                    ctx.error(
-                        v.span(),
-                        format!("{} has both a query and `path`; give one", t.name),
-                    );
-                }
-                // A database named without a query was reported above.
-                let names_database = t.get("postgres").is_some() || t.get("postgres_env").is_some();
-                if spec.paths.is_empty() && !names_database {
-                    t.missing(ctx, "path", " (or `paths`, or `postgres` with `query`)");
-                }
-                if let Some(f) = t.str(ctx, "format") {
-                    match f.get_ref().to_ascii_lowercase().as_str() {
-                        "csv" => spec.format = Some(SourceFormat::Csv),
-                        "xlsx" | "xls" | "ods" => spec.format = Some(SourceFormat::Spreadsheet),
-                        "parquet" => spec.format = Some(SourceFormat::Parquet),
-                        "jsonl" | "ndjson" => spec.format = Some(SourceFormat::JsonLines),
-                        other => ctx.error(
-                            f.span(),
-                            format!(
-                                "unknown format \"{other}\"; valid formats: {}",
-                                choices(FORMATS)
-                            ),
-                        ),
-                    }
-                }
-                if let Some(d) = t.str(ctx, "delimiter") {
-                    match d.get_ref().as_str() {
-                        "tab" | "\t" => spec.delimiter = Some(b'\t'),
-                        s if s.len() == 1 && s.is_ascii() => spec.delimiter = Some(s.as_bytes()[0]),
-                        other => ctx.error(d.span(), format!("`delimiter` must be one character (such as \",\", \";\", \"|\") or \"tab\", not \"{other}\"")),
-                    }
-                }
-                if let Some(e) = t.str(ctx, "encoding") {
-                    match TextEncoding::parse(e.get_ref()) {
-                        Some(enc) => spec.encoding = Some(enc),
-                        None => ctx.error(
-                            e.span(),
-                            format!(
-                                "unknown encoding \"{}\"; valid encodings: {}",
-                                e.get_ref(),
-                                TextEncoding::CHOICES
-                            ),
-                        ),
-                    }
-                }
-                spec.header_row = t
-                    .int(ctx, "header_row", 1..1_000_001)
-                    .map_or(1, |n| n as usize);
-                if let Some(s) = t.get("sheet") {
-                    match s.get_ref() {
-                        DeValue::String(name) if &**name == "*" => spec.sheets = vec![SheetRef::All],
-                        DeValue::String(name) => spec.sheets = vec![SheetRef::Name(name.to_string())],
-                        DeValue::Integer(_) => {
-                            spec.sheets = t.int(ctx, "sheet", 1..10_001).map(|n| SheetRef::Index(n as usize)).into_iter().collect()
-                        }
-                        other => ctx.error(s.span(), format!("`sheet` must be a sheet name, its number (1 is the first) or \"*\" (every sheet), not {}", type_name(other))),
-                    }
-                }
-                if let Some(s) = t.get("sheets") {
-                    if t.get("sheet").is_some() {
-                        ctx.error(
-                            s.span(),
-                            format!("{} has both `sheet` and `sheets`; give one", t.name),
-                        );
-                    }
-                    match s.get_ref() {
-                        DeValue::Array(items) if !items.is_empty() => {
-                            spec.sheets.clear();
-                            for item in items.iter() {
-                                match item.get_ref() {
-                                    DeValue::String(name) if &**name == "*" => spec.sheets.push(SheetRef::All),
-                                    DeValue::String(name) => spec.sheets.push(SheetRef::Name(name.to_string())),
-                                    DeValue::Integer(i) => match i64::from_str_radix(&i.as_str().replace('_', ""), i.radix()) {
-                                        Ok(n) if (1..10_001).contains(&n) => spec.sheets.push(SheetRef::Index(n as usize)),
-                                        _ => ctx.error(item.span(), "sheet numbers in `sheets` go from 1 (the first sheet) to 10000"),
-                                    },
-                                    other => ctx.error(item.span(), format!("`sheets` must list sheet names or numbers (1 is the first), not {}", type_name(other))),
-                                }
-                            }
-                        }
-                        other => ctx.error(s.span(), format!("`sheets` must be a non-empty list of sheet names or numbers, such as [\"2024\", \"2025\"], not {}", type_name(other))),
-                    }
-                }
-                if names_database && spec.postgres.is_none() {
-                    // Reported above; nothing to read.
-                    return None;
-                }
-                spec.pad_short_rows = t.bool(ctx, "pad_short_rows").unwrap_or(false);
-                spec.no_header = !t.bool(ctx, "header").unwrap_or(true);
-                if spec.no_header {
-                    no_header_readable(&t, ctx, &spec);
-                }
-                spec.max_quoted_lines = t
-                    .int(ctx, "max_quoted_lines", 1..100_000_001)
-                    .map_or(0, |n| n as u64);
+                source_table(&t, &mut self.ctx, &mut spec, v.span())?;
             }
             other => {
                 self.ctx.error(
@@ -156,27 +51,154 @@ impl Parser<'_> {
                 return None;
             }
         }
-        for entry in spec.paths.iter().filter(|p| remote::is_url(p)) {
-            if let Err(e) = reqwest::Url::parse(entry) {
-                self.ctx.error(
-                    v.span(),
-                    format!(
-                        "{} is not a valid URL ({e}); write it as https://host/path/file.csv",
-                        remote::url::shown_entry(entry)
-                    ),
-                );
-            }
-        }
-        for entry in spec
-            .paths
-            .iter()
-            .filter(|p| remote::object::is_object_url(p))
-        {
-            if let Err(message) = remote::object::ObjectUrl::parse(entry) {
-                self.ctx.error(v.span(), message);
-            }
-        }
+        check_urls(&mut self.ctx, &spec, v.span());
         Some(spec)
+    }
+}
+
+/// The source of `source = { ... }` (the table `t`, at `span`) into `spec`;
+/// `None` when it names a database without a query (reported).
+fn source_table(t: &Table, ctx: &mut Ctx, spec: &mut SourceSpec, span: Range<usize>) -> Option<()> {
+    t.check_keys(ctx, SOURCE_KEYS);
+    spec.paths
+        .extend(t.str(ctx, "path").map(Spanned::into_inner));
+    spec.paths.extend(
+        t.strings(ctx, "paths")
+            .unwrap_or_default()
+            .into_iter()
+            .map(Spanned::into_inner),
+    );
+    spec.postgres = postgres_source(t, ctx);
+    if spec.postgres.is_some() && !spec.paths.is_empty() {
+        ctx.error(
+            span,
+            format!("{} has both a query and `path`; give one", t.name),
+        );
+    }
+    // A database named without a query was reported above.
+    let names_database = t.get("postgres").is_some() || t.get("postgres_env").is_some();
+    if spec.paths.is_empty() && !names_database {
+        t.missing(ctx, "path", " (or `paths`, or `postgres` with `query`)");
+    }
+    text_options(t, ctx, spec);
+    spec.header_row = t
+        .int(ctx, "header_row", 1..1_000_001)
+        .map_or(1, |n| n as usize);
+    sheets(t, ctx, spec);
+    if names_database && spec.postgres.is_none() {
+        // Reported above; nothing to read.
+        return None;
+    }
+    spec.pad_short_rows = t.bool(ctx, "pad_short_rows").unwrap_or(false);
+    spec.no_header = !t.bool(ctx, "header").unwrap_or(true);
+    if spec.no_header {
+        no_header_readable(t, ctx, spec);
+    }
+    spec.max_quoted_lines = t
+        .int(ctx, "max_quoted_lines", 1..100_000_001)
+        .map_or(0, |n| n as u64);
+    Some(())
+}
+
+/// `format`, `delimiter` and `encoding` of a source table.
+fn text_options(t: &Table, ctx: &mut Ctx, spec: &mut SourceSpec) {
+    if let Some(f) = t.str(ctx, "format") {
+        match f.get_ref().to_ascii_lowercase().as_str() {
+            "csv" => spec.format = Some(SourceFormat::Csv),
+            "xlsx" | "xls" | "ods" => spec.format = Some(SourceFormat::Spreadsheet),
+            "parquet" => spec.format = Some(SourceFormat::Parquet),
+            "jsonl" | "ndjson" => spec.format = Some(SourceFormat::JsonLines),
+            other => ctx.error(
+                f.span(),
+                format!(
+                    "unknown format \"{other}\"; valid formats: {}",
+                    choices(FORMATS)
+                ),
+            ),
+        }
+    }
+    if let Some(d) = t.str(ctx, "delimiter") {
+        match d.get_ref().as_str() {
+            "tab" | "\t" => spec.delimiter = Some(b'\t'),
+            s if s.len() == 1 && s.is_ascii() => spec.delimiter = Some(s.as_bytes()[0]),
+            other => ctx.error(d.span(), format!("`delimiter` must be one character (such as \",\", \";\", \"|\") or \"tab\", not \"{other}\"")),
+        }
+    }
+    if let Some(e) = t.str(ctx, "encoding") {
+        match TextEncoding::parse(e.get_ref()) {
+            Some(enc) => spec.encoding = Some(enc),
+            None => ctx.error(
+                e.span(),
+                format!(
+                    "unknown encoding \"{}\"; valid encodings: {}",
+                    e.get_ref(),
+                    TextEncoding::CHOICES
+                ),
+            ),
+        }
+    }
+}
+
+/// `sheet` or `sheets` of a source table.
+fn sheets(t: &Table, ctx: &mut Ctx, spec: &mut SourceSpec) {
+    if let Some(s) = t.get("sheet") {
+        match s.get_ref() {
+            DeValue::String(name) if &**name == "*" => spec.sheets = vec![SheetRef::All],
+            DeValue::String(name) => spec.sheets = vec![SheetRef::Name(name.to_string())],
+            DeValue::Integer(_) => {
+                spec.sheets = t.int(ctx, "sheet", 1..10_001).map(|n| SheetRef::Index(n as usize)).into_iter().collect()
+            }
+            other => ctx.error(s.span(), format!("`sheet` must be a sheet name, its number (1 is the first) or \"*\" (every sheet), not {}", type_name(other))),
+        }
+    }
+    if let Some(s) = t.get("sheets") {
+        if t.get("sheet").is_some() {
+            ctx.error(
+                s.span(),
+                format!("{} has both `sheet` and `sheets`; give one", t.name),
+            );
+        }
+        match s.get_ref() {
+            DeValue::Array(items) if !items.is_empty() => {
+                spec.sheets.clear();
+                for item in items.iter() {
+                    match item.get_ref() {
+                        DeValue::String(name) if &**name == "*" => spec.sheets.push(SheetRef::All),
+                        DeValue::String(name) => spec.sheets.push(SheetRef::Name(name.to_string())),
+                        DeValue::Integer(i) => match i64::from_str_radix(&i.as_str().replace('_', ""), i.radix()) {
+                            Ok(n) if (1..10_001).contains(&n) => spec.sheets.push(SheetRef::Index(n as usize)),
+                            _ => ctx.error(item.span(), "sheet numbers in `sheets` go from 1 (the first sheet) to 10000"),
+                        },
+                        other => ctx.error(item.span(), format!("`sheets` must list sheet names or numbers (1 is the first), not {}", type_name(other))),
+                    }
+                }
+            }
+            other => ctx.error(s.span(), format!("`sheets` must be a non-empty list of sheet names or numbers, such as [\"2024\", \"2025\"], not {}", type_name(other))),
+        }
+    }
+}
+
+/// Each URL and object URL among the source's paths, checked.
+fn check_urls(ctx: &mut Ctx, spec: &SourceSpec, span: Range<usize>) {
+    for entry in spec.paths.iter().filter(|p| remote::is_url(p)) {
+        if let Err(e) = reqwest::Url::parse(entry) {
+            ctx.error(
+                span.clone(),
+                format!(
+                    "{} is not a valid URL ({e}); write it as https://host/path/file.csv",
+                    remote::url::shown_entry(entry)
+                ),
+            );
+        }
+    }
+    for entry in spec
+        .paths
+        .iter()
+        .filter(|p| remote::object::is_object_url(p))
+    {
+        if let Err(message) = remote::object::ObjectUrl::parse(entry) {
+            ctx.error(span.clone(), message);
+        }
     }
 }
 

@@ -133,6 +133,15 @@ pub enum SourceError {
     )]
     CompressedSpreadsheet { file: PathBuf },
 
+    /// JSON lines and Parquet are read from their own files: only delimited
+    /// text is read through gzip or zstd (a Parquet file compresses its
+    /// columns itself).
+    #[error(
+        "{} is compressed {format}; only delimited text (CSV, TSV) is read through gzip or zstd: unpack it and name the {format} file in `paths`",
+        .file.display()
+    )]
+    CompressedFormat { file: PathBuf, format: &'static str },
+
     #[error("cannot write {}: {source}", .file.display())]
     Write { file: PathBuf, source: io::Error },
 

@@ -58,8 +58,21 @@ pub(crate) fn resolve(spec: &SourceSpec, base_dir: &Path) -> Result<Vec<Input>, 
                 .format
                 .or_else(|| SourceFormat::from_path(&compressed::inner_name(&path)))
                 .ok_or_else(|| SourceError::UnknownFormat { file: path.clone() })?;
-            if format == SourceFormat::Spreadsheet && Compression::from_path(&path).is_some() {
-                return Err(SourceError::CompressedSpreadsheet { file: path });
+            if Compression::from_path(&path).is_some() {
+                match format {
+                    SourceFormat::Csv => {}
+                    SourceFormat::Spreadsheet => {
+                        return Err(SourceError::CompressedSpreadsheet { file: path });
+                    }
+                    SourceFormat::Parquet => {
+                        let format = "Parquet";
+                        return Err(SourceError::CompressedFormat { file: path, format });
+                    }
+                    SourceFormat::JsonLines => {
+                        let format = "JSON lines";
+                        return Err(SourceError::CompressedFormat { file: path, format });
+                    }
+                }
             }
             inputs.push(Input {
                 path,

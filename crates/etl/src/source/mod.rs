@@ -425,6 +425,16 @@ mod tests {
         std::fs::write(dir.path().join("c.xlsx.gz"), b"x").unwrap();
         let err = read(&super::csv::tests::spec(&["c.xlsx.gz"]), dir.path()).unwrap_err();
         assert!(matches!(err, SourceError::CompressedSpreadsheet { .. }));
+        // JSON lines and Parquet are refused as clearly, not read as garbage.
+        for name in ["d.jsonl.gz", "e.parquet.zst"] {
+            std::fs::write(dir.path().join(name), b"x").unwrap();
+            let err = read(&super::csv::tests::spec(&[name]), dir.path()).unwrap_err();
+            assert!(
+                matches!(err, SourceError::CompressedFormat { .. }),
+                "{name}: {err}"
+            );
+            assert!(err.to_string().contains("unpack it"), "{err}");
+        }
     }
 
     #[test]

@@ -57,6 +57,24 @@ pub trait Builtin {
     ) -> BoxFuture<'static, Result<BuiltinTarget, ConnectError>>;
 }
 
+/// No built-in target: for a program without the server, whose pipelines
+/// name a URL (a `builtin` target is refused with a [`ConnectError`]).
+pub struct NoBuiltin;
+
+impl Builtin for NoBuiltin {
+    fn start(
+        &self,
+        database: &Path,
+        _token: Option<&str>,
+    ) -> BoxFuture<'static, Result<BuiltinTarget, ConnectError>> {
+        let what = format!(
+            "cannot start the built-in target on {}: this program has no server (the listpipe binary has)",
+            database.display()
+        );
+        Box::pin(async move { Err(ConnectError::new(what, None)) })
+    }
+}
+
 /// A built-in target started by [`Builtin::start`].
 pub struct BuiltinTarget {
     pub base_url: String,

@@ -1,10 +1,10 @@
 //! Attributes, spec §4.6: all 13 operations.
 
 use super::path_id;
-use crate::AppState;
 use crate::auth::Auth;
 use crate::error::{ApiError, ApiResult};
 use crate::openapi::Routes;
+use crate::state::AppState;
 use crate::store::receivers::{self, ReceiverKey};
 use crate::store::{AccountId, Db, StoreResult, attributes, not_found};
 use crate::wire::{Input, QueryInput};

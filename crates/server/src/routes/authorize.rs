@@ -16,8 +16,8 @@
 mod csrf;
 mod page;
 
-use crate::AppState;
 use crate::auth_failures::{self, Attempt, Peer, Spent};
+use crate::state::AppState;
 use crate::store::accounts::{self, AppListing};
 use crate::store::{StoreResult, redirect_uris, users};
 use crate::wire::RawInput;

@@ -1,10 +1,10 @@
 //! The blacklist and group blocklists, spec §4.3: all 10 operations.
 
 use super::path_id;
-use crate::AppState;
 use crate::auth::Auth;
 use crate::error::{ApiError, ApiResult};
 use crate::openapi::Routes;
+use crate::state::AppState;
 use crate::store::blacklist;
 use crate::wire::{Input, RawInput};
 use axum::Json;

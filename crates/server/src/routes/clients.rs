@@ -2,12 +2,12 @@
 //! (the account itself); another client's id or domain is a 404.
 
 use super::path_id;
-use crate::AppState;
 use crate::auth::Auth;
 use crate::error::ApiResult;
 use crate::openapi::Routes;
+use crate::state::AppState;
 use crate::store::{AccountId, Db, StoreResult, clients};
-use crate::wire::QueryInput;
+use crate::wire::{MAX_BODY_BYTES, QueryInput};
 use axum::Json;
 use axum::extract::{Path, State};
 use listpipe_api::client_info::{
@@ -131,7 +131,7 @@ async fn limits(
     // The rate limiter does not tell its rate (yet): reported as no limit.
     let rate = None;
     of_client(&s, &auth, &id, move |c, a, i| {
-        clients::limits(c, a, i, rate)
+        clients::limits(c, a, i, MAX_BODY_BYTES, rate)
     })
     .await
 }

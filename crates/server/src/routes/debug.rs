@@ -1,9 +1,9 @@
 //! Debug operations, spec §4.1: exchange, ttl, validate, whoami.
 
-use crate::AppState;
 use crate::auth::Auth;
 use crate::error::{ApiError, ApiResult};
 use crate::openapi::Routes;
+use crate::state::AppState;
 use crate::store::{accounts, tokens};
 use axum::Json;
 use axum::extract::State;

@@ -11,10 +11,10 @@
 //! items is a 413 and nothing is stored.
 
 use super::path_id;
-use crate::AppState;
 use crate::auth::Auth;
 use crate::error::{ApiError, ApiResult};
 use crate::openapi::Routes;
+use crate::state::AppState;
 use crate::store::receivers::{
     self, Activation, BatchItem, BatchMode, ItemOutcome, ReceiverKey, ReceiversJson, Selection,
 };

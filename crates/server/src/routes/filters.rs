@@ -1,10 +1,10 @@
 //! Filters (segments), spec §4.7: all 9 operations.
 
 use super::path_id;
-use crate::AppState;
 use crate::auth::Auth;
 use crate::error::ApiResult;
 use crate::openapi::Routes;
+use crate::state::AppState;
 use crate::store::filters;
 use crate::store::receivers::ReceiversJson;
 use crate::wire::{Input, QueryInput};

@@ -1,10 +1,10 @@
 //! Groups, spec §4.4: all 8 operations.
 
 use super::path_id;
-use crate::AppState;
 use crate::auth::Auth;
 use crate::error::ApiResult;
 use crate::openapi::Routes;
+use crate::state::AppState;
 use crate::store::groups;
 use crate::wire::{Input, QueryInput};
 use axum::Json;

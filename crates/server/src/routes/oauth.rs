@@ -3,9 +3,10 @@
 //! client id and secret as HTTP Basic or body fields; the body as form,
 //! JSON, multipart or a raw `&grant_type=...` string (read by the wire layer).
 
-use crate::AppState;
 use crate::auth_failures::{self, Attempt, Peer, Spent};
+use crate::state::AppState;
 use crate::store::accounts::{self, App, Grant};
+use crate::store::{Db, StoreResult};
 use crate::wire::RawInput;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode, header};
@@ -13,6 +14,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::{Json, Router};
 use base64::Engine;
+use listpipe_api::TokenResponse;
 use listpipe_api::oauth::{OAuthError, TokenRequest};
 use listpipe_api::paths;
 
@@ -109,26 +111,9 @@ async fn token(
     headers: HeaderMap,
     RawInput(body): RawInput,
 ) -> Response {
-    let req: TokenRequest = match body {
-        serde_json::Value::Null => TokenRequest::default(),
-        // serde would fill the request from an array by position.
-        serde_json::Value::Array(_) => {
-            return oauth_error(
-                StatusCode::BAD_REQUEST,
-                "invalid_request",
-                "unreadable request: expected an object, got an array",
-            );
-        }
-        v => match serde_json::from_value(v) {
-            Ok(r) => r,
-            Err(e) => {
-                return oauth_error(
-                    StatusCode::BAD_REQUEST,
-                    "invalid_request",
-                    format!("unreadable request: {e}"),
-                );
-            }
-        },
+    let req = match token_request(body) {
+        Ok(req) => req,
+        Err(res) => return *res,
     };
     let Some((client_id, secret)) = basic_credentials(&headers)
         .or_else(|| Some((req.client_id.clone()?, req.client_secret.clone()?)))
@@ -159,22 +144,9 @@ async fn token(
     let limit = s.auth_failures.clients();
     let attempt = Attempt::new(&client_id, peer);
     if let Err((spent, secs)) = limit.admit(&attempt, auth_failures::now(s.store.clock())) {
-        let mut res = oauth_error(
-            StatusCode::TOO_MANY_REQUESTS,
-            "slow_down",
-            format!(
-                "too many failed client authentications {}; retry after {secs} s",
-                match spent {
-                    Spent::NameFromAddress => "for this client from this address",
-                    Spent::Address => "from this address",
-                }
-            ),
-        );
-        res.headers_mut()
-            .insert(header::RETRY_AFTER, header::HeaderValue::from(secs));
-        return res;
+        return slow_down(spent, secs);
     }
-    let (ttl, code_ttl) = (s.token_ttl, s.code_ttl);
+    let ttls = (s.token_ttl, s.code_ttl);
     let id = client_id.clone();
     let result = s
         .store
@@ -182,30 +154,7 @@ async fn token(
             let Some(app): Option<App> = accounts::authenticate_app(c, &id, &secret)? else {
                 return Ok(Err(Refused::WrongClient));
             };
-            let issued = match grant.as_str() {
-                "client_credentials" => Ok(accounts::issue_pair(c, app.account, app.id, ttl)?),
-                "refresh_token" => match req.refresh_token.as_deref() {
-                    Some(t) => granted(accounts::refresh(c, &app, t, ttl)?, "refresh_token"),
-                    None => Err(Refused::Answer(Box::new(oauth_error(
-                        StatusCode::BAD_REQUEST,
-                        "invalid_request",
-                        "refresh_token is required",
-                    )))),
-                },
-                _ => match req.code.as_deref() {
-                    Some(code) => {
-                        let redirect = req.redirect_uri.as_deref();
-                        let grant = accounts::redeem_code(c, &app, code, redirect, ttl, code_ttl)?;
-                        granted(grant, "authorization_code")
-                    }
-                    None => Err(Refused::Answer(Box::new(oauth_error(
-                        StatusCode::BAD_REQUEST,
-                        "invalid_request",
-                        "code is required",
-                    )))),
-                },
-            };
-            Ok(issued)
+            issue(c, &app, &grant, &req, ttls)
         })
         .await;
     // Admitted, the attempt counts as a failure (see `auth_failures`): the
@@ -216,6 +165,91 @@ async fn token(
         Ok(_) => limit.succeeded(&attempt),
         Err(_) => limit.undecided(&attempt),
     }
+    answer(&s, &client_id, peer, result)
+}
+
+/// The token request from the body the wire layer read; an OAuth error
+/// answer when it is not one.
+fn token_request(body: serde_json::Value) -> Result<TokenRequest, Box<Response>> {
+    match body {
+        serde_json::Value::Null => Ok(TokenRequest::default()),
+        // serde would fill the request from an array by position.
+        serde_json::Value::Array(_) => Err(Box::new(oauth_error(
+            StatusCode::BAD_REQUEST,
+            "invalid_request",
+            "unreadable request: expected an object, got an array",
+        ))),
+        v => serde_json::from_value(v).map_err(|e| {
+            Box::new(oauth_error(
+                StatusCode::BAD_REQUEST,
+                "invalid_request",
+                format!("unreadable request: {e}"),
+            ))
+        }),
+    }
+}
+
+/// The answer while failed client authentications (`spent`) wait `secs`.
+fn slow_down(spent: Spent, secs: u64) -> Response {
+    let mut res = oauth_error(
+        StatusCode::TOO_MANY_REQUESTS,
+        "slow_down",
+        format!(
+            "too many failed client authentications {}; retry after {secs} s",
+            match spent {
+                Spent::NameFromAddress => "for this client from this address",
+                Spent::Address => "from this address",
+            }
+        ),
+    );
+    res.headers_mut()
+        .insert(header::RETRY_AFTER, header::HeaderValue::from(secs));
+    res
+}
+
+/// Issues the tokens of `grant` to the authenticated `app`; `ttls` are the
+/// tokens' and the codes' lifetimes.
+fn issue(
+    c: &Db,
+    app: &App,
+    grant: &str,
+    req: &TokenRequest,
+    (ttl, code_ttl): (i64, i64),
+) -> StoreResult<Result<TokenResponse, Refused>> {
+    let issued = match grant {
+        "client_credentials" => Ok(accounts::issue_pair(c, app.account, app.id, ttl)?),
+        "refresh_token" => match req.refresh_token.as_deref() {
+            Some(t) => granted(accounts::refresh(c, app, t, ttl)?, "refresh_token"),
+            None => Err(Refused::Answer(Box::new(oauth_error(
+                StatusCode::BAD_REQUEST,
+                "invalid_request",
+                "refresh_token is required",
+            )))),
+        },
+        _ => match req.code.as_deref() {
+            Some(code) => {
+                let redirect = req.redirect_uri.as_deref();
+                let grant = accounts::redeem_code(c, app, code, redirect, ttl, code_ttl)?;
+                granted(grant, "authorization_code")
+            }
+            None => Err(Refused::Answer(Box::new(oauth_error(
+                StatusCode::BAD_REQUEST,
+                "invalid_request",
+                "code is required",
+            )))),
+        },
+    };
+    Ok(issued)
+}
+
+/// The answer to a token request of `client_id` from `peer`, as the store
+/// decided it.
+fn answer(
+    s: &AppState,
+    client_id: &str,
+    peer: Option<std::net::IpAddr>,
+    result: StoreResult<Result<TokenResponse, Refused>>,
+) -> Response {
     match result {
         Ok(Ok(tokens)) => {
             let mut res = Json(tokens).into_response();

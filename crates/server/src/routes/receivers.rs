@@ -2,10 +2,10 @@
 //! update and delete, in a group or account-wide.
 
 use super::path_id;
-use crate::AppState;
 use crate::auth::Auth;
 use crate::error::ApiResult;
 use crate::openapi::Routes;
+use crate::state::AppState;
 use crate::store::receivers::{self, ReceiverKey, ReceiversJson};
 use crate::wire::{Input, QueryInput};
 use axum::Json;

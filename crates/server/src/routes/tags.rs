@@ -1,10 +1,10 @@
 //! Tags, spec §4.9: the account's tags, a receiver's tags, adding tags.
 
-use crate::AppState;
 use crate::auth::Auth;
 use crate::error::{ApiError, ApiResult};
 use crate::openapi::Routes;
 use crate::routes::path_id;
+use crate::state::AppState;
 use crate::store::receivers::{self, ReceiverKey};
 use crate::store::tags::{self, Origin};
 use crate::wire::{Input, QueryInput};

@@ -15,6 +15,10 @@ pub use super::tokens::{
     revoke_pair,
 };
 
+/// The name of the account created on first start (and the account of
+/// events that name none, [`super::events`]).
+pub const DEFAULT_ACCOUNT: &str = "default";
+
 pub(crate) const SELECTOR_BYTES: usize = 8;
 pub(crate) const VERIFIER_BYTES: usize = 16;
 /// Lifetime of a refresh token; it outlives the access token (spec §5.8).

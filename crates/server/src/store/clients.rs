@@ -8,7 +8,6 @@ use super::groups::ACTIVE_SQL;
 use super::{
     AccountId, StoreError, StoreResult, accounts, attributes, forms, not_found, receivers,
 };
-use crate::wire::MAX_BODY_BYTES;
 use chrono::{Datelike, TimeZone, Utc};
 use listpipe_api::blacklist::MAX_BATCH;
 use listpipe_api::client_info::{ClientInfo, ClientLimit, ClientUser, InvoiceAddress, Plan};
@@ -160,11 +159,13 @@ fn count_receivers(db: &Db, account: AccountId, condition: &str) -> StoreResult<
 
 /// The limits the server applies to the account, with current use. Limits
 /// the server does not have are `null`, so the list says what is enforced.
-/// `requests_per_second` is the server's rate limit per token, if any.
+/// `max_body_bytes` is the largest request body the server reads;
+/// `requests_per_second` is its rate limit per token, if any.
 pub fn limits(
     db: &Db,
     account: AccountId,
     id: i64,
+    max_body_bytes: usize,
     requests_per_second: Option<i64>,
 ) -> StoreResult<Vec<ClientLimit>> {
     let plan = plan(db, account, id)?;
@@ -210,7 +211,7 @@ pub fn limits(
         ),
         limit("blacklist_batch", Some(MAX_BATCH as i64), None),
         limit("receivers_pagesize", Some(receivers::MAX_PAGESIZE), None),
-        limit("request_body_bytes", Some(MAX_BODY_BYTES as i64), None),
+        limit("request_body_bytes", Some(max_body_bytes as i64), None),
         limit("requests_per_second", requests_per_second, None),
     ])
 }

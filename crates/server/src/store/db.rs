@@ -187,7 +187,9 @@ macro_rules! store_params {
     () => { &[] as &[&dyn $crate::store::db::Param] };
     ($($p:expr),+ $(,)?) => { &[$(&$p as &dyn $crate::store::db::Param),+] as &[&dyn $crate::store::db::Param] };
 }
-pub use crate::store_params as params;
+// The macro by its name in scope: `#[macro_export]` alone puts it at the
+// crate root, and the store does not reach up there.
+pub use store_params as params;
 
 /// A value read from a row: what both backends can give.
 pub trait Value: rusqlite::types::FromSql + for<'a> postgres::types::FromSql<'a> {}

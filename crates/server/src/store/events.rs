@@ -90,7 +90,10 @@ pub fn load(db: &Db, text: &str) -> StoreResult<Loaded> {
             ));
             continue;
         }
-        let name = parsed.account.as_deref().unwrap_or(crate::DEFAULT_ACCOUNT);
+        let name = parsed
+            .account
+            .as_deref()
+            .unwrap_or(accounts::DEFAULT_ACCOUNT);
         let account = match accounts::app_of(db, name) {
             Ok(app) => app.account,
             Err(_) => {

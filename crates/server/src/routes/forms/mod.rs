@@ -10,10 +10,10 @@ mod public;
 pub use public::{operations as public_operations, router as public_router};
 
 use super::path_id;
-use crate::AppState;
 use crate::auth::Auth;
 use crate::error::ApiResult;
 use crate::openapi::Routes;
+use crate::state::AppState;
 use crate::store::forms::{self, doi, outbox as mails};
 use crate::wire::{Input, QueryInput};
 use axum::Json;

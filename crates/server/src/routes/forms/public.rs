@@ -5,9 +5,9 @@
 //! every error answer into it).
 
 use super::html::page;
-use crate::AppState;
 use crate::error::ApiResult;
 use crate::routes::path_id;
+use crate::state::AppState;
 use crate::store::forms::doi::{self, Confirmation, Outcome};
 use crate::wire::RawInput;
 use axum::Router;
