@@ -53,34 +53,7 @@ fn the_api_suite_passes_on_postgres() {
         Some(list) => list.split_whitespace().collect(),
         None => SUITE.to_vec(),
     };
-    let mut cmd = Command::new(std::env::current_exe().expect("the test binary"));
-    cmd.args(&filters);
-    for skip in SKIP {
-        cmd.args(["--skip", skip]);
-    }
-    let out = cmd
-        .env("LISTPIPE_TEST_BACKEND", "postgres")
-        .env("LISTPIPE_TEST_PG_URL", pg.url())
-        .output()
-        .expect("the suite runs");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let failed: Vec<&str> = stdout
-        .lines()
-        .filter(|l| l.ends_with("FAILED") || l.starts_with("---- "))
-        .collect();
-    assert!(
-        out.status.success(),
-        "the suite failed on PostgreSQL:\n{}\n{stdout}\n{}",
-        failed.join("\n"),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let passed = stdout
-        .lines()
-        .find_map(|l| l.strip_prefix("test result: ok. "))
-        .and_then(|l| l.split_whitespace().next()?.parse::<usize>().ok())
-        .unwrap_or(0);
-    assert!(passed > 0, "no test ran on PostgreSQL:\n{stdout}");
-    eprintln!("{passed} tests passed on PostgreSQL");
+    listpipe_testkit::pg::rerun_on_postgres(&pg, &filters, SKIP);
 }
 
 /// `n` rows from `from` on, each with a tag, and a pipeline importing them

@@ -6,7 +6,6 @@
 
 use listpipe_testkit::on_postgres;
 use listpipe_testkit::pg::PgServer;
-use std::process::Command;
 
 /// Tests left out of the PostgreSQL run, each for a reason.
 const SKIP: &[&str] = &[
@@ -25,31 +24,5 @@ fn every_test_passes_on_postgres() {
         return; // the child run itself
     }
     let Some(pg) = PgServer::start() else { return };
-    let mut cmd = Command::new(std::env::current_exe().expect("the test binary"));
-    for skip in SKIP {
-        cmd.args(["--skip", skip]);
-    }
-    let out = cmd
-        .env("LISTPIPE_TEST_BACKEND", "postgres")
-        .env("LISTPIPE_TEST_PG_URL", pg.url())
-        .output()
-        .expect("the suite runs");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let failed: Vec<&str> = stdout
-        .lines()
-        .filter(|l| l.ends_with("FAILED") || l.starts_with("---- "))
-        .collect();
-    assert!(
-        out.status.success(),
-        "the suite failed on PostgreSQL:\n{}\n{stdout}\n{}",
-        failed.join("\n"),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let passed = stdout
-        .lines()
-        .find_map(|l| l.strip_prefix("test result: ok. "))
-        .and_then(|l| l.split_whitespace().next()?.parse::<usize>().ok())
-        .unwrap_or(0);
-    assert!(passed > 0, "no test ran on PostgreSQL:\n{stdout}");
-    eprintln!("{passed} tests passed on PostgreSQL");
+    listpipe_testkit::pg::rerun_on_postgres(&pg, &[], SKIP);
 }
