@@ -295,6 +295,42 @@ fn text(out: &Output) -> String {
     )
 }
 
+/// Runs the calling test binary again in a child process on PostgreSQL
+/// (`LISTPIPE_TEST_BACKEND=postgres`, each test server there on a fresh
+/// database of `pg`), with `filters` (none: every test) and without the
+/// tests in `skip`; fails the calling test with the child's failures, or
+/// when no test ran. A test suite's "again on PostgreSQL" test calls it.
+pub fn rerun_on_postgres(pg: &PgServer, filters: &[&str], skip: &[&str]) {
+    let mut cmd = std::process::Command::new(std::env::current_exe().expect("the test binary"));
+    cmd.args(filters);
+    for s in skip {
+        cmd.args(["--skip", s]);
+    }
+    let out = cmd
+        .env("LISTPIPE_TEST_BACKEND", "postgres")
+        .env("LISTPIPE_TEST_PG_URL", pg.url())
+        .output()
+        .expect("the suite runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let failed: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.ends_with("FAILED") || l.starts_with("---- "))
+        .collect();
+    assert!(
+        out.status.success(),
+        "the suite failed on PostgreSQL:\n{}\n{stdout}\n{}",
+        failed.join("\n"),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let passed = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("test result: ok. "))
+        .and_then(|l| l.split_whitespace().next()?.parse::<usize>().ok())
+        .unwrap_or(0);
+    assert!(passed > 0, "no test ran on PostgreSQL:\n{stdout}");
+    eprintln!("{passed} tests passed on PostgreSQL");
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -341,40 +377,4 @@ mod tests {
             "nothing listens on the port any more"
         );
     }
-}
-
-/// Runs the calling test binary again in a child process on PostgreSQL
-/// (`LISTPIPE_TEST_BACKEND=postgres`, each test server there on a fresh
-/// database of `pg`), with `filters` (none: every test) and without the
-/// tests in `skip`; fails the calling test with the child's failures, or
-/// when no test ran. A test suite's "again on PostgreSQL" test calls it.
-pub fn rerun_on_postgres(pg: &PgServer, filters: &[&str], skip: &[&str]) {
-    let mut cmd = std::process::Command::new(std::env::current_exe().expect("the test binary"));
-    cmd.args(filters);
-    for s in skip {
-        cmd.args(["--skip", s]);
-    }
-    let out = cmd
-        .env("LISTPIPE_TEST_BACKEND", "postgres")
-        .env("LISTPIPE_TEST_PG_URL", pg.url())
-        .output()
-        .expect("the suite runs");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let failed: Vec<&str> = stdout
-        .lines()
-        .filter(|l| l.ends_with("FAILED") || l.starts_with("---- "))
-        .collect();
-    assert!(
-        out.status.success(),
-        "the suite failed on PostgreSQL:\n{}\n{stdout}\n{}",
-        failed.join("\n"),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let passed = stdout
-        .lines()
-        .find_map(|l| l.strip_prefix("test result: ok. "))
-        .and_then(|l| l.split_whitespace().next()?.parse::<usize>().ok())
-        .unwrap_or(0);
-    assert!(passed > 0, "no test ran on PostgreSQL:\n{stdout}");
-    eprintln!("{passed} tests passed on PostgreSQL");
 }
