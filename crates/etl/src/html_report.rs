@@ -13,14 +13,16 @@
 //!   and the profile keeps a few values per column ([`profile`]).
 //! - Pure: data in, `String` out; the caller writes it (atomically).
 
+mod charts;
 pub mod pace;
+mod requests;
 mod sections;
 
 pub use sections::consent_sources;
 
 use crate::profile::StepProfile;
 use crate::report::{self, RunReport, StepReport};
-use crate::transport::requests::RequestsReport;
+use charts::{Bar, bar, bar_chart};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::Path;
@@ -173,7 +175,7 @@ pub fn render(page: &Page) -> String {
         step_section(&mut out, page, step);
     }
     if let Some(req) = &r.requests {
-        requests_section(&mut out, req);
+        requests::section(&mut out, req);
     }
     out.push_str("</main></body></html>\n");
     out
@@ -252,67 +254,6 @@ fn human_bytes(n: u64) -> String {
     }
 }
 
-/// One bar of a chart: its label, value and colour class (`b-…` of [`STYLE`]).
-struct Bar {
-    label: String,
-    value: u64,
-    class: &'static str,
-}
-
-fn bar(label: impl Into<String>, value: u64, class: &'static str) -> Bar {
-    Bar {
-        label: label.into(),
-        value,
-        class,
-    }
-}
-
-/// A horizontal bar chart: the label left, the bar scaled to the largest
-/// value, the number as text after it (readable without colour and in print).
-/// A label too long for its column is cut; the whole is its `<title>`.
-fn bar_chart(out: &mut String, caption: &str, bars: &[Bar]) {
-    const ROW: u32 = 26;
-    // Narrow on purpose: on a phone the chart scales down less, its text stays readable.
-    const LABEL_W: u32 = 170;
-    const BAR_W: f64 = 250.0;
-    let height = ROW * bars.len() as u32 + 4;
-    let max = bars.iter().map(|b| b.value).max().unwrap_or(0).max(1) as f64;
-    let _ = write!(
-        out,
-        "<svg viewBox=\"0 0 480 {height}\" role=\"img\" aria-label=\"{}\">",
-        esc(caption)
-    );
-    for (i, b) in bars.iter().enumerate() {
-        let y = i as u32 * ROW + 2;
-        let w = if b.value == 0 {
-            0.0
-        } else {
-            (b.value as f64 / max * BAR_W).max(2.0)
-        };
-        let shown: String = if b.label.chars().count() > 25 {
-            format!("{}…", b.label.chars().take(24).collect::<String>())
-        } else {
-            b.label.clone()
-        };
-        let _ = write!(
-            out,
-            "<g><title>{label}: {v}</title><text x=\"{lx}\" y=\"{ty}\" text-anchor=\"end\">{shown}</text>\
-             <rect class=\"{class}\" x=\"{bx}\" y=\"{y}\" width=\"{w:.1}\" height=\"{h}\" rx=\"2\"/>\
-             <text x=\"{nx:.1}\" y=\"{ty}\">{v}</text></g>",
-            label = esc(&b.label),
-            v = b.value,
-            lx = LABEL_W - 6,
-            ty = y + 16,
-            shown = esc(&shown),
-            class = b.class,
-            bx = LABEL_W,
-            h = ROW - 6,
-            nx = f64::from(LABEL_W) + w + 6.0,
-        );
-    }
-    out.push_str("</svg>");
-}
-
 fn step_section(out: &mut String, page: &Page, step: &StepReport) {
     let extra = page.extra.get(&step.name);
     let _ = write!(
@@ -369,7 +310,7 @@ fn step_section(out: &mut String, page: &Page, step: &StepReport) {
         sections::addresses(out, step, p);
         sections::tags(out, p);
         sections::orders(out, p);
-        profile_table(out, p);
+        sections::profile_table(out, p);
         sections::column_charts(out, p);
     }
     out.push_str("</section>");
@@ -514,139 +455,6 @@ fn notes(out: &mut String, step: &StepReport) {
         let _ = write!(out, "<li>{}</li>", esc(&l));
     }
     out.push_str("</ul>");
-}
-
-fn profile_table(out: &mut String, p: &StepProfile) {
-    if p.columns.is_empty() {
-        return;
-    }
-    out.push_str(
-        "<h3>columns as sent</h3><div class=\"wrap\"><table><tr><th>column</th><th class=\"n\">filled</th>\
-         <th class=\"n\">distinct</th><th>most frequent</th><th>range</th></tr>",
-    );
-    for c in &p.columns {
-        let fill = if c.rows == 0 {
-            0.0
-        } else {
-            c.filled as f64 * 100.0 / c.rows as f64
-        };
-        let top: Vec<String> = c
-            .top()
-            .iter()
-            .map(|(v, n, exact)| {
-                format!(
-                    "<code>{}</code> {}{n}",
-                    // A row's tags are joined by a control character.
-                    esc(&v.replace(crate::prepare::tags::JOIN, " | ")),
-                    if *exact { "" } else { "≤" }
-                )
-            })
-            .collect();
-        let range = match (&c.min, &c.max, c.numbers()) {
-            (Some(a), Some(b), _) if c.temporal => format!("{} – {}", esc(a), esc(b)),
-            (_, _, Some(n)) => format!("{} – {}", n.min, n.max),
-            _ => String::new(),
-        };
-        let _ = write!(
-            out,
-            "<tr><td><code>{}</code></td><td class=\"n\">{fill:.1}% <span class=\"muted\">({} of {})</span></td>\
-             <td class=\"n\">{}</td><td>{}</td><td>{range}</td></tr>",
-            esc(&c.name),
-            c.filled,
-            c.rows,
-            c.distinct(),
-            top.join(", ")
-        );
-    }
-    out.push_str(
-        "</table></div><p class=\"muted\">distinct values are estimated (within a few percent); \
-         a count marked ≤ is an upper bound</p>",
-    );
-    if p.columns_left_out > 0 {
-        let _ = write!(
-            out,
-            "<p class=\"muted\">{} more columns not profiled</p>",
-            p.columns_left_out
-        );
-    }
-}
-
-fn requests_section(out: &mut String, r: &RequestsReport) {
-    pace::pace_chart(out, r);
-    out.push_str("<section><h2>requests</h2><dl>");
-    let _ = write!(
-        out,
-        "<dt>sent</dt><dd>{} ({:.1} per second)</dd>\
-         <dt>concurrency</dt><dd>{}: min {}, median {}, max {}, final {}</dd>\
-         <dt>latency</dt><dd>p50 {} ms, p90 {} ms, p99 {} ms</dd>\
-         <dt>pauses</dt><dd>{} ({} ms in all)</dd>",
-        r.sent,
-        r.per_second,
-        esc(r.concurrency.mode),
-        r.concurrency.min,
-        r.concurrency.median,
-        r.concurrency.max,
-        r.concurrency.last,
-        r.latency_ms.p50,
-        r.latency_ms.p90,
-        r.latency_ms.p99,
-        r.pauses,
-        r.paused_ms
-    );
-    match (&r.paced, r.rate_limit_per_second) {
-        (Some(p), rate) => {
-            let _ = write!(
-                out,
-                "<dt>rate</dt><dd>{}paced from {:.1} s in: {}{}</dd>",
-                rate.map(|r| format!("{r} req/s, ")).unwrap_or_default(),
-                p.after_ms as f64 / 1000.0,
-                esc(&p.why),
-                p.first_per_second
-                    .map(|f| format!(" (first learned: {f} req/s)"))
-                    .unwrap_or_default()
-            );
-        }
-        (None, Some(rate)) => {
-            let _ = write!(out, "<dt>rate</dt><dd>{rate} req/s</dd>");
-        }
-        (None, None) => out.push_str("<dt>rate</dt><dd>not paced</dd>"),
-    }
-    if let Some(s) = &r.start {
-        let _ = write!(out, "<dt>start</dt><dd>{}</dd>", esc(&s.describe()));
-    }
-    if r.sporadic_429 > 0 {
-        let _ = write!(
-            out,
-            "<dt>sporadic 429s</dt><dd>{} (retried without slowing the run)</dd>",
-            r.sporadic_429
-        );
-    }
-    out.push_str("</dl>");
-    let retries: Vec<Bar> = r
-        .retries
-        .iter()
-        .filter(|(_, n)| **n > 0)
-        .map(|(cause, n)| bar(*cause, *n, "b-warn"))
-        .collect();
-    if !retries.is_empty() {
-        out.push_str("<h3>retries by cause</h3>");
-        bar_chart(out, "retries by cause", &retries);
-    }
-    if !r.outages.is_empty() {
-        out.push_str("<h3>outages</h3><div class=\"wrap\"><table><tr><th class=\"n\">after</th><th class=\"n\">lasted</th><th>cause</th><th>gave up</th></tr>");
-        for o in &r.outages {
-            let _ = write!(
-                out,
-                "<tr><td class=\"n\">{:.1} s</td><td class=\"n\">{:.1} s</td><td>{}</td><td>{}</td></tr>",
-                o.after_ms as f64 / 1000.0,
-                o.lasted_ms as f64 / 1000.0,
-                esc(&o.cause),
-                if o.gave_up { "yes" } else { "no" }
-            );
-        }
-        out.push_str("</table></div>");
-    }
-    out.push_str("</section>");
 }
 
 #[cfg(test)]

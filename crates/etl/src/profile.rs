@@ -215,12 +215,18 @@ impl StepProfile {
                 ReceiverField::Deactivated,
             ]
             .map(field);
-            fn at(c: &Option<StringChunked>, i: usize) -> Option<&str> {
-                c.as_ref().and_then(|c| c.get(i))
+            // One pass over each column (a lookup per row walks the chunks).
+            fn cells(c: &Option<StringChunked>) -> Box<dyn Iterator<Item = Option<&str>> + '_> {
+                match c {
+                    Some(c) => Box::new(c.iter()),
+                    None => Box::new(std::iter::repeat(None)),
+                }
             }
-            for i in 0..emails.len() {
-                self.consent
-                    .add(at(&registered, i), at(&activated, i), at(&deactivated, i));
+            let rows = cells(&registered)
+                .zip(cells(&activated))
+                .zip(cells(&deactivated));
+            for ((r, a), d) in rows.take(emails.len()) {
+                self.consent.add(r, a, d);
             }
         }
         if let Some(tags) = text_column(frame, col::TAGS) {

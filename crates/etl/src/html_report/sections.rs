@@ -2,7 +2,8 @@
 //! orders) and the charts of its dates and numbers, drawn from the bounded
 //! [`StepProfile`] and the step's report.
 
-use super::{Bar, StepExtra, bar, bar_chart, esc};
+use super::charts::{Bar, bar, bar_chart, histogram};
+use super::{StepExtra, esc};
 use crate::pipeline::{Condition, ImportStep, ReceiverField, ValueFrom};
 use crate::profile::people::{DOMAINS_SHOWN, TAGS_SHOWN};
 use crate::profile::sketch::Reservoir;
@@ -338,54 +339,57 @@ fn number_histogram(out: &mut String, c: &ColumnProfile, n: &Reservoir) {
     }
 }
 
-/// A vertical bar chart: the bins left to right, the first and last label
-/// under the axis, the largest count above it; each bar's `<title>` says
-/// its label and count.
-fn histogram(out: &mut String, caption: &str, bins: &[(String, u64)]) {
-    const W: f64 = 480.0;
-    const H: f64 = 120.0;
-    const TOP: f64 = 18.0;
-    if bins.is_empty() {
+pub(super) fn profile_table(out: &mut String, p: &StepProfile) {
+    if p.columns.is_empty() {
         return;
     }
-    let max = bins.iter().map(|b| b.1).max().unwrap_or(0).max(1) as f64;
-    // A few bins stay bars, not a wall.
-    let step = (W / bins.len() as f64).min(48.0);
-    let _ = write!(
-        out,
-        "<svg class=\"histogram\" viewBox=\"0 0 {W} {}\" role=\"img\" aria-label=\"{}\">",
-        H + TOP + 20.0,
-        esc(caption)
+    out.push_str(
+        "<h3>columns as sent</h3><div class=\"wrap\"><table><tr><th>column</th><th class=\"n\">filled</th>\
+         <th class=\"n\">distinct</th><th>most frequent</th><th>range</th></tr>",
     );
-    let _ = write!(out, "<text x=\"0\" y=\"12\">{}</text>", max as u64);
-    for (i, (label, n)) in bins.iter().enumerate() {
-        let h = *n as f64 / max * H;
+    for c in &p.columns {
+        let fill = if c.rows == 0 {
+            0.0
+        } else {
+            c.filled as f64 * 100.0 / c.rows as f64
+        };
+        let top: Vec<String> = c
+            .top()
+            .iter()
+            .map(|(v, n, exact)| {
+                format!(
+                    "<code>{}</code> {}{n}",
+                    // A row's tags are joined by a control character.
+                    esc(&v.replace(crate::prepare::tags::JOIN, " | ")),
+                    if *exact { "" } else { "≤" }
+                )
+            })
+            .collect();
+        let range = match (&c.min, &c.max, c.numbers()) {
+            (Some(a), Some(b), _) if c.temporal => format!("{} – {}", esc(a), esc(b)),
+            (_, _, Some(n)) => format!("{} – {}", n.min, n.max),
+            _ => String::new(),
+        };
         let _ = write!(
             out,
-            "<g><title>{}: {n}</title><rect class=\"b-read\" x=\"{:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"{:.1}\"/></g>",
-            esc(label),
-            i as f64 * step + 0.5,
-            TOP + H - h,
-            (step - 1.0).max(0.5),
-            h
+            "<tr><td><code>{}</code></td><td class=\"n\">{fill:.1}% <span class=\"muted\">({} of {})</span></td>\
+             <td class=\"n\">{}</td><td>{}</td><td>{range}</td></tr>",
+            esc(&c.name),
+            c.filled,
+            c.rows,
+            c.distinct(),
+            top.join(", ")
         );
     }
-    let (first, last) = (&bins[0].0, &bins[bins.len() - 1].0);
-    let y = TOP + H;
-    let ty = y + 16.0;
-    let _ = write!(
-        out,
-        "<line x1=\"0\" y1=\"{y}\" x2=\"{W}\" y2=\"{y}\" stroke=\"currentColor\" stroke-width=\"0.5\"/>\
-         <text x=\"0\" y=\"{ty}\">{}</text>",
-        esc(first)
+    out.push_str(
+        "</table></div><p class=\"muted\">distinct values are estimated (within a few percent); \
+         a count marked ≤ is an upper bound</p>",
     );
-    if bins.len() > 1 {
+    if p.columns_left_out > 0 {
         let _ = write!(
             out,
-            "<text x=\"{:.1}\" y=\"{ty}\" text-anchor=\"end\">{}</text>",
-            (step * bins.len() as f64).max(120.0),
-            esc(last)
+            "<p class=\"muted\">{} more columns not profiled</p>",
+            p.columns_left_out
         );
     }
-    out.push_str("</svg>");
 }

@@ -180,7 +180,8 @@ pub struct Orders {
     /// Receivers with at least one order line.
     pub receivers: u64,
     pub lines: u64,
-    /// By currency as written (`""`: none given).
+    /// By currency as sent (`""`: none given; `eur` and `EUR` apart, as the
+    /// target gets them).
     pub currencies: BTreeMap<String, CurrencyTotal>,
     /// Lines in currencies past [`MAX_CURRENCIES`].
     pub lines_left_out: u64,
@@ -195,7 +196,7 @@ impl Orders {
         self.receivers += 1;
         for o in lines {
             self.lines += 1;
-            let currency = o.currency.trim().to_uppercase();
+            let currency = o.currency.clone();
             if !self.currencies.contains_key(&currency) && self.currencies.len() >= MAX_CURRENCIES {
                 self.lines_left_out += 1;
                 continue;

@@ -126,7 +126,7 @@ fn typed_text(c: &Column) -> Option<StringChunked> {
             Some(
                 values
                     .iter()
-                    .map(|v| v.map(|v| iso(v.div_euclid(per_second))))
+                    .map(|v| v.map(|v| listpipe_api::time::iso(v.div_euclid(per_second))))
                     .collect::<StringChunked>()
                     .with_name(name),
             )
@@ -153,9 +153,4 @@ fn typed_text(c: &Column) -> Option<StringChunked> {
         ),
         _ => None,
     }
-}
-
-/// ISO 8601 UTC, as a typed export's text formats write it.
-fn iso(secs: i64) -> String {
-    listpipe_api::time::iso(secs)
 }
