@@ -63,9 +63,12 @@
 //!         server.base_url
 //!     ),
 //! )?;
-//! let pipeline = pipeline::load(&dir.path().join("news.toml"))?;
+//! // Its journals, ledgers and rejects in the temp dir, not the working directory.
+//! let state = dir.path().join(".listpipe");
+//! let pipeline = pipeline::load_in(&dir.path().join("news.toml"), &state)?;
 //! let overrides = TargetOverrides {
 //!     token,
+//!     state_dir: Some(state),
 //!     ..Default::default()
 //! };
 //! let conn = target::connect(&pipeline.target, &overrides, &target::NoBuiltin).await?;
@@ -90,8 +93,8 @@ pub use listpipe_api::email;
 pub use listpipe_base::{cause, errln, errtext, hash, outln, state_file};
 pub use listpipe_client as client;
 pub use listpipe_etl::{
-    credentials_lock, export, html_report, init, key_store, load, pipeline, prepare, profile,
-    progress, remote, report, run, source, spill, transport,
+    credentials_lock, export, html_report, init, key_store, load, metrics, pipeline, prepare,
+    profile, progress, remote, report, run, source, spill, transport,
 };
 pub use listpipe_server as server;
 

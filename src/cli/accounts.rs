@@ -1,8 +1,9 @@
 //! `listpipe accounts`: tenants of the built-in server, worked on the
-//! database directly (the server may be running: SQLite's WAL allows it).
+//! database directly ([`crate::server::admin`] does the work; this module
+//! reads the flags and prints the answers).
 
-use crate::server::store::{self, Store, accounts, redirect_uris, users};
-use crate::server::{DEFAULT_ACCOUNT, DEFAULT_TOKEN_TTL_SECS, credentials_of, write_credentials};
+use crate::server::store::accounts::CODE_TTL_SECS;
+use crate::server::{DEFAULT_ACCOUNT, admin};
 use clap::{Args, Subcommand};
 use std::path::PathBuf;
 
@@ -54,17 +55,6 @@ pub struct AppArgs {
     pub app_name: Option<String>,
 }
 
-/// A password handed over in an environment variable (never on the command line,
-/// where other users of the machine could read it).
-fn password_from_env(var: &str) -> anyhow::Result<String> {
-    match std::env::var(var) {
-        Ok(p) if !p.is_empty() => Ok(p),
-        _ => anyhow::bail!(
-            "the environment variable {var} is not set; it must hold the user's password"
-        ),
-    }
-}
-
 #[derive(Args, Debug)]
 pub struct CreateArgs {
     #[arg(long, default_value = ".listpipe/server.db")]
@@ -101,10 +91,6 @@ pub struct CodeArgs {
     pub redirect_uri: String,
 }
 
-fn base_url(conn: &store::Db) -> anyhow::Result<String> {
-    Ok(store::setting(conn, "base_url")?.unwrap_or_else(|| "http://127.0.0.1:8080".into()))
-}
-
 /// Any failure here is the arguments' or the database's: exit code 2.
 pub async fn run(cmd: AccountsCommand) -> super::Outcome {
     accounts(cmd)
@@ -116,46 +102,24 @@ pub async fn run(cmd: AccountsCommand) -> super::Outcome {
 async fn accounts(cmd: AccountsCommand) -> anyhow::Result<()> {
     match cmd {
         AccountsCommand::Create(a) => {
-            let user = match (&a.user, &a.password_env) {
-                (Some(email), Some(var)) => Some((
-                    email.clone(),
-                    users::hash_password(&password_from_env(var)?)?,
-                )),
+            let password = match (&a.user, &a.password_env) {
+                (Some(_), Some(var)) => Some(admin::password_from_env(var)?),
                 _ => None,
             };
-            let store = Store::open(&a.db)?;
-            let creds = store
-                .write(move |c| {
-                    let (app, secret) = accounts::create_account(c, &a.name)?;
-                    accounts::set_app_name(c, &app, "listpipe")?;
-                    redirect_uris::register(c, app.id, redirect_uris::LOGIN_CALLBACK)?;
-                    let user = match &user {
-                        Some((email, hash)) => {
-                            Some(users::upsert(c, app.account, email, None, hash)?.0)
-                        }
-                        None => None,
-                    };
-                    let tokens =
-                        accounts::issue_pair(c, app.account, app.id, DEFAULT_TOKEN_TTL_SECS)?;
-                    let url =
-                        base_url(c).map_err(|e| store::StoreError::Internal(e.to_string()))?;
-                    let mut creds = credentials_of(&url, &app.client_id, &secret, tokens);
-                    creds.user_email = user.map(|u| u.email);
-                    Ok(creds)
-                })
-                .await?;
+            let user = a.user.as_deref().zip(password.as_deref());
+            let creds = admin::create_account(&a.db, &a.name, user).await?;
             crate::outln!("{}", serde_json::to_string_pretty(&creds)?);
         }
         AccountsCommand::User(a) => {
-            let hash = users::hash_password(&password_from_env(&a.password_env)?)?;
-            let store = Store::open(&a.db)?;
-            let (name, email, display) = (a.name.clone(), a.email.clone(), a.display_name.clone());
-            let (user, created) = store
-                .write(move |c| {
-                    let app = accounts::app_of(c, &name)?;
-                    users::upsert(c, app.account, &email, display.as_deref(), &hash)
-                })
-                .await?;
+            let password = admin::password_from_env(&a.password_env)?;
+            let (user, created) = admin::set_user(
+                &a.db,
+                &a.name,
+                &a.email,
+                a.display_name.as_deref(),
+                &password,
+            )
+            .await?;
             crate::errln!(
                 "listpipe: {} user {} of account \"{}\"",
                 if created { "added" } else { "new password for" },
@@ -168,60 +132,21 @@ async fn accounts(cmd: AccountsCommand) -> anyhow::Result<()> {
             crate::outln!("{}", serde_json::to_string_pretty(&out)?);
         }
         AccountsCommand::App(a) => {
-            let store = Store::open(&a.db)?;
-            let (name, uris, app_name) = (a.name.clone(), a.redirect_uri.clone(), a.app_name);
-            let out = store
-                .write(move |c| {
-                    let app = accounts::app_of(c, &name)?;
-                    for uri in &uris {
-                        redirect_uris::register(c, app.id, uri)?;
-                    }
-                    if let Some(n) = &app_name {
-                        accounts::set_app_name(c, &app, n)?;
-                    }
-                    let listing = accounts::app_by_client_id(c, &app.client_id)?;
-                    Ok(serde_json::json!({
-                        "client_id": app.client_id,
-                        "name": listing.map(|l| l.name).unwrap_or_default(),
-                        "redirect_uris": redirect_uris::of_app(c, app.id)?,
-                    }))
-                })
-                .await?;
-            crate::outln!("{}", serde_json::to_string_pretty(&out)?);
+            let app =
+                admin::update_app(&a.db, &a.name, &a.redirect_uri, a.app_name.as_deref()).await?;
+            crate::outln!("{}", serde_json::to_string_pretty(&app)?);
         }
         AccountsCommand::Credentials(a) => {
-            let store = Store::open(&a.db)?;
-            let name = a.name.clone();
-            let creds = store
-                .write(move |c| {
-                    let app = accounts::app_of(c, &name)?;
-                    let secret = accounts::rotate_secret(c, &app)?;
-                    let tokens =
-                        accounts::issue_pair(c, app.account, app.id, DEFAULT_TOKEN_TTL_SECS)?;
-                    let url =
-                        base_url(c).map_err(|e| store::StoreError::Internal(e.to_string()))?;
-                    Ok(credentials_of(&url, &app.client_id, &secret, tokens))
-                })
-                .await?;
-            if let Some(path) = &a.out {
-                write_credentials(path, &creds)?;
-            }
+            let creds = admin::rotate_credentials(&a.db, &a.name, a.out.as_deref()).await?;
             crate::outln!("{}", serde_json::to_string_pretty(&creds)?);
         }
         AccountsCommand::Code(a) => {
-            let store = Store::open(&a.db)?;
-            let (name, redirect) = (a.name.clone(), a.redirect_uri.clone());
-            let (code, client_id) = store
-                .write(move |c| {
-                    let app = accounts::app_of(c, &name)?;
-                    Ok((accounts::mint_code(c, &app, &redirect)?, app.client_id))
-                })
-                .await?;
+            let (code, client_id) = admin::mint_code(&a.db, &a.name, &a.redirect_uri).await?;
             let out = serde_json::json!({
                 "code": code,
                 "client_id": client_id,
                 "redirect_uri": a.redirect_uri,
-                "expires_in": accounts::CODE_TTL_SECS,
+                "expires_in": CODE_TTL_SECS,
             });
             crate::outln!("{}", serde_json::to_string_pretty(&out)?);
         }

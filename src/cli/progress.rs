@@ -7,7 +7,7 @@ use std::io::IsTerminal;
 use std::sync::Arc;
 
 /// Bars on a terminal, else nothing.
-pub fn on_terminal(quiet: bool) -> Progress {
+pub(super) fn on_terminal(quiet: bool) -> Progress {
     (!quiet && std::io::stderr().is_terminal()).then(|| Arc::new(Bars) as Arc<dyn Reporter>)
 }
 

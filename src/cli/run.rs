@@ -4,27 +4,22 @@
 //! ([`crate::run::journals`]), handles signals, prints, and writes the
 //! report, the HTML page and the metrics.
 
-mod metrics;
-
 use super::{exit, fail, logs};
 use crate::load::journal;
-use crate::load::lock::LockError;
-use crate::load::{self, Stop, WriteMode};
+use crate::load::{Stop, WriteMode};
 use crate::pipeline::{self, Pipeline, Step};
 use crate::report::{RunReport, StepReport};
-use crate::run::journals::{Leftover, leftover_journals};
-use crate::run::pipeline::{StepFuture, limit_steps, unreached, written_groups};
+use crate::run::guard;
+use crate::run::journals::Leftover;
+use crate::run::pipeline::{StepFuture, limit_steps, unreached};
 use crate::run::step::StepError;
 use crate::run::{Journals, RunEvents, RunOptions, RunOutcome};
 use crate::state_file;
 use crate::transport::target::{self, TargetOverrides};
-use crate::{cause, html_report};
+use crate::{cause, html_report, metrics};
 use clap::Args;
 use std::path::PathBuf;
 use tracing::Instrument;
-
-// `metrics` names them as `super::`.
-use crate::run::not_run;
 
 /// `--writes`: [`WriteMode`] on the command line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -109,6 +104,7 @@ pub async fn run(args: RunArgs, settings: super::Settings) -> super::Outcome {
         url: args.target_url.clone(),
         token: args.token.clone(),
         concurrency: args.concurrency.map(usize::from),
+        state_dir: Some(pipeline.state_dir.clone()),
     };
     let started = chrono::Utc::now().to_rfc3339();
     let conn = match target::connect(&pipeline.target, &overrides, &super::builtin::InProcess).await
@@ -142,45 +138,33 @@ pub async fn run(args: RunArgs, settings: super::Settings) -> super::Outcome {
     // One run writing a group of a target at a time (a dry run writes
     // nothing and takes no lock); then the journals, which belong to one
     // target and group each. Neither is touched when the lock is refused.
-    let _lock = if args.dry_run {
-        None
-    } else {
-        let groups = written_groups(&pipeline);
-        match load::lock::acquire(&args.pipeline, &conn.resolved, &groups) {
-            Ok(l) => Some(l),
-            Err(e) => {
-                crate::errln!("listpipe: {}", cause::Chain(&e));
-                let code = match e {
-                    LockError::Held { .. } => exit::LOCKED,
-                    LockError::Io { .. } => exit::IO,
-                };
-                let why = "not run: the run lock could not be taken";
-                metrics::before_any_step(&args, &pipeline, &conn.base_url, &started, code, why)
-                    .await;
-                conn.close().await;
-                return Ok(code);
-            }
+    let leftover = match (args.discard_journal, args.resume) {
+        (true, _) => Leftover::Discard,
+        (_, true) => Leftover::Resume,
+        _ => Leftover::Refuse,
+    };
+    let _cleared = match guard::clear(
+        &pipeline,
+        &conn.resolved,
+        &again(&args),
+        leftover,
+        args.dry_run,
+    ) {
+        Ok(cleared) => {
+            cleared
+                .notes
+                .iter()
+                .for_each(|line| crate::errln!("{line}"));
+            cleared
+        }
+        Err(not) => {
+            crate::errln!("{}", not.message);
+            let code = not.status.code();
+            refused(&args, &pipeline, &conn.base_url, &started, code, not.why).await;
+            conn.close().await;
+            return Ok(code);
         }
     };
-    if !args.dry_run {
-        let leftover = match (args.discard_journal, args.resume) {
-            (true, _) => Leftover::Discard,
-            (_, true) => Leftover::Resume,
-            _ => Leftover::Refuse,
-        };
-        match leftover_journals(&pipeline, &conn.resolved, &again(&args), leftover) {
-            Ok(notes) => notes.iter().for_each(|line| crate::errln!("{line}")),
-            Err((status, message)) => {
-                crate::errln!("{message}");
-                let code = status.code();
-                let why = "not run: a journal of an unfinished run was found";
-                metrics::before_any_step(&args, &pipeline, &conn.base_url, &started, code, why)
-                    .await;
-                conn.close().await;
-                return Ok(code);
-            }
-        }
-    }
     let mut opts = RunOptions::new(&pipeline, &conn)
         .budget(settings.budget)
         .dry_run(args.dry_run)
@@ -315,16 +299,31 @@ fn again(args: &RunArgs) -> journal::Again<'_> {
 /// Where the run's metrics go: `--metrics-file` and `--pushgateway`, else
 /// the pipeline file's `[metrics]`.
 fn sinks<'a>(args: &'a RunArgs, pipeline: &'a Pipeline) -> metrics::Sinks<'a> {
-    metrics::Sinks {
-        file: args
-            .metrics_file
-            .as_deref()
-            .or(pipeline.metrics.file.as_deref()),
-        pushgateway: args
-            .pushgateway
-            .as_deref()
-            .or(pipeline.metrics.pushgateway.as_deref()),
-    }
+    metrics::Sinks::of(
+        pipeline,
+        args.metrics_file.as_deref(),
+        args.pushgateway.as_deref(),
+    )
+}
+
+/// The metrics of a run refused before its first step with exit `code`
+/// (`why`, what its steps say).
+async fn refused(
+    args: &RunArgs,
+    pipeline: &Pipeline,
+    target: &str,
+    started: &str,
+    code: u8,
+    why: &str,
+) {
+    let refused = metrics::Refused {
+        target,
+        started,
+        dry_run: args.dry_run,
+        code,
+        why,
+    };
+    metrics::before_any_step(&sinks(args, pipeline), pipeline, refused).await;
 }
 
 /// `--html FILE`: the report as a page (issue 60); false when it could not

@@ -126,29 +126,30 @@ fn migrate(db: &std::path::Path) -> anyhow::Result<()> {
 }
 
 async fn serve(args: ServeArgs) -> anyhow::Result<()> {
-    let credentials = args.credentials.clone();
-    let mut opts = ServeOptions::new(args.db.clone(), args.listen);
-    opts.credentials = args.credentials;
-    opts.token_ttl = args.token_ttl.max(1);
-    opts.code_ttl = args.code_ttl.max(1);
-    opts.rate_limit = args.rate_limit;
-    opts.events = args.events;
-    opts.faults = args.faults.clone();
-    opts.fault_seed = args.fault_seed;
-    opts.spec_only = args.spec_only;
-    opts.max_in_flight = args.max_in_flight.max(1);
-    opts.request_timeout = std::time::Duration::from_secs(args.request_timeout.max(1));
-    opts.body_timeout = std::time::Duration::from_secs(args.body_timeout_secs.max(1));
-    opts.connections = crate::server::connections::Limits {
-        header_timeout: std::time::Duration::from_secs(args.header_timeout_secs.max(1)),
-        idle_timeout: std::time::Duration::from_secs(args.idle_timeout_secs.max(1)),
-        max_connections: args.max_connections.max(1),
-        max_header_bytes: args
-            .max_header_bytes
-            .max(crate::server::connections::MIN_MAX_HEADER_BYTES),
-    };
-    opts.trusted_proxies = args.trusted_proxies.clone();
-    opts.metrics_listen = args.metrics_listen.clone();
+    let secs = std::time::Duration::from_secs;
+    let opts = ServeOptions {
+        credentials: args.credentials.clone(),
+        token_ttl: args.token_ttl,
+        code_ttl: args.code_ttl,
+        rate_limit: args.rate_limit,
+        events: args.events.clone(),
+        faults: args.faults.clone(),
+        fault_seed: args.fault_seed,
+        spec_only: args.spec_only,
+        max_in_flight: args.max_in_flight,
+        request_timeout: secs(args.request_timeout),
+        body_timeout: secs(args.body_timeout_secs),
+        connections: crate::server::connections::Limits {
+            header_timeout: secs(args.header_timeout_secs),
+            idle_timeout: secs(args.idle_timeout_secs),
+            max_connections: args.max_connections,
+            max_header_bytes: args.max_header_bytes,
+        },
+        trusted_proxies: args.trusted_proxies.clone(),
+        metrics_listen: args.metrics_listen.clone(),
+        ..ServeOptions::new(args.db.clone(), args.listen.clone())
+    }
+    .bounded();
     let running = server::start(opts).await?;
     crate::errln!(
         "listpipe: serving the v3 API at {} (database {})",
@@ -198,7 +199,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             running.base_url
         );
     }
-    match (&running.credentials, &credentials) {
+    match (&running.credentials, &args.credentials) {
         (Some(_), Some(path)) => {
             crate::errln!(
                 "listpipe: first start: credentials of account \"default\" written to {}",

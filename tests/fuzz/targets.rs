@@ -52,7 +52,7 @@ origin = "Shop"
 const HEADER: &[u8] = b"email,name,joined,points,tags\n";
 
 /// The source stage and the prepare stage on one file of `format` (csv or xlsx).
-pub fn source_and_prepare(format: &str, data: &[u8]) {
+pub(super) fn source_and_prepare(format: &str, data: &[u8]) {
     let dir = workdir();
     let file = dir.join(format!("in.{format}"));
     let mut bytes = Vec::with_capacity(data.len() + HEADER.len());
@@ -80,7 +80,7 @@ pub fn source_and_prepare(format: &str, data: &[u8]) {
 }
 
 /// The pipeline-file parser on arbitrary text, beside a small CSV it may name.
-pub fn pipeline_file(data: &[u8]) {
+pub(super) fn pipeline_file(data: &[u8]) {
     let dir = workdir();
     std::fs::write(dir.join("in.csv"), "email,name\na@example.com,Ann\n").expect("write csv");
     let path = dir.join("fuzz.toml");
@@ -102,7 +102,7 @@ const CONTENT_TYPES: &[Option<&str>] = &[
 
 /// Request bodies: every reader, then the XML answer of what was read must
 /// read back.
-pub fn request_body(data: &[u8]) {
+pub(super) fn request_body(data: &[u8]) {
     let Some((&pick, body)) = data.split_first() else {
         return;
     };
@@ -197,7 +197,7 @@ const PREFIXES: &[&str] = &[
 /// The whole request path of the built-in server: a path (suffixes,
 /// ids, emails), a query string and a body, sent with a valid token.
 /// `0xFF` bytes split the input into path, query and body.
-pub fn request(data: &[u8]) {
+pub(super) fn request(data: &[u8]) {
     use tower::ServiceExt;
     let Some((&pick, rest)) = data.split_first() else {
         return;

@@ -235,7 +235,7 @@ fn stored_rows(url: &str) -> Vec<u8> {
 }
 
 fn listpipe() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_listpipe"))
+    crate::support::binary()
 }
 
 #[tokio::test]

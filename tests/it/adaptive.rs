@@ -2,7 +2,7 @@
 //! (issue 16), end to end: the real binary against the in-process server
 //! with `serve --rate-limit` and `--faults`. Counts only, never timings.
 
-use crate::import::run;
+use crate::in_process::run_here;
 use crate::support::TestServer;
 use serde_json::Value;
 use std::collections::HashSet;
@@ -51,7 +51,7 @@ async fn under_a_rate_limit_every_worker_waits_for_the_retry_after_and_few_reque
     let n = 120;
     let mut t = TestServer::start_with(|o| o.rate_limit = NonZeroU32::new(20)).await;
     let p = pipeline(t.dir.path(), n, "");
-    let (code, report, stderr) = run(&t, &p, &["--quiet", "--writes", "single"]).await;
+    let (code, report, stderr) = run_here(&t, &p, &["--quiet", "--writes", "single"]).await;
     assert_eq!(code, 0, "{stderr}");
     let import = &report["steps"][0]["import"];
     assert_eq!(
@@ -101,7 +101,7 @@ async fn a_run_reports_its_requests_concurrency_retries_and_latencies() {
     let n = 300;
     let mut t = TestServer::start().await;
     let p = pipeline(t.dir.path(), n, "");
-    let (code, report, stderr) = run(&t, &p, &["--quiet", "--writes", "single"]).await;
+    let (code, report, stderr) = run_here(&t, &p, &["--quiet", "--writes", "single"]).await;
     assert_eq!(code, 0, "{stderr}");
     let r = &report["requests"];
     assert_eq!(r["concurrency"]["mode"], "adaptive", "{r}");
@@ -123,14 +123,14 @@ async fn a_run_reports_its_requests_concurrency_retries_and_latencies() {
 async fn a_pinned_concurrency_stays_pinned_and_the_command_line_pins_it_too() {
     let mut t = TestServer::start().await;
     let p = pipeline(t.dir.path(), 50, "concurrency = 3");
-    let (code, report, stderr) = run(&t, &p, &["--quiet"]).await;
+    let (code, report, stderr) = run_here(&t, &p, &["--quiet"]).await;
     assert_eq!(code, 0, "{stderr}");
     let c = &report["requests"]["concurrency"];
     assert_eq!(
         (c["mode"].as_str(), count(&c["min"]), count(&c["max"])),
         (Some("fixed"), 3, 3)
     );
-    let (code, report, stderr) = run(&t, &p, &["--quiet", "--concurrency", "7"]).await;
+    let (code, report, stderr) = run_here(&t, &p, &["--quiet", "--concurrency", "7"]).await;
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(report["requests"]["concurrency"]["final"], 7);
     every_row_once(&mut t, 50).await;
@@ -145,7 +145,7 @@ async fn under_injected_429s_and_dropped_answers_nothing_is_lost_or_written_twic
     })
     .await;
     let p = pipeline(t.dir.path(), n, "");
-    let (code, report, stderr) = run(&t, &p, &["--quiet", "--writes", "single"]).await;
+    let (code, report, stderr) = run_here(&t, &p, &["--quiet", "--writes", "single"]).await;
     assert_eq!(code, 0, "{stderr}");
     let import = &report["steps"][0]["import"];
     assert_eq!(

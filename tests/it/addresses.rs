@@ -3,7 +3,7 @@
 //! international domains sent in their ASCII form, `allow` widening the
 //! rules, and a warning for a domain one letter off a big provider.
 
-use crate::import::{listpipe, run};
+use crate::in_process::{check_here, run_here};
 use crate::support::TestServer;
 use std::path::Path;
 
@@ -35,7 +35,7 @@ fn pipeline(dir: &Path, allow: &str) {
 fn check_rejects_each_kind_of_impossible_address_with_its_row_and_reason() {
     let dir = tempfile::tempdir().unwrap();
     pipeline(dir.path(), "");
-    let out = listpipe(dir.path(), &["check", "p.toml"]);
+    let out = check_here(dir.path(), &["p.toml"]);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(1), "{stdout}");
     assert!(
@@ -62,7 +62,7 @@ fn check_rejects_each_kind_of_impossible_address_with_its_row_and_reason() {
 async fn the_run_stores_international_domains_in_ascii_and_allow_widens_the_rules() {
     let t = TestServer::start().await;
     pipeline(t.dir.path(), ", allow = [\"ip_literal\"]");
-    let (code, report, stderr) = run(&t, &t.dir.path().join("p.toml"), &[]).await;
+    let (code, report, stderr) = run_here(&t, &t.dir.path().join("p.toml"), &[]).await;
     assert_eq!(code, 1, "{stderr}");
     let prepare = &report["steps"][0]["prepare"];
     assert_eq!(prepare["rejected"]["invalid email"], 5, "{prepare}");
@@ -93,7 +93,7 @@ async fn the_run_stores_international_domains_in_ascii_and_allow_widens_the_rule
 fn an_unknown_allow_value_is_refused_with_its_position_and_the_choices() {
     let dir = tempfile::tempdir().unwrap();
     pipeline(dir.path(), ", allow = [\"quoted\"]");
-    let out = listpipe(dir.path(), &["check", "p.toml"]);
+    let out = check_here(dir.path(), &["p.toml"]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(
@@ -114,7 +114,7 @@ fn the_generators_invalid_addresses_are_exactly_the_rows_rejected_for_their_addr
     let files = data::generate(dir.path(), ROWS, 0, false).unwrap();
     let pipeline = data::import_pipeline("gen", &files.receivers, "Generated", None);
     std::fs::write(dir.path().join("p.toml"), pipeline).unwrap();
-    let out = listpipe(dir.path(), &["check", "p.toml"]);
+    let out = check_here(dir.path(), &["p.toml"]);
     assert_eq!(
         out.status.code(),
         Some(1),

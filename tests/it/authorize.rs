@@ -22,7 +22,7 @@ fn http() -> reqwest::Client {
 }
 
 fn listpipe() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_listpipe"))
+    crate::support::binary()
 }
 
 /// A shown page: its status, body, the browser's cookie and the form's token.
@@ -830,7 +830,7 @@ async fn auth_login_in_a_headless_chromium_writes_credentials_that_reach_the_acc
     let started = std::time::Instant::now();
     let t = TestServer::start().await;
     let creds_path = t.dir.path().join("login/credentials.json");
-    let mut login = tokio::process::Command::new(env!("CARGO_BIN_EXE_listpipe"))
+    let mut login = tokio::process::Command::from(crate::support::binary())
         .args(["auth", "login", "--no-browser", "--timeout-secs", "60"])
         .args([
             "--auth-url",

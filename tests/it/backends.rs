@@ -101,7 +101,7 @@ async fn two_server_processes_on_one_database_are_one_server() {
     }
     let Some(pg) = PgServer::start() else { return };
     let db = pg.database("shared");
-    let bin = env!("CARGO_BIN_EXE_listpipe");
+    let bin = crate::support::BINARY;
 
     let migrated = Command::new(bin)
         .args(["serve", "migrate", "--db", &db])

@@ -4,7 +4,7 @@
 //! shows that body. A later run changes a receiver's state only where its row
 //! grants something.
 
-use crate::import::{listpipe, run};
+use crate::in_process::{check_here, run_here};
 use crate::support::TestServer;
 use listpipe::api::{Receiver, detail};
 use std::path::{Path, PathBuf};
@@ -68,7 +68,7 @@ async fn a_pending_row_is_created_awaiting_activation_on_every_write_path() {
     ] {
         let group = format!("{writes}{}", if orders { "-orders" } else { "" });
         let path = pipeline(t.dir.path(), &group, orders);
-        let (code, report, stderr) = run(&t, &path, &["--writes", writes]).await;
+        let (code, report, stderr) = run_here(&t, &path, &["--writes", writes]).await;
         assert_eq!(code, 0, "{group}: {stderr}");
         assert_eq!(report["steps"][0]["import"]["created"], 2, "{group}");
         assert_pending_and_active(&t, &group).await;
@@ -98,7 +98,7 @@ async fn a_preset_row_without_consent_on_record_waits_for_activation() {
         "[[import]]\nname = \"hubspot\"\npreset = \"hubspot\"\nsource = \"hubspot.csv\"\ngroup = \"CRM\"\ncreate_group = true\n",
     )
     .unwrap();
-    let (code, _, stderr) = run(&t, &path, &[]).await;
+    let (code, _, stderr) = run_here(&t, &path, &[]).await;
     assert_eq!(code, 0, "{stderr}");
     let ada = receiver(&t, "CRM", "ada@example.com").await;
     assert!(ada.active, "{ada:?}");
@@ -118,7 +118,7 @@ async fn a_preset_row_without_consent_on_record_waits_for_activation() {
 async fn check_previews_the_body_that_creates_each_receiver() {
     let dir = tempfile::tempdir().unwrap();
     let path = pipeline(dir.path(), "News", false);
-    let out = listpipe(dir.path(), &["check", path.to_str().unwrap()]);
+    let out = check_here(dir.path(), &[path.to_str().unwrap()]);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{stdout}");
     assert!(
@@ -142,12 +142,12 @@ async fn a_later_run_changes_a_state_only_where_the_row_grants_it() {
     let t = TestServer::start().await;
     let dir = t.dir.path();
     let path = pipeline(dir, "News", false);
-    let (code, _, stderr) = run(&t, &path, &[]).await;
+    let (code, _, stderr) = run_here(&t, &path, &[]).await;
     assert_eq!(code, 0, "{stderr}");
     let before = receiver(&t, "News", "b@example.com").await;
 
     // Nothing granted: the pending receiver stays pending, the active one active.
-    let (code, report, stderr) = run(&t, &path, &[]).await;
+    let (code, report, stderr) = run_here(&t, &path, &[]).await;
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(report["steps"][0]["import"]["unchanged"], 2, "{report}");
     let after = receiver(&t, "News", "b@example.com").await;
@@ -174,7 +174,7 @@ deactivated = { value = "now", only_if = { column = "status", equals = "unsubscr
 "#,
     )
     .unwrap();
-    let (code, report, stderr) = run(&t, &path, &[]).await;
+    let (code, report, stderr) = run_here(&t, &path, &[]).await;
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(report["steps"][0]["import"]["updated"], 2, "{report}");
     let a = receiver(&t, "News", "a@example.com").await;

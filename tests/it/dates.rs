@@ -3,7 +3,7 @@
 //! serial days, and naive times read in the pipeline's `timezone` and stored
 //! by the built-in server as the right Unix seconds.
 
-use crate::import::{listpipe, run};
+use crate::in_process::{check_here, run_here};
 use crate::support::TestServer;
 use listpipe::api::detail;
 use std::path::Path;
@@ -49,7 +49,7 @@ const REJECTED: &[&str] = &[
 fn check_rejects_ambiguous_unreadable_and_skipped_times_with_their_reasons() {
     let dir = tempfile::tempdir().unwrap();
     files(dir.path());
-    let out = listpipe(dir.path(), &["check", "p.toml"]);
+    let out = check_here(dir.path(), &["p.toml"]);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(1), "{stdout}");
     let rejects = rejects(dir.path());
@@ -71,7 +71,7 @@ fn with_ambiguous_first_the_first_listed_format_reads_the_doubtful_row() {
         ),
     )
     .unwrap();
-    let out = listpipe(dir.path(), &["check", "p.toml", "--preview", "5"]);
+    let out = check_here(dir.path(), &["p.toml", "--preview", "5"]);
     let stdout = String::from_utf8_lossy(&out.stdout);
     let ben = stdout
         .lines()
@@ -86,7 +86,7 @@ fn with_ambiguous_first_the_first_listed_format_reads_the_doubtful_row() {
 async fn a_run_stores_berlin_wall_clock_times_as_their_unix_seconds_and_serial_days_as_dates() {
     let t = TestServer::start().await;
     files(t.dir.path());
-    let (code, report, stderr) = run(&t, &t.dir.path().join("p.toml"), &[]).await;
+    let (code, report, stderr) = run_here(&t, &t.dir.path().join("p.toml"), &[]).await;
     assert_eq!(code, 1, "rows were rejected\n{stderr}");
     assert_eq!(report["steps"][0]["import"]["created"], 3, "{report}");
     let rejects = rejects(t.dir.path());
@@ -146,7 +146,7 @@ async fn with_ambiguous_omit_an_undecided_column_imports_every_receiver_without_
     std::fs::write(t.dir.path().join("people.csv"), MAGENTO).unwrap();
     std::fs::write(t.dir.path().join("p.toml"), UNDECIDED).unwrap();
 
-    let out = listpipe(t.dir.path(), &["check", "p.toml"]);
+    let out = check_here(t.dir.path(), &["p.toml"]);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{stdout}");
     assert!(stdout.contains(&format!("\n  {LEFT_OUT}\n")), "{stdout}");
@@ -156,7 +156,7 @@ async fn with_ambiguous_omit_an_undecided_column_imports_every_receiver_without_
     );
 
     let before = chrono::Utc::now().timestamp();
-    let (code, report, stderr) = run(&t, &t.dir.path().join("p.toml"), &[]).await;
+    let (code, report, stderr) = run_here(&t, &t.dir.path().join("p.toml"), &[]).await;
     assert_eq!(code, 0, "{stderr}");
     assert!(
         stderr.contains(&format!("people: prepare: {LEFT_OUT}\n")),
@@ -200,7 +200,7 @@ registered = { column = \"signed_up\", format = \"%B %d, %Y %I:%M:%S %p\" }\n\
 birthday = { column = \"born\", type = \"date\", format = \"%d. %B %Y\" }\n",
     )
     .unwrap();
-    let (code, report, stderr) = run(&t, &t.dir.path().join("p.toml"), &[]).await;
+    let (code, report, stderr) = run_here(&t, &t.dir.path().join("p.toml"), &[]).await;
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(report["steps"][0]["import"]["created"], 2, "{report}");
     let groups = t.client.groups(None).await.unwrap();

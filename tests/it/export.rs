@@ -3,6 +3,7 @@
 //! polars and calamine; segments; the round trip; an interrupted export.
 
 use crate::import::{listpipe, repo, run};
+use crate::in_process::run_here;
 use crate::support::TestServer;
 use listpipe::api::filter::{FilterInput, Rule};
 use listpipe::api::{Receiver, ReceiverInput};
@@ -431,7 +432,7 @@ stamp = "stamp"
     std::fs::write(dir.join("reimport.toml"), pipeline).unwrap();
 
     let b = TestServer::start().await;
-    let (code, report, stderr) = run(&b, &dir.join("reimport.toml"), &[]).await;
+    let (code, report, stderr) = run_here(&b, &dir.join("reimport.toml"), &[]).await;
     assert_eq!(code, 0, "{stderr}\n{report}");
     // Imports write concurrently, so ids (and list order) differ: compare by address.
     let mut before: Vec<_> = group_receivers(&a, "Newsletter")

@@ -3,11 +3,11 @@
 //! that ran, what each wrote, and why the last one stopped (before:
 //! `"steps": []`).
 
-use crate::import::run;
+use crate::in_process::run_here;
 use crate::support::TestServer;
 use serde_json::Value;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 fn people(dir: &Path, n: usize) {
@@ -35,7 +35,7 @@ async fn a_run_stopped_by_its_own_output_reports_every_step_and_what_it_wrote() 
         ),
     )
     .unwrap();
-    let (code, report, stderr) = run(&t, &p, &["--quiet"]).await;
+    let (code, report, stderr) = run_here(&t, &p, &["--quiet"]).await;
     assert_eq!(code, 74, "{stderr}");
     assert_eq!(report["exit_code"], 74);
     let steps = report["steps"].as_array().expect("steps");
@@ -70,7 +70,7 @@ async fn a_run_that_lost_its_target_reports_what_the_step_wrote_before() {
     )
     .unwrap();
     let report = dir.join("report.json");
-    let child = Command::new(env!("CARGO_BIN_EXE_listpipe"))
+    let child = crate::support::binary()
         .current_dir(&dir)
         .args(["run", p.to_str().unwrap(), "--quiet", "--writes", "single"])
         .args(["--target-url", &t.base_url(), "--token", &t.client.token()])

@@ -6,7 +6,7 @@ use listpipe::api::{GroupInput, ReceiverInput, ReceiverQuery};
 use listpipe::client::{ApiClient, ClientError};
 use listpipe::server::{self, ServeOptions};
 use std::num::NonZeroU32;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 /// Restarts `t`'s server on its database with options set by `set`.
@@ -199,7 +199,7 @@ async fn delay_holds_a_request_back() {
 #[test]
 fn a_bad_fault_spec_is_a_usage_error_naming_the_valid_keys() {
     let dir = tempfile::tempdir().unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_listpipe"))
+    let out = crate::support::binary()
         .args([
             "serve",
             "--listen",
@@ -227,7 +227,7 @@ fn a_bad_fault_spec_is_a_usage_error_naming_the_valid_keys() {
 fn serve_warns_loudly_when_faults_are_on() {
     use std::io::{BufRead, BufReader};
     let dir = tempfile::tempdir().unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_listpipe"))
+    let mut child = crate::support::binary()
         .args([
             "serve",
             "--listen",

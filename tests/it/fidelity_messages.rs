@@ -4,7 +4,8 @@
 //! first, then the pipeline with the named fix, and what the target holds after it.
 //! Fixtures are written here and reproduce the traits of real exports.
 
-use crate::import::{listpipe, run};
+use crate::import::run;
+use crate::in_process::check_here;
 use crate::support::TestServer;
 use listpipe::api::detail;
 use std::path::Path;
@@ -212,7 +213,7 @@ async fn check_speaks_of_the_pipeline_file_first_and_ends_with_the_rows_verdict_
         "p.toml",
         &pipeline("\"people.csv\"", "", "registered = \"signed_up\"\n"),
     );
-    let out = listpipe(dir, &["check", "p.toml"]);
+    let out = check_here(dir, &["p.toml"]);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(1), "{stdout}");
     let first = stdout.lines().next().unwrap_or_default();
@@ -237,7 +238,7 @@ async fn check_speaks_of_the_pipeline_file_first_and_ends_with_the_rows_verdict_
             "registered = { column = \"signed_up\", format = \"%m/%d/%Y %H:%M\" }\n",
         ),
     );
-    let out = listpipe(dir, &["check", "p.toml"]);
+    let out = check_here(dir, &["p.toml"]);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{stdout}");
     assert!(

@@ -8,6 +8,7 @@
 //! HTTP, with fixtures written here.
 
 use crate::import::{listpipe, run, run_with};
+use crate::in_process::run_here;
 use crate::support::TestServer;
 use crate::two_pass::CHUNKED;
 use listpipe::api::{AttributeInput, AttributeType, Receiver, ReceiverInput};
@@ -100,7 +101,7 @@ async fn order_lines_of_one_order_and_product_are_summed_counted_and_a_rerun_wri
         ),
         "{stdout}"
     );
-    let (code, report, stderr) = run(&t, &dir.join("p.toml"), &[]).await;
+    let (code, report, stderr) = run_here(&t, &dir.join("p.toml"), &[]).await;
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(
         report["steps"][0]["prepare"]["order_lines_merged"], 2,
@@ -122,7 +123,7 @@ async fn order_lines_of_one_order_and_product_are_summed_counted_and_a_rerun_wri
     .map(|(e, l)| (e.to_string(), l.into_iter().map(String::from).collect()))
     .collect();
     assert_eq!(lines(&t).await, want);
-    let (code, report, stderr) = run(&t, &dir.join("p.toml"), &[]).await;
+    let (code, report, stderr) = run_here(&t, &dir.join("p.toml"), &[]).await;
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(writes(&report), 0, "{report}");
     assert_eq!(report["steps"][0]["import"]["unchanged"], 2, "{report}");
@@ -133,7 +134,7 @@ async fn duplicate_lines_first_or_last_keeps_one_line_and_an_unknown_choice_is_r
     let t = TestServer::start().await;
     let dir = t.dir.path();
     orders_pipeline(dir, BOOKINGS, "duplicate_lines = \"last\"\n");
-    let (code, report, stderr) = run(&t, &dir.join("p.toml"), &[]).await;
+    let (code, report, stderr) = run_here(&t, &dir.join("p.toml"), &[]).await;
     assert_eq!(code, 0, "{stderr}");
     assert!(
         stderr.contains(
@@ -147,7 +148,7 @@ async fn duplicate_lines_first_or_last_keeps_one_line_and_an_unknown_choice_is_r
         lines(&t).await["anna@example.com"],
         ["E1/early 10 x 1", "E1/late 15 x 1"]
     );
-    let (_, report, _) = run(&t, &dir.join("p.toml"), &[]).await;
+    let (_, report, _) = run_here(&t, &dir.join("p.toml"), &[]).await;
     assert_eq!(writes(&report), 0, "{report}");
 
     orders_pipeline(dir, BOOKINGS, "duplicate_lines = \"add\"\n");
@@ -178,7 +179,7 @@ async fn order_lines_from_a_second_source_are_merged_the_same_way() {
          [import.receiver]\nemail = \"email\"\n\
          [import.orders]\nsource = \"orders.csv\"\nemail = \"email\"\norder_id = \"order\"\nproduct_id = \"ticket\"\nprice = \"price\"\nquantity = \"qty\"\n",
     );
-    let (code, report, stderr) = run(&t, &dir.join("p.toml"), &[]).await;
+    let (code, report, stderr) = run_here(&t, &dir.join("p.toml"), &[]).await;
     assert_eq!(code, 0, "{stderr}");
     assert!(
         stderr.contains("people: orders: 5 read, 5 accepted, 0 rejected; 2 lines merged into another of the same order and product (duplicate_lines = \"sum\")"),
@@ -189,7 +190,7 @@ async fn order_lines_from_a_second_source_are_merged_the_same_way() {
         "{report}"
     );
     assert_eq!(lines(&t).await["ben@example.com"], ["0/ 871.765 x 2"]);
-    let (_, report, _) = run(&t, &dir.join("p.toml"), &[]).await;
+    let (_, report, _) = run_here(&t, &dir.join("p.toml"), &[]).await;
     assert_eq!(writes(&report), 0, "{report}");
 }
 
@@ -303,7 +304,7 @@ async fn a_mapping_of_a_header_written_twice_is_refused_naming_both_and_a_number
         stdout.contains(&format!("\n  header: {said}\n")),
         "{stdout}"
     );
-    let (code, report, stderr) = run(&t, &dir.join("p.toml"), &[]).await;
+    let (code, report, stderr) = run_here(&t, &dir.join("p.toml"), &[]).await;
     assert_eq!(code, 0, "{stderr}\n{report}");
     assert!(
         stderr.contains(&format!("contacts: source: header: {said}")),
@@ -391,7 +392,7 @@ async fn addresses_lose_spaces_and_tabs_only_and_line_breaks_and_symbols_are_ref
     ] {
         assert!(rejects.contains(line), "{line}\nnot in\n{rejects}");
     }
-    let (code, report, stderr) = run(&t, &dir.join("p.toml"), &[]).await;
+    let (code, report, stderr) = run_here(&t, &dir.join("p.toml"), &[]).await;
     assert_eq!(code, 1, "{stderr}");
     assert_eq!(
         report["steps"][0]["prepare"]["addresses_trimmed"], 1,
@@ -591,7 +592,7 @@ async fn a_global_attribute_named_like_a_receiver_field_is_in_every_default_expo
          [import.receiver]\nemail = \"email\"\nsource = \"source\"\npoints = \"points\"\n\
          [import.global_attributes]\npoints = \"global.points\"\nsource = \"global.source\"\nfirstname = \"firstname\"\n",
     );
-    let (code, report, stderr) = run(&b, &dir.join("reimport.toml"), &[]).await;
+    let (code, report, stderr) = run_here(&b, &dir.join("reimport.toml"), &[]).await;
     assert_eq!(code, 0, "{stderr}\n{report}");
     assert_eq!(kept(&b).await, kept(&a).await);
 }

@@ -8,7 +8,6 @@ use listpipe::api::{
 };
 use listpipe::client::ApiClient;
 use listpipe::server::store::db::params;
-use std::process::Command;
 
 fn named(name: &str) -> FormExtraData {
     FormExtraData {
@@ -716,7 +715,7 @@ async fn the_outbox_is_the_accounts_own_newest_first_and_printed_by_the_outbox_c
 
     let db = t.db();
     let out = tokio::task::spawn_blocking(move || {
-        Command::new(env!("CARGO_BIN_EXE_listpipe"))
+        crate::support::binary()
             .args(["outbox", "--db"])
             .arg(&db)
             .output()
@@ -735,7 +734,7 @@ async fn the_outbox_is_the_accounts_own_newest_first_and_printed_by_the_outbox_c
         .collect();
     assert_eq!(printed, mails);
 
-    let out = Command::new(env!("CARGO_BIN_EXE_listpipe"))
+    let out = crate::support::binary()
         .args(["outbox", "--name", "nobody", "--db"])
         .arg(t.db())
         .output()

@@ -9,7 +9,7 @@
 use crate::support::TestServer;
 use std::io::{BufRead, BufReader};
 use std::os::unix::process::CommandExt;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -30,7 +30,7 @@ pub(crate) struct LimitedServer {
 impl LimitedServer {
     pub(crate) fn start(soft: u64, hard: u64, args: &[&str]) -> LimitedServer {
         let dir = tempfile::tempdir().unwrap();
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_listpipe"));
+        let mut cmd = crate::support::binary();
         cmd.args(["serve", "--listen", "127.0.0.1:0", "--db"])
             .arg(dir.path().join("server.db"))
             .arg("--credentials")

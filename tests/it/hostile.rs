@@ -37,7 +37,7 @@ fn check(file: &str, bytes: &[u8], name: bool) -> Checked {
     let out = Command::new("sh")
         .arg("-c")
         .arg("ulimit -v 2097152 && exec \"$0\" check p.toml")
-        .arg(env!("CARGO_BIN_EXE_listpipe"))
+        .arg(crate::support::BINARY)
         .current_dir(dir.path())
         .output()
         .unwrap();

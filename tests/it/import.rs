@@ -2,24 +2,25 @@
 //! pipelines and samples, against a built-in server on port 0; then the
 //! server's state read back.
 
+use crate::in_process::run_here;
 use crate::support::TestServer;
 use listpipe::api::{ReceiverQuery, detail};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
-pub fn repo(path: &str) -> PathBuf {
+pub(crate) fn repo(path: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(path)
 }
 
 /// Runs the binary in `dir` (where `.listpipe/` goes) with `args`.
-pub fn listpipe(dir: &Path, args: &[&str]) -> Output {
+pub(crate) fn listpipe(dir: &Path, args: &[&str]) -> Output {
     listpipe_with(dir, args, &[])
 }
 
 /// `listpipe export --target-url URL --token TOKEN ARGS...` against the test
 /// server in its folder, on a blocking thread (the server goes on answering).
-pub fn spawn_export(t: &TestServer, args: &[&str]) -> tokio::task::JoinHandle<Output> {
+pub(crate) fn spawn_export(t: &TestServer, args: &[&str]) -> tokio::task::JoinHandle<Output> {
     let mut all = vec![
         "export".to_string(),
         "--target-url".into(),
@@ -36,8 +37,8 @@ pub fn spawn_export(t: &TestServer, args: &[&str]) -> tokio::task::JoinHandle<Ou
 
 /// [`listpipe`] with environment variables set for the child only (the
 /// test process's own environment is shared by every test).
-pub fn listpipe_with(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_listpipe"))
+pub(crate) fn listpipe_with(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
+    crate::support::binary()
         .current_dir(dir)
         .args(args)
         .env_remove("LISTPIPE_URL")
@@ -48,12 +49,12 @@ pub fn listpipe_with(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output 
 }
 
 /// `listpipe run` against the test server, returning the exit code and the JSON report.
-pub async fn run(t: &TestServer, pipeline: &Path, extra: &[&str]) -> (i32, Value, String) {
+pub(crate) async fn run(t: &TestServer, pipeline: &Path, extra: &[&str]) -> (i32, Value, String) {
     run_with(t, pipeline, extra, &[]).await
 }
 
 /// [`run`] with environment variables set for the child only.
-pub async fn run_with(
+pub(crate) async fn run_with(
     t: &TestServer,
     pipeline: &Path,
     extra: &[&str],
@@ -63,7 +64,7 @@ pub async fn run_with(
 }
 
 /// [`run_with`] against `url`, a proxy in front of the test server.
-pub async fn run_at(
+pub(crate) async fn run_at(
     t: &TestServer,
     url: &str,
     pipeline: &Path,
@@ -117,7 +118,7 @@ fn step<'a>(report: &'a Value, name: &str) -> &'a Value {
 #[tokio::test]
 async fn the_quickstart_imports_every_valid_row_once_and_rejects_the_rest() {
     let t = TestServer::start().await;
-    let (code, report, stderr) = run(&t, &repo("pipelines/quickstart.toml"), &[]).await;
+    let (code, report, stderr) = run_here(&t, &repo("pipelines/quickstart.toml"), &[]).await;
     assert_eq!(
         code, 1,
         "rows were rejected, so the exit code is 1\n{stderr}"
@@ -240,8 +241,8 @@ async fn the_quickstart_imports_every_valid_row_once_and_rejects_the_rest() {
 #[tokio::test]
 async fn a_second_run_of_the_same_files_writes_nothing() {
     let t = TestServer::start().await;
-    run(&t, &repo("pipelines/quickstart.toml"), &[]).await;
-    let (_, report, stderr) = run(&t, &repo("pipelines/quickstart.toml"), &[]).await;
+    run_here(&t, &repo("pipelines/quickstart.toml"), &[]).await;
+    let (_, report, stderr) = run_here(&t, &repo("pipelines/quickstart.toml"), &[]).await;
     for s in report["steps"].as_array().unwrap() {
         let load = if s["kind"] == "import" {
             &s["import"]
@@ -302,7 +303,7 @@ async fn blacklist_batches_never_carry_more_than_1000_entries() {
         "[[blacklist]]\nsource = \"list.csv\"\nemail = \"address\"\ncomment = \"note\"\n",
     )
     .unwrap();
-    let (code, report, stderr) = run(&t, &dir.join("bl.toml"), &[]).await;
+    let (code, report, stderr) = run_here(&t, &dir.join("bl.toml"), &[]).await;
     assert_eq!(code, 0, "{stderr}");
     let b = &report["steps"][0]["blacklist"];
     assert_eq!(
@@ -339,7 +340,7 @@ async fn a_row_the_target_refuses_goes_to_the_rejects_file_with_the_servers_mess
         "[[import]]\nname = \"sizes\"\nsource = \"in.csv\"\ngroup = \"News\"\n[import.receiver]\nemail = \"email\"\n[import.attributes]\nsize = \"size\"\n",
     )
     .unwrap();
-    let (code, report, stderr) = run(&t, &dir.join("p.toml"), &[]).await;
+    let (code, report, stderr) = run_here(&t, &dir.join("p.toml"), &[]).await;
     assert_eq!(code, 1, "{stderr}");
     assert_eq!(
         (
@@ -494,7 +495,7 @@ async fn every_shipped_pipeline_runs_against_the_builtin_server() {
     assert!(shipped.len() >= 2);
     for pipeline in shipped {
         let t = TestServer::start().await;
-        let (code, report, stderr) = run(&t, &pipeline, &[]).await;
+        let (code, report, stderr) = run_here(&t, &pipeline, &[]).await;
         assert!(
             code == 0 || code == 1,
             "{}: exit {code}\n{stderr}",
@@ -528,7 +529,7 @@ async fn every_shipped_pipeline_runs_against_the_builtin_server() {
 #[tokio::test]
 async fn orders_on_rows_keep_every_line_of_a_customer_imported_once() {
     let t = TestServer::start().await;
-    let (code, report, stderr) = run(&t, &repo("pipelines/orders-on-rows.toml"), &[]).await;
+    let (code, report, stderr) = run_here(&t, &repo("pipelines/orders-on-rows.toml"), &[]).await;
     assert_eq!(code, 1, "{stderr}");
     assert_eq!(report["steps"][0]["import"]["created"], 4);
     let g = t
@@ -579,7 +580,7 @@ async fn consent_is_not_invented_and_now_timestamps_are_set_once() {
         "[[import]]\nsource = \"in.csv\"\ngroup = \"News\"\ncreate_group = true\n[import.receiver]\nemail = \"email\"\n[import.global_attributes]\nsalutation = { column = \"salutation\", type = \"gender\" }\n",
     )
     .unwrap();
-    let (code, report, stderr) = run(&t, &dir.join("plain.toml"), &[]).await;
+    let (code, report, stderr) = run_here(&t, &dir.join("plain.toml"), &[]).await;
     assert_eq!(code, 1, "{stderr}");
     assert_eq!(report["steps"][0]["import"]["group_created"], true);
     assert!(stderr.contains("group created"), "{stderr}");
@@ -601,7 +602,7 @@ async fn consent_is_not_invented_and_now_timestamps_are_set_once() {
         "[[import]]\nsource = \"in.csv\"\ngroup = \"Now\"\ncreate_group = true\n[import.receiver]\nemail = \"email\"\nactivated = { value = \"now\" }\n",
     )
     .unwrap();
-    run(&t, &dir.join("now.toml"), &[]).await;
+    run_here(&t, &dir.join("now.toml"), &[]).await;
     // The first import's time, moved an hour back in the target, so that it
     // differs from any later run's "now" without waiting for the clock to
     // turn a second: a later run that sent its "now" would change it.
@@ -620,7 +621,7 @@ async fn consent_is_not_invented_and_now_timestamps_are_set_once() {
             .unwrap();
         first.push(r.activated - 3600);
     }
-    let (_, report, _) = run(&t, &dir.join("now.toml"), &[]).await;
+    let (_, report, _) = run_here(&t, &dir.join("now.toml"), &[]).await;
     assert_eq!(
         (
             report["steps"][0]["import"]["updated"].as_u64(),

@@ -5,6 +5,7 @@
 //! while a run reads is in the next run.
 
 use crate::import::{listpipe, spawn_export};
+use crate::in_process::run_here;
 use crate::support::TestServer;
 use listpipe::api::{GroupInput, Id, ReceiverInput};
 use serde_json::Value;
@@ -237,7 +238,7 @@ async fn a_pipeline_step_with_incremental_and_placeholders_writes_each_run_to_it
         "[[export]]\nname = \"consent\"\ngroup = \"Shop\"\nincremental = true\nout = \"lake/date={date}/run-{run}.jsonl\"\n",
     )
     .unwrap();
-    let (code, report, stderr) = crate::import::run(&t, &file, &[]).await;
+    let (code, report, stderr) = run_here(&t, &file, &[]).await;
     assert_eq!(code, 0, "{stderr}\n{report}");
     let export = &report["steps"][0]["export"];
     let written = export["file"].as_str().unwrap().to_string();
@@ -258,7 +259,7 @@ async fn a_pipeline_step_with_incremental_and_placeholders_writes_each_run_to_it
     while chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ").to_string() == first_run {
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
-    let (code, report, stderr) = crate::import::run(&t, &file, &[]).await;
+    let (code, report, stderr) = run_here(&t, &file, &[]).await;
     assert_eq!(code, 0, "{stderr}\n{report}");
     let export = &report["steps"][0]["export"];
     let second = export["file"].as_str().unwrap();
@@ -276,7 +277,7 @@ async fn a_pipeline_step_with_incremental_and_placeholders_writes_each_run_to_it
     while chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ").to_string() == second_run {
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
-    let (code, report, stderr) = crate::import::run(&t, &file, &["--full"]).await;
+    let (code, report, stderr) = run_here(&t, &file, &["--full"]).await;
     assert_eq!(code, 0, "{stderr}\n{report}");
     let export = &report["steps"][0]["export"];
     assert_eq!(export["rows"], 2);
@@ -326,7 +327,7 @@ async fn the_consent_sync_example_writes_each_nights_deactivations_and_bounces_o
             .collect()
     };
 
-    let (code, report, stderr) = crate::import::run(&t, &example, &[]).await;
+    let (code, report, stderr) = run_here(&t, &example, &[]).await;
     assert_eq!(code, 0, "{stderr}\n{report}");
     assert_eq!(night(&report, 0), ["a@x.de"]);
     assert_eq!(night(&report, 1), ["b@x.de"]);
@@ -339,7 +340,7 @@ async fn the_consent_sync_example_writes_each_nights_deactivations_and_bounces_o
     assert!(header.starts_with("email,unsubscribed_at\n"), "{header}");
 
     deactivate(&t, g, "c@x.de").await;
-    let (code, report, stderr) = crate::import::run(&t, &example, &[]).await;
+    let (code, report, stderr) = run_here(&t, &example, &[]).await;
     assert_eq!(code, 0, "{stderr}\n{report}");
     assert_eq!(night(&report, 0), ["c@x.de"], "only the new unsubscribe");
     assert!(night(&report, 1).is_empty(), "no new bounce");

@@ -5,6 +5,7 @@
 //! states, dates, attributes and tags.
 
 use crate::import::{listpipe, run};
+use crate::in_process::run_here;
 use crate::support::TestServer;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -409,7 +410,7 @@ async fn init_downloads_a_url_source_and_the_pipeline_names_the_url() {
         "{pipeline}"
     );
     assert_eq!(crate::remote::downloads_left(t.dir.path()), 0);
-    let (code, _, stderr) = run(&t, &t.dir.path().join("p.toml"), &[]).await;
+    let (code, _, stderr) = run_here(&t, &t.dir.path().join("p.toml"), &[]).await;
     assert_eq!(code, 0, "{pipeline}\n{stderr}");
     let rows = t.receivers_of("Web").await;
     let anna = rows.iter().find(|r| r.email == "anna@example.com").unwrap();

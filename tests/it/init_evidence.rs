@@ -4,6 +4,7 @@
 //! month names and in the order the tool writes them, and questions answered in a
 //! terminal. Each fixture reproduces the trait of a real export, written here.
 
+use crate::in_process::run_here;
 use crate::init::{Row, emails, init_run_export, row};
 use crate::support::TestServer;
 
@@ -253,7 +254,7 @@ async fn a_magento_date_that_reads_both_ways_is_read_month_first() {
 fn in_terminal(dir: &std::path::Path, args: &[&str], answers: &[(&str, &str)]) -> (String, i32) {
     use std::io::{Read, Write};
     use std::os::fd::{FromRawFd, OwnedFd};
-    use std::process::{Command, Stdio};
+    use std::process::Stdio;
     let (mut master, mut slave) = (0, 0);
     let size = libc::winsize {
         ws_row: 40,
@@ -274,7 +275,7 @@ fn in_terminal(dir: &std::path::Path, args: &[&str], answers: &[(&str, &str)]) -
     assert_eq!(rc, 0, "openpty: {}", std::io::Error::last_os_error());
     // SAFETY: both descriptors were just opened and nothing else owns them.
     let (master, slave) = unsafe { (OwnedFd::from_raw_fd(master), OwnedFd::from_raw_fd(slave)) };
-    let mut child = Command::new(env!("CARGO_BIN_EXE_listpipe"))
+    let mut child = crate::support::binary()
         .current_dir(dir)
         .args(args)
         .env_remove("LISTPIPE_URL")
@@ -371,7 +372,7 @@ async fn in_a_terminal_init_asks_and_writes_the_answers_into_the_pipeline() {
         "{pipeline}"
     );
     assert!(!pipeline.contains("# DECIDE:"), "{pipeline}");
-    let (code, _, stderr) = crate::import::run(&t, &t.dir.path().join("p.toml"), &[]).await;
+    let (code, _, stderr) = run_here(&t, &t.dir.path().join("p.toml"), &[]).await;
     assert_eq!(code, 0, "{stderr}");
     let rows = t.receivers_of("G").await;
     assert_eq!(rows.len(), 2);

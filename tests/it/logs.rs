@@ -8,7 +8,6 @@ use crate::support::TestServer;
 use serde_json::Value;
 use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 /// A pipeline of two steps: "people" imports `n` rows into "Logged", and
 /// "nowhere" into a group that does not exist (its step fails).
@@ -36,7 +35,7 @@ async fn run_logged(t: &TestServer, args: &[&str], env: &[(&str, &str)]) -> (i32
     let dir = t.dir.path().to_path_buf();
     let p = pipeline(&dir, 20);
     let log = dir.join("stderr.log");
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_listpipe"));
+    let mut cmd = crate::support::binary();
     cmd.current_dir(&dir)
         .arg("run")
         .arg(&p)

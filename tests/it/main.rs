@@ -29,6 +29,7 @@ mod hardening;
 mod hostile;
 mod html_report;
 mod import;
+mod in_process;
 mod incremental;
 mod init;
 mod init_evidence;

@@ -342,7 +342,7 @@ async fn the_pipeline_files_metrics_table_names_the_file() {
     )
     .unwrap();
     std::fs::create_dir(t.dir.path().join("metrics")).unwrap();
-    let (code, _, stderr) = run(&t, &pipeline, &[]).await;
+    let (code, _, stderr) = crate::import::run(&t, &pipeline, &[]).await;
     assert_eq!(code, 0, "{stderr}");
     let written = std::fs::read_to_string(t.dir.path().join("metrics/people.prom")).unwrap();
     assert_eq!(
@@ -419,7 +419,7 @@ async fn the_metrics_file_is_rewritten_while_the_run_goes_and_the_final_figures_
     .unwrap();
     let file = dir.join("people.prom");
     earlier_success(&file, "people");
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_listpipe"))
+    let mut child = crate::support::binary()
         .current_dir(dir)
         .args(["run", pipeline.to_str().unwrap(), "--quiet"])
         .args(["--writes", "single", "--concurrency", "1"])
@@ -560,6 +560,7 @@ async fn a_run_stopped_by_a_leftover_journal_writes_its_metrics() {
     earlier_success(&file, "people");
     // A journal as a run killed mid-way leaves it: a row started.
     let journal = dir.join(listpipe::load::journal::path(
+        std::path::Path::new(".listpipe"),
         "people",
         "people",
         &t.resolved().await,

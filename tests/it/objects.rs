@@ -8,16 +8,15 @@
 
 use crate::pg::PgServer;
 use crate::remote::{CUSTOMERS, downloads_left, import_step, serve_bytes};
-use crate::s3::{S3Server, SECRET};
 use crate::support::TestServer;
 use crate::warehouse::{csv_of, people, pipeline, receivers, sql_of};
 use axum::Router;
 use axum::extract::Request;
 use axum::http::{Method, StatusCode};
 use axum::response::{IntoResponse, Response};
+use listpipe_testkit::s3::{S3Server, SECRET};
 use serde_json::Value;
 use std::path::Path;
-use std::process::Command;
 
 /// `listpipe run` of `pipeline` against the test server with `env` in the child's
 /// environment (and no cloud variable of this process's); the exit code, report and stderr.
@@ -28,7 +27,7 @@ async fn run_with(
 ) -> (i32, Value, String) {
     let report = t.dir.path().join("report.json");
     let _ = std::fs::remove_file(&report);
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_listpipe"));
+    let mut cmd = crate::support::binary();
     cmd.current_dir(t.dir.path())
         .arg("run")
         .arg(pipeline)

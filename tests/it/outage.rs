@@ -9,7 +9,7 @@ use crate::pg::PgServer;
 use listpipe::client::ApiClient;
 use serde_json::Value;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
 
 /// `n` receivers in `dir/people.csv` and a pipeline importing them into
@@ -34,7 +34,7 @@ fn pipeline(dir: &Path, n: usize, target: &str) -> std::path::PathBuf {
 }
 
 fn run(dir: &Path, p: &Path, url: &str, token: &str, extra: &[&str]) -> std::process::Child {
-    Command::new(env!("CARGO_BIN_EXE_listpipe"))
+    crate::support::binary()
         .current_dir(dir)
         .args([
             "run",

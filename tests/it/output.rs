@@ -4,7 +4,7 @@
 
 use std::fs::File;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 
 fn fixture(dir: &Path) {
     let rows: String = (0..200).map(|i| format!("user{i}@example.com\n")).collect();
@@ -17,7 +17,7 @@ fn fixture(dir: &Path) {
 }
 
 fn listpipe(dir: &Path, args: &[&str], stdout: Stdio, stderr: Stdio) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_listpipe"))
+    crate::support::binary()
         .current_dir(dir)
         .args(args)
         .stdout(stdout)

@@ -4,7 +4,8 @@
 //! rate. The real binary against the in-process server with `--faults`
 //! and `--rate-limit`; counts, never timings, except the stop's bound.
 
-use crate::import::{run, run_with};
+use crate::import::run_with;
+use crate::in_process::run_here;
 use crate::support::TestServer;
 use serde_json::Value;
 use std::num::NonZeroU32;
@@ -55,7 +56,7 @@ async fn sporadic_429s_are_retried_alone_without_pausing_or_slowing_the_run() {
     })
     .await;
     let p = pipeline(t.dir.path(), n, "");
-    let (code, report, stderr) = run(&t, &p, &["--writes", "single"]).await;
+    let (code, report, stderr) = run_here(&t, &p, &["--writes", "single"]).await;
     assert_eq!(code, 0, "{stderr}");
     let import = &report["steps"][0]["import"];
     assert_eq!(
@@ -174,7 +175,7 @@ async fn a_real_rate_limit_paces_the_run_at_it_and_says_so() {
     let n = 200;
     let mut t = TestServer::start_with(|o| o.rate_limit = NonZeroU32::new(50)).await;
     let p = pipeline(t.dir.path(), n, "");
-    let (code, report, stderr) = run(&t, &p, &["--writes", "single"]).await;
+    let (code, report, stderr) = run_here(&t, &p, &["--writes", "single"]).await;
     assert_eq!(code, 0, "{stderr}");
     let import = &report["steps"][0]["import"];
     assert_eq!(count(&import["created"]), n as u64);
@@ -236,7 +237,7 @@ async fn a_graceful_stop_ends_within_the_request_timeout_however_low_the_rate() 
         "concurrency = 16\nmax_requests_per_second = 1\ntimeout_secs = 10",
     );
     let report = t.dir.path().join("stopped.json");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_listpipe"))
+    let mut child = crate::support::binary()
         .current_dir(t.dir.path())
         .args(["run", p.to_str().unwrap(), "--quiet", "--writes", "single"])
         .args(["--target-url", &t.base_url(), "--token", &t.client.token()])

@@ -2,4 +2,4 @@
 //! store), now in the test-support crate (`crates/testkit/src/pg.rs`, with
 //! its own test) so the server crate's tests share it.
 
-pub use listpipe_testkit::pg::*;
+pub(crate) use listpipe_testkit::pg::*;

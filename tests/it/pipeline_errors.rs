@@ -15,7 +15,7 @@ fn errors(toml: &str) -> Vec<String> {
 
 /// Loads `toml` as `p.toml` in a folder holding `files`; returns every error,
 /// with the file's path written `p.toml` and the folder's `DIR`.
-pub fn errors_beside(files: &[(&str, &[u8])], toml: &str) -> Vec<String> {
+pub(crate) fn errors_beside(files: &[(&str, &[u8])], toml: &str) -> Vec<String> {
     let dir = tempfile::tempdir().unwrap();
     for (name, bytes) in files {
         std::fs::write(dir.path().join(name), bytes).unwrap();

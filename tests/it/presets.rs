@@ -2,7 +2,8 @@
 //! over `samples/presets/`) run through the real binary against a server on port 0, then
 //! the server's state read back: states, timestamps, attributes, tags, orders, blacklist.
 
-use crate::import::{repo, run};
+use crate::import::repo;
+use crate::in_process::run_here;
 use crate::support::TestServer;
 use listpipe::api::{Receiver, detail};
 use listpipe::client::ApiClient;
@@ -79,7 +80,7 @@ fn mailchimp_zip(dir: &Path) -> std::path::PathBuf {
 #[tokio::test]
 async fn mailchimp_members_keep_their_state_times_merge_fields_and_tags() {
     let t = TestServer::start().await;
-    let (code, report, stderr) = run(&t, &repo("pipelines/mailchimp.toml"), &[]).await;
+    let (code, report, stderr) = run_here(&t, &repo("pipelines/mailchimp.toml"), &[]).await;
     assert_eq!(code, 1, "one row is rejected\n{stderr}");
     let step = import_report(&report, "mailchimp");
     assert_eq!(step["prepare"]["rows_read"], 7);
@@ -169,7 +170,7 @@ async fn the_mailchimp_zip_imports_like_its_files_and_can_blacklist_the_unsubscr
         "[[import]]\npreset = \"mailchimp\"\nsource = \"audience_export_8d4f2a91c3.zip\"\ngroup = \"Newsletter\"\ncreate_group = true\nunsubscribed = \"blacklist\"\n",
     )
     .unwrap();
-    let (code, report, stderr) = run(&t, &dir.join("zip.toml"), &[]).await;
+    let (code, report, stderr) = run_here(&t, &dir.join("zip.toml"), &[]).await;
     assert_eq!(code, 1, "{stderr}");
     // The blacklist step runs first, over the unsubscribed file only.
     let names: Vec<&str> = report["steps"]
@@ -237,7 +238,7 @@ async fn a_mailchimp_file_alone_needs_none_of_the_other_files_columns() {
         "[[import]]\npreset = \"mailchimp\"\nsource = \"cleaned.csv\"\ngroup = \"Old\"\ncreate_group = true\nunsubscribed = \"blacklist\"\n",
     )
     .unwrap();
-    let (code, report, stderr) = run(&t, &dir.join("cleaned.toml"), &[]).await;
+    let (code, report, stderr) = run_here(&t, &dir.join("cleaned.toml"), &[]).await;
     assert_eq!(code, 0, "{stderr}");
     // No unsubscribed file: no blacklist step.
     assert_eq!(report["steps"].as_array().unwrap().len(), 1);
@@ -251,7 +252,7 @@ async fn a_mailchimp_file_alone_needs_none_of_the_other_files_columns() {
 #[tokio::test]
 async fn brevo_contacts_are_active_only_with_an_opt_in_and_without_the_blocklist() {
     let t = TestServer::start().await;
-    let (code, report, stderr) = run(&t, &repo("pipelines/brevo.toml"), &[]).await;
+    let (code, report, stderr) = run_here(&t, &repo("pipelines/brevo.toml"), &[]).await;
     assert_eq!(code, 1, "{stderr}");
     assert_eq!(import_report(&report, "brevo")["import"]["created"], 3);
     let c = &t.client;
@@ -292,7 +293,7 @@ async fn brevo_contacts_are_active_only_with_an_opt_in_and_without_the_blocklist
 #[tokio::test]
 async fn hubspot_marketing_contacts_who_did_not_unsubscribe_are_active() {
     let t = TestServer::start().await;
-    let (code, _, stderr) = run(&t, &repo("pipelines/hubspot.toml"), &[]).await;
+    let (code, _, stderr) = run_here(&t, &repo("pipelines/hubspot.toml"), &[]).await;
     assert_eq!(code, 1, "{stderr}");
     let c = &t.client;
     let jana = receiver(c, "CRM", "jana.kovac@example.com").await;
@@ -318,7 +319,7 @@ async fn hubspot_marketing_contacts_who_did_not_unsubscribe_are_active() {
 #[tokio::test]
 async fn shopify_customers_accepting_email_marketing_are_active_with_address_and_tags() {
     let t = TestServer::start().await;
-    let (code, _, stderr) = run(&t, &repo("pipelines/shopify-customers.toml"), &[]).await;
+    let (code, _, stderr) = run_here(&t, &repo("pipelines/shopify-customers.toml"), &[]).await;
     assert_eq!(code, 1, "{stderr}");
     let c = &t.client;
     let mia = receiver(c, "Shop customers", "mia.nowak@example.com").await;
@@ -350,7 +351,7 @@ async fn shopify_customers_accepting_email_marketing_are_active_with_address_and
 #[tokio::test]
 async fn shopify_order_lines_become_orders_of_their_buyer_and_guest_orders_are_rejected() {
     let t = TestServer::start().await;
-    let (code, report, stderr) = run(&t, &repo("pipelines/shopify-orders.toml"), &[]).await;
+    let (code, report, stderr) = run_here(&t, &repo("pipelines/shopify-orders.toml"), &[]).await;
     assert_eq!(code, 1, "{stderr}");
     let step = import_report(&report, "shopify-orders");
     assert_eq!(step["import"]["created"], 2);
@@ -420,8 +421,8 @@ async fn a_second_run_of_every_preset_pipeline_writes_nothing() {
     ] {
         let t = TestServer::start().await;
         let pipeline = repo(&format!("pipelines/{name}.toml"));
-        run(&t, &pipeline, &[]).await;
-        let (_, report, stderr) = run(&t, &pipeline, &[]).await;
+        run_here(&t, &pipeline, &[]).await;
+        let (_, report, stderr) = run_here(&t, &pipeline, &[]).await;
         for s in report["steps"].as_array().unwrap() {
             let load = &s["import"];
             for key in ["created", "updated", "failed"] {
@@ -462,7 +463,7 @@ lastname = { column = "LASTNAME", case = "upper" }
 "#,
     )
     .unwrap();
-    let (code, _, stderr) = run(&t, &dir.join("own.toml"), &[]).await;
+    let (code, _, stderr) = run_here(&t, &dir.join("own.toml"), &[]).await;
     assert_eq!(code, 1, "{stderr}");
     let c = &t.client;
     let hugo = receiver(c, "All", "hugo.ivanov@example.com").await;

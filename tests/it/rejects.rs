@@ -4,6 +4,7 @@
 //! with its row number; a dry run's plan lists every row in row order.
 
 use crate::import::run_with;
+use crate::in_process::run_here;
 use crate::support::TestServer;
 
 /// Rows in a chunk for these runs (the child's `LISTPIPE_CHUNK_ROWS`; the
@@ -144,7 +145,7 @@ async fn a_rejects_file_that_cannot_be_written_is_named_once() {
          rejects = \"somefile.txt/rejects.csv\"\n[import.receiver]\nemail = \"email\"\n",
     )
     .unwrap();
-    let (code, report, stderr) = run_with(&t, &path, &["--quiet"], &[]).await;
+    let (code, report, stderr) = run_here(&t, &path, &["--quiet"]).await;
     assert_eq!(code, 74, "{stderr}");
     let named = "somefile.txt/rejects.csv";
     let line = stderr
@@ -168,7 +169,7 @@ async fn a_rejects_file_that_cannot_be_written_is_named_once() {
 /// it (written as rows fail); the next run removes it and says so.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_run_removes_the_temporary_rejects_file_a_killed_run_left() {
-    use std::process::{Command, Stdio};
+    use std::process::Stdio;
     use std::time::{Duration, Instant};
     // Every request waits, so the run is still loading when it is killed.
     let t = TestServer::start_with(|o| {
@@ -188,7 +189,7 @@ async fn a_run_removes_the_temporary_rejects_file_a_killed_run_left() {
             .filter(|n| n.starts_with(".people.rejects.csv.") && n.ends_with(".tmp"))
             .collect()
     };
-    let mut child = Command::new(env!("CARGO_BIN_EXE_listpipe"))
+    let mut child = crate::support::binary()
         .current_dir(dir)
         .args([
             "run",

@@ -3,6 +3,7 @@
 //! target is compared with the source row by row.
 
 use crate::import::{listpipe, run};
+use crate::in_process::run_here;
 use crate::support::{TestServer, free_port, serve_child as serve, wait_up};
 use listpipe::api::batch::MAX_BATCH;
 use listpipe::api::{ReceiverQuery, detail};
@@ -172,7 +173,7 @@ fn wait_confirmed(dir: &Path, n: usize) {
 }
 
 fn spawn_run(dir: &Path, pipeline: &Path, url: &str, token: &str) -> Child {
-    Command::new(env!("CARGO_BIN_EXE_listpipe"))
+    crate::support::binary()
         .current_dir(dir)
         .args(["run", pipeline.to_str().unwrap(), "--quiet"])
         .args(["--target-url", url, "--token", token])
@@ -190,7 +191,7 @@ async fn under_faults_every_row_arrives_exactly_once() {
     let mut t = TestServer::start().await;
     restart_with_faults(&mut t, Some(FAULTS), 42).await;
     let pipeline = source(t.dir.path(), n, 16);
-    let (code, report, stderr) = run(&t, &pipeline, &["--quiet"]).await;
+    let (code, report, stderr) = run_here(&t, &pipeline, &["--quiet"]).await;
     assert_eq!(code, 0, "{stderr}");
     let import = &report["steps"][0]["import"];
     assert_eq!(import["created"], n as u64, "{import}");
@@ -368,7 +369,7 @@ async fn sigterm_then_resume(chunk_rows: Option<usize>) {
     let pipeline = source(&dir, n, 4);
     let report = dir.join("stopped.json");
     // One request per row, so that the stop lands between rows.
-    let child = Command::new(env!("CARGO_BIN_EXE_listpipe"))
+    let child = crate::support::binary()
         .current_dir(&dir)
         .args([
             "run",

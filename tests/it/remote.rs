@@ -4,6 +4,7 @@
 //! credentials.
 
 use crate::import::run;
+use crate::in_process::run_here;
 use crate::support::TestServer;
 use axum::Router;
 use axum::extract::State;
@@ -18,7 +19,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// A small CSV as a shop would export it: a header, three customers, one of them twice.
-pub const CUSTOMERS: &str = "email,first name,city\nanna@example.com,Anna,Berlin\nbernd@example.com,Bernd,Bonn\nanna@example.com,Anna,Berlin\ncarla@example.com,Carla,Köln\n";
+pub(crate) const CUSTOMERS: &str = "email,first name,city\nanna@example.com,Anna,Berlin\nbernd@example.com,Bernd,Bonn\nanna@example.com,Anna,Berlin\ncarla@example.com,Carla,Köln\n";
 
 fn gzip(bytes: &[u8]) -> Vec<u8> {
     let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
@@ -27,7 +28,7 @@ fn gzip(bytes: &[u8]) -> Vec<u8> {
 }
 
 /// An import step named `name` reading `source` into the group `group`.
-pub fn import_step(name: &str, source: &str, group: &str) -> String {
+pub(crate) fn import_step(name: &str, source: &str, group: &str) -> String {
     format!(
         "[[import]]\nname = \"{name}\"\nsource = \"{source}\"\ngroup = \"{group}\"\ncreate_group = true\n\
          [import.receiver]\nemail = \"email\"\n\
@@ -70,7 +71,7 @@ async fn gzip_and_zstd_files_import_the_same_receivers_as_the_plain_file() {
     ]
     .concat();
     std::fs::write(&pipeline, text).unwrap();
-    let (code, report, stderr) = run(&t, &pipeline, &[]).await;
+    let (code, report, stderr) = run_here(&t, &pipeline, &[]).await;
     assert_eq!(code, 0, "{stderr}");
     let plain = people(&t, "Plain").await;
     assert_eq!(plain.len(), 3);
@@ -91,7 +92,7 @@ async fn a_corrupt_gzip_file_stops_with_exit_2_naming_the_file() {
         import_step("gzip", "customers.csv.gz", "Customers"),
     )
     .unwrap();
-    let (code, _, stderr) = run(&t, &pipeline, &[]).await;
+    let (code, _, stderr) = run_here(&t, &pipeline, &[]).await;
     assert_eq!(code, 2, "{stderr}");
     assert!(
         stderr.contains(&format!(
@@ -163,7 +164,7 @@ async fn file_server() -> (String, Arc<Hits>) {
 
 /// An HTTP server on a loopback port serving `bytes` at `/{name}` (and 404 elsewhere); the
 /// file's URL. Stopped when the test's runtime ends.
-pub async fn serve_bytes(name: &str, bytes: Vec<u8>) -> String {
+pub(crate) async fn serve_bytes(name: &str, bytes: Vec<u8>) -> String {
     let app = Router::new().route(
         &format!("/{name}"),
         get(move || {
@@ -204,7 +205,7 @@ async fn groups(t: &TestServer) -> Vec<String> {
 }
 
 /// The downloads folder holds nothing once the run is over.
-pub fn downloads_left(dir: &Path) -> usize {
+pub(crate) fn downloads_left(dir: &Path) -> usize {
     std::fs::read_dir(dir.join(".listpipe/downloads"))
         .map(|d| d.count())
         .unwrap_or(0)
@@ -224,7 +225,7 @@ async fn a_url_source_imports_what_the_file_does_and_an_unchanged_one_is_skipped
     ]
     .concat();
     std::fs::write(&pipeline, text).unwrap();
-    let (code, report, stderr) = run(&t, &pipeline, &[]).await;
+    let (code, report, stderr) = run_here(&t, &pipeline, &[]).await;
     assert_eq!(code, 0, "{stderr}");
     let plain = people(&t, "Plain").await;
     assert_eq!(people(&t, "Web").await, plain);
@@ -233,7 +234,7 @@ async fn a_url_source_imports_what_the_file_does_and_an_unchanged_one_is_skipped
     assert_eq!(downloads_left(dir), 0);
     assert!(dir.join(".listpipe/remote/p/web.json").exists());
 
-    let (code, report, stderr) = run(&t, &pipeline, &[]).await;
+    let (code, report, stderr) = run_here(&t, &pipeline, &[]).await;
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(hits.export.load(Ordering::SeqCst), 2);
     assert_eq!(hits.not_modified.load(Ordering::SeqCst), 1);
@@ -268,11 +269,11 @@ async fn two_same_named_pipelines_of_two_folders_remember_their_url_sources_apar
         path
     };
     let (a, b) = (pipeline("a", "Web A"), pipeline("b", "Web B"));
-    let (code, _, stderr) = run(&t, &a, &[]).await;
+    let (code, _, stderr) = run_here(&t, &a, &[]).await;
     assert_eq!(code, 0, "{stderr}");
     // b's step has never imported the URL: a's download must not skip it
     // (one `.listpipe/remote/p/web.json` for both once did).
-    let (code, report, stderr) = run(&t, &b, &[]).await;
+    let (code, report, stderr) = run_here(&t, &b, &[]).await;
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(report["steps"][0]["import"]["created"], 3, "{report}");
     assert_eq!(people(&t, "Web B").await, people(&t, "Web A").await);
@@ -284,7 +285,7 @@ async fn two_same_named_pipelines_of_two_folders_remember_their_url_sources_apar
     }
     assert!(!dir.join(".listpipe/remote/p").exists());
     // Each remembers its own: a's next run is skipped, unchanged.
-    let (code, report, stderr) = run(&t, &a, &[]).await;
+    let (code, report, stderr) = run_here(&t, &a, &[]).await;
     assert_eq!(code, 0, "{stderr}");
     assert!(
         report["steps"][0]["skipped"]
@@ -305,7 +306,7 @@ async fn a_server_error_is_retried_and_the_file_imported_once() {
         import_step("web", &format!("{base}/flaky.csv"), "Web"),
     )
     .unwrap();
-    let (code, report, stderr) = run(&t, &pipeline, &[]).await;
+    let (code, report, stderr) = run_here(&t, &pipeline, &[]).await;
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(hits.flaky.load(Ordering::SeqCst), 2);
     assert_eq!(report["steps"][0]["import"]["created"], 3);
@@ -354,7 +355,7 @@ async fn a_download_cut_short_of_its_content_length_is_never_imported() {
         import_step("web", &format!("{base}/export.csv"), "Web"),
     )
     .unwrap();
-    let (code, _, stderr) = run(&t, &pipeline, &[]).await;
+    let (code, _, stderr) = crate::import::run(&t, &pipeline, &[]).await;
     assert_eq!(code, 2, "{stderr}");
     assert!(
         stderr.contains(&format!(
@@ -433,7 +434,7 @@ async fn a_column_missing_from_a_downloaded_source_fails_the_step_with_exit_2() 
         ),
     )
     .unwrap();
-    let (code, _, stderr) = run(&t, &pipeline, &[]).await;
+    let (code, _, stderr) = run_here(&t, &pipeline, &[]).await;
     assert_eq!(code, 2, "{stderr}");
     assert!(
         stderr.contains("web: the source has no column the step names (\"e-mail\" not found); check the step's column names against the source's header"),

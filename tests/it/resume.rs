@@ -37,6 +37,7 @@ fn source(dir: &Path, n: usize, target: &str) -> PathBuf {
 /// and group since issue 41 (was `.listpipe/journal/people/people.jsonl`).
 fn journal(dir: &Path, target: &str) -> PathBuf {
     dir.join(listpipe::load::journal::path(
+        std::path::Path::new(".listpipe"),
         "people",
         "people",
         target,
@@ -80,7 +81,7 @@ fn spawn_in(
     extra: &[&str],
     env: &[(&str, &str)],
 ) -> Child {
-    Command::new(env!("CARGO_BIN_EXE_listpipe"))
+    crate::support::binary()
         .current_dir(dir)
         .args(["run", pipeline.to_str().unwrap(), "--quiet"])
         .args(["--target-url", &t.base_url(), "--token", &t.client.token()])
@@ -289,6 +290,7 @@ async fn two_same_named_pipelines_of_two_folders_keep_their_state_apart_through_
     let journal_of = |folder: &str| {
         let group = format!("group \"Nightly {}\"", folder.to_uppercase());
         root.join(listpipe::load::journal::path(
+            std::path::Path::new(".listpipe"),
             &format!("{folder}/nightly"),
             "people",
             &target,

@@ -1149,7 +1149,7 @@ async fn no_token_secret_or_password_reaches_the_log_even_at_trace() {
     let dir = tempfile::tempdir().unwrap();
     let creds_path = dir.path().join("creds.json");
     let (out_path, err_path) = (dir.path().join("out.log"), dir.path().join("err.log"));
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_listpipe"))
+    let mut child = crate::support::binary()
         .args([
             "serve",
             "--listen",

@@ -1,5 +1,6 @@
 //! Scheduled runs: the run lock, and mirror mode with its removal guard.
 
+use crate::in_process::run_here;
 use crate::support::TestServer;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -24,7 +25,7 @@ async fn a_second_run_of_the_same_pipeline_against_the_same_target_is_refused() 
     // The second run spells the target another way: the same server.
     let localhost = t.base_url().replace("127.0.0.1", "localhost");
     let run = |url: &str, quiet: bool| {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_listpipe"));
+        let mut cmd = crate::support::binary();
         cmd.current_dir(dir)
             .args(["run", pipeline.to_str().unwrap(), "--writes", "single"])
             .args(["--concurrency", "1"])
@@ -103,7 +104,7 @@ async fn states(t: &TestServer) -> std::collections::BTreeMap<String, i64> {
 async fn mirror_mode_deactivates_exactly_what_left_the_source_and_never_a_hand_added_receiver() {
     let t = TestServer::start().await;
     let all = members(40);
-    let (code, _, stderr) = crate::import::run(&t, &mirror_pipeline(&t, &all, ""), &[]).await;
+    let (code, _, stderr) = run_here(&t, &mirror_pipeline(&t, &all, ""), &[]).await;
     assert_eq!(code, 0, "{stderr}");
     // Someone adds a receiver by hand; listpipe never imported it.
     let g = t.group_named("Members").await;
@@ -118,7 +119,7 @@ async fn mirror_mode_deactivates_exactly_what_left_the_source_and_never_a_hand_a
     // Three members left the source: a dry run lists them, changes nothing.
     let kept: Vec<String> = all[3..].to_vec();
     let path = mirror_pipeline(&t, &kept, "");
-    let (code, report, stderr) = crate::import::run(&t, &path, &["--dry-run"]).await;
+    let (code, report, stderr) = run_here(&t, &path, &["--dry-run"]).await;
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(report["steps"][0]["import"]["removed"], 3);
     let plan = std::fs::read_to_string(
@@ -135,7 +136,7 @@ async fn mirror_mode_deactivates_exactly_what_left_the_source_and_never_a_hand_a
     }
     assert!(states(&t).await.values().all(|d| *d == 0));
 
-    let (code, report, stderr) = crate::import::run(&t, &path, &[]).await;
+    let (code, report, stderr) = run_here(&t, &path, &[]).await;
     assert_eq!(code, 0, "{stderr}");
     let import = &report["steps"][0]["import"];
     assert_eq!(import["removed"], 3, "{import}");
@@ -148,7 +149,7 @@ async fn mirror_mode_deactivates_exactly_what_left_the_source_and_never_a_hand_a
     assert_eq!(now["hand@example.com"], 0, "not listpipe's to remove");
 
     // Again: nothing left to remove, nothing written.
-    let (_, report, _) = crate::import::run(&t, &path, &[]).await;
+    let (_, report, _) = run_here(&t, &path, &[]).await;
     let import = &report["steps"][0]["import"];
     assert_eq!(
         (
@@ -165,14 +166,14 @@ async fn the_guard_refuses_mass_removal_before_writing_anything_unless_allowed()
     let t = TestServer::start().await;
     let all = members(50);
     let (code, _, stderr) =
-        crate::import::run(&t, &mirror_pipeline(&t, &all, "removal = \"delete\""), &[]).await;
+        run_here(&t, &mirror_pipeline(&t, &all, "removal = \"delete\""), &[]).await;
     assert_eq!(code, 0, "{stderr}");
 
     // A truncated source: 20 of 50 rows, and one new address.
     let mut short: Vec<String> = all[..20].to_vec();
     short.push("new@example.com".into());
     let path = mirror_pipeline(&t, &short, "removal = \"delete\"");
-    let (code, _, stderr) = crate::import::run(&t, &path, &[]).await;
+    let (code, _, stderr) = run_here(&t, &path, &[]).await;
     assert_eq!(code, 5, "{stderr}");
     assert!(
         stderr.contains(
@@ -185,7 +186,7 @@ async fn the_guard_refuses_mass_removal_before_writing_anything_unless_allowed()
     assert_eq!(now.len(), 50, "nothing removed, nothing added");
 
     // Meant: allowed, exactly the missing 30 go and the new one arrives.
-    let (code, report, stderr) = crate::import::run(&t, &path, &["--allow-mass-removal"]).await;
+    let (code, report, stderr) = run_here(&t, &path, &["--allow-mass-removal"]).await;
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(report["steps"][0]["import"]["removed"], 30);
     let now: Vec<String> = states(&t).await.into_keys().collect();
@@ -199,7 +200,7 @@ async fn the_guard_refuses_mass_removal_before_writing_anything_unless_allowed()
         &short[..15],
         "removal = \"delete\"\nmax_removal = \"50%\"",
     );
-    let (code, report, stderr) = crate::import::run(&t, &path, &[]).await;
+    let (code, report, stderr) = run_here(&t, &path, &[]).await;
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(report["steps"][0]["import"]["removed"], 6);
 }
@@ -352,7 +353,7 @@ async fn a_plain_import_appends_to_the_ledger_and_mirror_mode_reads_past_a_cut_l
     let plain = mirror_pipeline(&t, &all, "");
     let toml = std::fs::read_to_string(&plain).unwrap();
     std::fs::write(&plain, toml.replace("mode = \"mirror\"\n", "")).unwrap();
-    let (code, _, stderr) = crate::import::run(&t, &plain, &[]).await;
+    let (code, _, stderr) = run_here(&t, &plain, &[]).await;
     assert_eq!(code, 0, "{stderr}");
     let text = std::fs::read_to_string(ledger_file(&t)).unwrap();
     let mut lines: Vec<&str> = text.lines().collect();
@@ -366,7 +367,7 @@ async fn a_plain_import_appends_to_the_ledger_and_mirror_mode_reads_past_a_cut_l
         &all,
         |i| if i < 2 { "2024-06-01" } else { "2024-05-01" },
     );
-    let (code, _, stderr) = crate::import::run(&t, &plain, &[]).await;
+    let (code, _, stderr) = run_here(&t, &plain, &[]).await;
     assert_eq!(code, 0, "{stderr}");
     let mut text = std::fs::read_to_string(ledger_file(&t)).unwrap();
     assert_eq!(text.lines().count(), 1 + 10 + 2, "{text}");
@@ -376,7 +377,7 @@ async fn a_plain_import_appends_to_the_ledger_and_mirror_mode_reads_past_a_cut_l
 
     // Mirror mode reads it: the cut line is ignored, the repeats are one.
     let mirror = mirror_pipeline(&t, &all[1..], "");
-    let (code, report, stderr) = crate::import::run(&t, &mirror, &[]).await;
+    let (code, report, stderr) = run_here(&t, &mirror, &[]).await;
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(report["steps"][0]["import"]["removed"], 1);
     // Rewritten compacted, streamed: each address once, in the order the
@@ -456,10 +457,10 @@ fn two_users(pipeline: &str, rows: usize) -> tempfile::TempDir {
 /// `listpipe run PIPELINE` in `top`'s folder `user`, as that user.
 fn run_as(t: &TestServer, top: &std::path::Path, user: &str, pipeline: &str) -> Option<Command> {
     let mut cmd = if user == "root" {
-        Command::new(env!("CARGO_BIN_EXE_listpipe"))
+        crate::support::binary()
     } else {
         let mut cmd = as_nobody()?;
-        cmd.arg(env!("CARGO_BIN_EXE_listpipe"));
+        cmd.arg(crate::support::BINARY);
         cmd
     };
     cmd.current_dir(top.join(user))

@@ -6,6 +6,7 @@
 //! CSV in Windows-1252, a workbook per year, a Japanese Excel's "CSV").
 
 use crate::import::{listpipe, run};
+use crate::in_process::run_here;
 use crate::support::TestServer;
 use std::path::Path;
 
@@ -282,7 +283,7 @@ async fn the_addresses_after_an_unterminated_quote_are_imported() {
         "[[import]]\nname = \"imp\"\nsource = \"in.csv\"\ngroup = \"News\"\ncreate_group = true\n[import.receiver]\nemail = \"email\"\n",
     )
     .unwrap();
-    let (code, report, stderr) = run(&t, &pipeline, &[]).await;
+    let (code, report, stderr) = run_here(&t, &pipeline, &[]).await;
     assert_eq!(code, 1, "{stderr}");
     assert!(
         stderr.contains("imp: rejected: unterminated quote: 1, e.g. row 3, email: the quote opened in column \"email\" (field 1) of row 3 never closes"),
@@ -390,7 +391,7 @@ async fn every_sheet_of_a_workbook_is_imported_with_sheet_star() {
         BOOK_PIPELINE.replace("SOURCE", "{ path = \"book.xlsx\", sheet = \"*\" }"),
     )
     .unwrap();
-    let (code, _, stderr) = run(&t, &pipeline, &[]).await;
+    let (code, _, stderr) = run_here(&t, &pipeline, &[]).await;
     assert_eq!(code, 1, "{stderr}");
     let mut emails: Vec<String> = t
         .receivers_of("News")
@@ -449,7 +450,7 @@ async fn a_cp932_export_with_japanese_names_is_detected_imported_and_read_back_i
     );
     assert!(!c.stdout.contains("guessed"), "{}", c.stdout);
 
-    let (code, _, stderr) = run(&t, &dir.join("p.toml"), &[]).await;
+    let (code, _, stderr) = run_here(&t, &dir.join("p.toml"), &[]).await;
     assert_eq!(code, 1, "the row without an address is rejected\n{stderr}");
     let receivers = t.receivers_of("顧客").await;
     assert_eq!(receivers.len(), 9);

@@ -3,10 +3,11 @@
 //! damaged journal lines are reported, credentials are always whole.
 
 use crate::import::{listpipe, run};
+use crate::in_process::run_here;
 use crate::support::TestServer;
 use listpipe::server;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 /// `people.csv` with `n` rows and `people.toml` importing it into "People".
@@ -33,7 +34,13 @@ fn journal(dir: &Path, target: &str) -> PathBuf {
 
 /// [`journal`] from the working directory, as messages name it.
 fn journal_name(target: &str) -> PathBuf {
-    listpipe::load::journal::path("people", "people", target, "group \"People\"")
+    listpipe::load::journal::path(
+        std::path::Path::new(".listpipe"),
+        "people",
+        "people",
+        target,
+        "group \"People\"",
+    )
 }
 
 /// Every address of group "People", sorted (a receiver twice shows twice).
@@ -96,7 +103,7 @@ async fn a_ledger_or_report_that_cannot_be_written_stops_the_run_with_exit_74() 
     std::fs::write(dir.join("people.csv"), csv).unwrap();
     std::fs::create_dir_all(dir.join(".listpipe/rejects")).unwrap();
     std::fs::write(dir.join(".listpipe/rejects/people"), "").unwrap();
-    let (code, _, stderr) = run(&t, &pipeline, &[]).await;
+    let (code, _, stderr) = crate::import::run(&t, &pipeline, &[]).await;
     assert_eq!(code, 74, "{stderr}");
     assert!(
         stderr.contains(
@@ -106,7 +113,7 @@ async fn a_ledger_or_report_that_cannot_be_written_stops_the_run_with_exit_74() 
     );
     assert!(stderr.contains("resume with: listpipe run"), "{stderr}");
     std::fs::remove_file(dir.join(".listpipe/rejects/people")).unwrap();
-    let (code, _, stderr) = run(&t, &pipeline, &["--resume"]).await;
+    let (code, _, stderr) = crate::import::run(&t, &pipeline, &["--resume"]).await;
     assert_eq!(code, 1, "{stderr}");
     assert!(
         dir.join(".listpipe/rejects/people/people.rejects.csv")
@@ -146,7 +153,7 @@ async fn a_damaged_mirror_ledger_is_refused_and_left_as_it_is() {
     let t = TestServer::start().await;
     let dir = t.dir.path();
     let pipeline = people(dir, 5, "mode = \"mirror\"");
-    let (code, _, stderr) = run(&t, &pipeline, &[]).await;
+    let (code, _, stderr) = run_here(&t, &pipeline, &[]).await;
     assert_eq!(code, 0, "{stderr}");
     let ledgers: Vec<PathBuf> = std::fs::read_dir(dir.join(".listpipe/ledger/people"))
         .unwrap()
@@ -155,7 +162,7 @@ async fn a_damaged_mirror_ledger_is_refused_and_left_as_it_is() {
     assert_eq!(ledgers.len(), 1, "{ledgers:?}");
     let damaged = b"\x00\x00\x00garbage\xff\n";
     std::fs::write(&ledgers[0], damaged).unwrap();
-    let (code, _, stderr) = run(&t, &pipeline, &[]).await;
+    let (code, _, stderr) = run_here(&t, &pipeline, &[]).await;
     assert_eq!(code, 74, "{stderr}");
     assert!(
         stderr.contains(
@@ -172,7 +179,7 @@ async fn killed_run(n: usize) -> (TestServer, PathBuf) {
     let t = TestServer::start_with(|o| o.faults = Some("delay=40ms@1".parse().unwrap())).await;
     let dir = t.dir.path().to_path_buf();
     let pipeline = people(&dir, n, "");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_listpipe"))
+    let mut child = crate::support::binary()
         .current_dir(&dir)
         .args(["run", pipeline.to_str().unwrap(), "--quiet"])
         .args(["--writes", "single", "--concurrency", "1"])
@@ -268,7 +275,7 @@ async fn damaged_journal_lines_are_counted_in_a_warning_and_the_report() {
     let mut bytes = std::fs::read(&journal).unwrap();
     bytes.extend_from_slice(b"\x00\xff\xfe garbage \x01\n{\"ev\":\"done\",\"file\":0,\"ro");
     std::fs::write(&journal, bytes).unwrap();
-    let (code, report, stderr) = run(&t, &pipeline, &["--resume"]).await;
+    let (code, report, stderr) = crate::import::run(&t, &pipeline, &["--resume"]).await;
     assert_eq!(code, 0, "{stderr}");
     assert!(
         stderr.contains(
@@ -368,7 +375,7 @@ async fn plans_and_ledgers_of_two_same_named_pipelines_of_two_folders_stay_apart
     // Dry runs: each plan under its pipeline's path (was
     // `.listpipe/plans/nightly/people.plan.csv`, one file for both).
     for (folder, pipeline) in [("a", &a), ("b", &b)] {
-        let (code, report, stderr) = run(&t, pipeline, &["--dry-run"]).await;
+        let (code, report, stderr) = run_here(&t, pipeline, &["--dry-run"]).await;
         assert_eq!(code, 0, "{stderr}");
         let plan_file = format!(".listpipe/plans/{folder}/nightly/people.plan.csv");
         assert_eq!(report["steps"][0]["plan_file"], plan_file.as_str());
@@ -391,7 +398,7 @@ async fn plans_and_ledgers_of_two_same_named_pipelines_of_two_folders_stay_apart
     // with one ledger for both, b's mirror step took a's ten for its own
     // and planned to delete them (half the group: refused by the guard).
     for pipeline in [&a, &b] {
-        let (code, _, stderr) = run(&t, pipeline, &[]).await;
+        let (code, _, stderr) = run_here(&t, pipeline, &[]).await;
         assert_eq!(code, 0, "{stderr}");
     }
     assert_eq!(t.receivers_of("Shared").await.len(), 20);
@@ -407,7 +414,7 @@ async fn plans_and_ledgers_of_two_same_named_pipelines_of_two_folders_stay_apart
 
     // a0 leaves a's source: a's mirror deletes a0, and nothing of b's.
     let a = shared_nightly(&root, "a", &of("a")[1..]);
-    let (code, report, stderr) = run(&t, &a, &[]).await;
+    let (code, report, stderr) = run_here(&t, &a, &[]).await;
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(report["steps"][0]["import"]["removed"], 1, "{report}");
     let mut held: Vec<String> = t
@@ -421,7 +428,7 @@ async fn plans_and_ledgers_of_two_same_named_pipelines_of_two_folders_stay_apart
     want.extend(of("b"));
     want.sort();
     assert_eq!(held, want);
-    let (code, report, stderr) = run(&t, &b, &[]).await;
+    let (code, report, stderr) = run_here(&t, &b, &[]).await;
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(report["steps"][0]["import"]["removed"], 0, "{report}");
 }

@@ -12,12 +12,12 @@ use listpipe::server::ServeOptions;
 use std::ops::{Deref, DerefMut};
 use std::path::PathBuf;
 
-pub use listpipe_testkit::{free_port, fresh_database, on_postgres, wait_up};
+pub(crate) use listpipe_testkit::{free_port, fresh_database, on_postgres, wait_up};
 
 /// The test-support crate's server, and [`TestServer::resolved`], which
 /// needs the pipelines' identity of a target (`listpipe::load`, not in the
 /// test-support crate: it builds without polars).
-pub struct TestServer(listpipe_testkit::TestServer);
+pub(crate) struct TestServer(listpipe_testkit::TestServer);
 
 impl Deref for TestServer {
     type Target = listpipe_testkit::TestServer;
@@ -34,26 +34,28 @@ impl DerefMut for TestServer {
 }
 
 impl TestServer {
-    pub async fn start() -> TestServer {
+    pub(crate) async fn start() -> TestServer {
         TestServer(listpipe_testkit::TestServer::start().await)
     }
 
     /// A server on a test clock, which `advance` moves on (tokens and codes
     /// expire, rate-limit quotas refill, without waiting), started with
     /// options of the test's choosing.
-    pub async fn start_on_test_clock(configure: impl FnOnce(&mut ServeOptions)) -> TestServer {
+    pub(crate) async fn start_on_test_clock(
+        configure: impl FnOnce(&mut ServeOptions),
+    ) -> TestServer {
         TestServer(listpipe_testkit::TestServer::start_on_test_clock(configure).await)
     }
 
     /// A server started with options of the test's choosing.
-    pub async fn start_with(configure: impl FnOnce(&mut ServeOptions)) -> TestServer {
+    pub(crate) async fn start_with(configure: impl FnOnce(&mut ServeOptions)) -> TestServer {
         TestServer(listpipe_testkit::TestServer::start_with(configure).await)
     }
 
     /// This server as a run given `--target-url` `base_url` and the
     /// client's token resolves it (canonical URL and account): what
     /// journals and ledgers are keyed by.
-    pub async fn resolved(&self) -> String {
+    pub(crate) async fn resolved(&self) -> String {
         let who = self.client.whoami().await.expect("whoami");
         listpipe::load::identity::resolved(
             &listpipe::load::identity::canonical_url(&self.base_url()),
@@ -62,10 +64,25 @@ impl TestServer {
     }
 }
 
+/// The `listpipe` binary Cargo built for these tests.
+pub(crate) const BINARY: &str = env!("CARGO_BIN_EXE_listpipe");
+
+/// The one way these tests start the binary (the test-support crate's
+/// runner), for what only a process shows. Pipelines that only need their
+/// report, the server's state and what the run says run in this process
+/// instead (`in_process::run_here`, `check_here`).
+pub(crate) fn binary() -> std::process::Command {
+    listpipe_testkit::cli::command(BINARY)
+}
+
 /// `listpipe serve` as a child process on `port`, its database and
 /// credentials in `dir`, with `--faults` when given (seed 5).
-pub fn serve_child(dir: &std::path::Path, port: u16, faults: Option<&str>) -> std::process::Child {
-    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_listpipe"));
+pub(crate) fn serve_child(
+    dir: &std::path::Path,
+    port: u16,
+    faults: Option<&str>,
+) -> std::process::Child {
+    let mut cmd = binary();
     cmd.args(["serve", "--listen", &format!("127.0.0.1:{port}")])
         .arg("--db")
         .arg(dir.join("child.db"))
@@ -81,7 +98,7 @@ pub fn serve_child(dir: &std::path::Path, port: u16, faults: Option<&str>) -> st
 
 /// `app` served on a free loopback port until the test's runtime ends; its
 /// address.
-pub async fn serve_app(app: axum::Router) -> std::net::SocketAddr {
+pub(crate) async fn serve_app(app: axum::Router) -> std::net::SocketAddr {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     tokio::spawn(async move { axum::serve(listener, app).await });
@@ -90,7 +107,7 @@ pub async fn serve_app(app: axum::Router) -> std::net::SocketAddr {
 
 /// `req` passed on to the server at `target` (a test's proxy), and its
 /// answer passed back.
-pub async fn forward(req: axum::extract::Request, target: &str) -> axum::response::Response {
+pub(crate) async fn forward(req: axum::extract::Request, target: &str) -> axum::response::Response {
     let url = format!(
         "{target}{}",
         req.uri().path_and_query().map_or("/", |p| p.as_str())
@@ -123,7 +140,7 @@ pub async fn forward(req: axum::extract::Request, target: &str) -> axum::respons
 /// when one target and group wrote it: journals are named
 /// `<step>-<16 hex of the target and group>.jsonl` since issue 41 (were
 /// `<step>.jsonl`). A path that does not exist while there is none.
-pub fn journal_of_step(dir: &std::path::Path, pipeline: &str, step: &str) -> PathBuf {
+pub(crate) fn journal_of_step(dir: &std::path::Path, pipeline: &str, step: &str) -> PathBuf {
     let folder = dir.join(".listpipe/journal").join(pipeline);
     let mut found: Vec<PathBuf> = std::fs::read_dir(&folder)
         .into_iter()

@@ -10,7 +10,7 @@ use listpipe::api::ReceiverQuery;
 use listpipe::client::ApiClient;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 /// `n` rows `user{i}@example.com` in `people.csv`, and a pipeline
@@ -197,7 +197,7 @@ async fn counted(client: &ApiClient, group: &str) -> HashMap<String, usize> {
 }
 
 fn run_child(dir: &Path, pipeline: &Path, url: &str, token: &str, resume: bool) -> Child {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_listpipe"));
+    let mut cmd = crate::support::binary();
     cmd.current_dir(dir)
         .args([
             "run",

@@ -528,7 +528,7 @@ async fn a_run_whose_token_another_process_refreshed_takes_the_saved_tokens_and_
     .unwrap();
     let other = listpipe::credentials_lock::lock(&path).unwrap();
     let log = dir.join("run.log");
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_listpipe"))
+    let mut child = crate::support::binary()
         .current_dir(&dir)
         .args(["run", "p.toml"])
         .env_remove("LISTPIPE_URL")

@@ -379,7 +379,7 @@ async fn mirror_mode_read_twice_in_chunks_removes_what_a_whole_read_removes_and_
 /// `listpipe check` of the pipeline at `path`, chunked: exit code, what it
 /// printed and the rejects it wrote.
 fn check_chunked(dir: &Path, path: &Path) -> (Option<i32>, String, String) {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_listpipe"))
+    let out = crate::support::binary()
         .args(["check", path.to_str().unwrap(), "--preview", "3"])
         .envs(CHUNKED)
         .current_dir(dir)

@@ -6,6 +6,7 @@
 //! are imported into a second server and give back the same receivers.
 
 use crate::import::{listpipe, run, spawn_export};
+use crate::in_process::run_here;
 use crate::support::TestServer;
 use listpipe::api::Receiver;
 use polars::prelude::*;
@@ -288,7 +289,7 @@ async fn reimport(a: &TestServer, file: &str) -> TestServer {
     let dir = b.dir.path();
     std::fs::copy(a.dir.path().join(file), dir.join(file)).unwrap();
     std::fs::write(dir.join("back.toml"), pipeline(file, None)).unwrap();
-    let (code, report, stderr) = run(&b, Path::new(&dir.join("back.toml")), &[]).await;
+    let (code, report, stderr) = run_here(&b, Path::new(&dir.join("back.toml")), &[]).await;
     assert_eq!(code, 0, "{stderr}\n{report}");
     b
 }

@@ -8,10 +8,9 @@ use crate::pg::{PASSWORD, PgServer};
 use crate::support::TestServer;
 use serde_json::Value;
 use std::path::Path;
-use std::process::Command;
 
 /// One row of the shared fixture.
-pub struct Person {
+pub(crate) struct Person {
     pub id: i64,
     pub email: String,
     pub firstname: Option<String>,
@@ -21,7 +20,7 @@ pub struct Person {
 
 /// `n` rows as a warehouse holds them: every 97th address broken, every 50th the address of
 /// a row seven before in other case (a duplicate), every 10th without a first name.
-pub fn people(n: i64) -> Vec<Person> {
+pub(crate) fn people(n: i64) -> Vec<Person> {
     let first = chrono::NaiveDate::from_ymd_opt(1980, 1, 1).unwrap();
     (0..n)
         .map(|i| Person {
@@ -40,7 +39,7 @@ pub fn people(n: i64) -> Vec<Person> {
         .collect()
 }
 
-pub fn csv_of(rows: &[Person]) -> String {
+pub(crate) fn csv_of(rows: &[Person]) -> String {
     let mut text = String::from("email,firstname,birthday,points\n");
     for p in rows {
         text.push_str(&format!(
@@ -54,7 +53,7 @@ pub fn csv_of(rows: &[Person]) -> String {
     text
 }
 
-pub fn sql_of(rows: &[Person]) -> String {
+pub(crate) fn sql_of(rows: &[Person]) -> String {
     let values: Vec<String> = rows
         .iter()
         .map(|p| {
@@ -78,7 +77,7 @@ pub fn sql_of(rows: &[Person]) -> String {
 }
 
 /// An import of `source` into the group `group`, first name and birthday mapped.
-pub fn pipeline(group: &str, source: &str) -> String {
+pub(crate) fn pipeline(group: &str, source: &str) -> String {
     format!(
         "[[import]]\nname = \"people\"\nsource = {source}\ngroup = \"{group}\"\ncreate_group = true\n\
          [import.receiver]\nemail = \"email\"\n\
@@ -88,7 +87,7 @@ pub fn pipeline(group: &str, source: &str) -> String {
 }
 
 /// The receivers of a group as comparable values: everything but ids and times.
-pub async fn receivers(t: &TestServer, group: &str) -> Vec<Value> {
+pub(crate) async fn receivers(t: &TestServer, group: &str) -> Vec<Value> {
     let mut all: Vec<Value> = t
         .receivers_of(group)
         .await
@@ -114,7 +113,7 @@ pub async fn receivers(t: &TestServer, group: &str) -> Vec<Value> {
 
 /// Runs a pipeline written to `dir/name` against the server; the exit code, the step's
 /// prepare counts and stderr.
-pub async fn import(t: &TestServer, name: &str, toml: &str) -> (i32, Value, String) {
+pub(crate) async fn import(t: &TestServer, name: &str, toml: &str) -> (i32, Value, String) {
     let path = t.dir.path().join(name);
     std::fs::write(&path, toml).unwrap();
     let (code, report, stderr) = run(t, &path, &[]).await;
@@ -174,7 +173,7 @@ fn run_with_url(t: &TestServer, toml: &str, url: &str) -> (i32, String, String) 
     let path = t.dir.path().join("env.toml");
     std::fs::write(&path, toml).unwrap();
     let report = t.dir.path().join("env-report.json");
-    let out = Command::new(env!("CARGO_BIN_EXE_listpipe"))
+    let out = crate::support::binary()
         .current_dir(t.dir.path())
         .args(["run", path.to_str().unwrap(), "--target-url", &t.base_url()])
         .args([

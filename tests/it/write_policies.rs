@@ -4,6 +4,7 @@
 //! writes the first N receivers, and a later run the rest.
 
 use crate::import::{run, run_with};
+use crate::in_process::run_here;
 use crate::pipeline_errors::errors_beside;
 use crate::support::TestServer;
 use listpipe::api::Receiver;
@@ -82,13 +83,13 @@ async fn an_update_writes_only_what_its_policies_allow_and_a_rerun_writes_nothin
     )
     .unwrap();
     let first = pipeline(dir, "first", "first.csv", "", MAPPINGS);
-    let (code, report, stderr) = run(&t, &first, &[]).await;
+    let (code, report, stderr) = run_here(&t, &first, &[]).await;
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(counts(&report).0, 2, "{stderr}");
 
     let second = pipeline(dir, "second", "second.csv", "", MAPPINGS);
     // The dry run's plan names what the policies keep, and counts it.
-    let (code, report, stderr) = run(&t, &second, &["--dry-run"]).await;
+    let (code, report, stderr) = run_here(&t, &second, &["--dry-run"]).await;
     assert_eq!(code, 0, "{stderr}");
     let plan = std::fs::read_to_string(dir.join(report["steps"][0]["plan_file"].as_str().unwrap()))
         .unwrap();
@@ -119,7 +120,7 @@ async fn an_update_writes_only_what_its_policies_allow_and_a_rerun_writes_nothin
         "{stderr}"
     );
 
-    let (code, report, stderr) = run(&t, &second, &[]).await;
+    let (code, report, stderr) = run_here(&t, &second, &[]).await;
     assert_eq!(code, 0, "{stderr}");
     let (created, updated, unchanged, _) = counts(&report);
     assert_eq!((created, updated, unchanged), (1, 2, 0), "{stderr}");
@@ -147,7 +148,7 @@ async fn an_update_writes_only_what_its_policies_allow_and_a_rerun_writes_nothin
     );
 
     // The same file again: nothing to write, the same values kept.
-    let (code, report, stderr) = run(&t, &second, &[]).await;
+    let (code, report, stderr) = run_here(&t, &second, &[]).await;
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(counts(&report), (0, 0, 3, 0), "{stderr}");
     assert_eq!(
@@ -178,11 +179,11 @@ async fn step_defaults_hold_unless_a_mapping_sets_its_own() {
     let mappings = "[import.receiver]\nemail = \"email\"\nsource = { column = \"src\", update = \"always\" }\nactivated = \"act\"\n\
         [import.global_attributes]\nfirstname = \"first\"\ncity = { column = \"city\", update = \"always\" }\n";
     let first = pipeline(dir, "first", "first.csv", "", mappings);
-    let (code, _, stderr) = run(&t, &first, &[]).await;
+    let (code, _, stderr) = run_here(&t, &first, &[]).await;
     assert_eq!(code, 0, "{stderr}");
     let defaults = "update = \"if_empty\"\nempty = \"clear\"\n";
     let second = pipeline(dir, "second", "second.csv", defaults, mappings);
-    let (code, report, stderr) = run(&t, &second, &[]).await;
+    let (code, report, stderr) = run_here(&t, &second, &[]).await;
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(counts(&report).1, 1, "{stderr}");
     let held = t.receivers_of("News").await;
@@ -193,7 +194,7 @@ async fn step_defaults_hold_unless_a_mapping_sets_its_own() {
     );
     assert_eq!(a.source, "", "cleared by the step's empty = \"clear\"");
     assert_eq!(a.activated, 1704067200, "consent is never cleared");
-    let (code, report, stderr) = run(&t, &second, &[]).await;
+    let (code, report, stderr) = run_here(&t, &second, &[]).await;
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(counts(&report), (0, 0, 1, 0), "{stderr}");
 }
@@ -211,7 +212,7 @@ async fn a_limited_run_writes_the_first_n_and_a_later_run_the_rest() {
         "[import.receiver]\nemail = \"email\"\n[import.global_attributes]\nfirstname = \"first\"\n";
     let path = pipeline(dir, "people", "people.csv", "", mappings);
 
-    let (code, report, stderr) = run(&t, &path, &["--limit", "10"]).await;
+    let (code, report, stderr) = run_here(&t, &path, &["--limit", "10"]).await;
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(counts(&report).0, 10, "{stderr}");
     assert!(
@@ -234,7 +235,7 @@ async fn a_limited_run_writes_the_first_n_and_a_later_run_the_rest() {
     let first_ten: Vec<String> = (0..10).map(|i| format!("p{i:03}@example.com")).collect();
     assert_eq!(held, first_ten, "the first ten in the file's order");
 
-    let (code, report, stderr) = run(&t, &path, &[]).await;
+    let (code, report, stderr) = run_here(&t, &path, &[]).await;
     assert_eq!(code, 0, "{stderr}");
     let (created, updated, unchanged, _) = counts(&report);
     assert_eq!((created, updated, unchanged), (90, 0, 10), "{stderr}");

@@ -2,7 +2,7 @@
 //! request per receiver where it has only the spec's endpoints (or when
 //! asked), with the same result on the target either way.
 
-use crate::import::run;
+use crate::in_process::run_here;
 use crate::support::TestServer;
 use listpipe::api::Receiver;
 
@@ -84,9 +84,10 @@ fn content(r: &Receiver) -> String {
 #[tokio::test]
 async fn batch_upserts_and_single_writes_leave_the_same_receivers() {
     let t = TestServer::start().await;
-    let (code, batch, stderr) = run(&t, &pipeline(&t, "Batch"), &[]).await;
+    let (code, batch, stderr) = run_here(&t, &pipeline(&t, "Batch"), &[]).await;
     assert_eq!(code, 1, "the invalid row is rejected\n{stderr}");
-    let (code, single, stderr) = run(&t, &pipeline(&t, "Single"), &["--writes", "single"]).await;
+    let (code, single, stderr) =
+        run_here(&t, &pipeline(&t, "Single"), &["--writes", "single"]).await;
     assert_eq!(code, 1, "{stderr}");
     for report in [&batch, &single] {
         let import = &report["steps"][0]["import"];
@@ -107,7 +108,7 @@ async fn batch_upserts_and_single_writes_leave_the_same_receivers() {
     assert!(a[0].contains("\"size\""), "{}", a[0]);
 
     // Changes go in a batch of their own; a second run sends nothing.
-    let (_, again, _) = run(&t, &pipeline(&t, "Batch"), &[]).await;
+    let (_, again, _) = run_here(&t, &pipeline(&t, "Batch"), &[]).await;
     assert_eq!(again["steps"][0]["import"]["write_requests"], 0);
     assert_eq!(again["steps"][0]["import"]["unchanged"], ROWS as u64);
 }
@@ -115,7 +116,7 @@ async fn batch_upserts_and_single_writes_leave_the_same_receivers() {
 #[tokio::test]
 async fn a_target_without_the_batch_extension_gets_one_request_per_receiver() {
     let t = TestServer::start_with(|o| o.spec_only = true).await;
-    let (code, report, stderr) = run(&t, &pipeline(&t, "News"), &[]).await;
+    let (code, report, stderr) = run_here(&t, &pipeline(&t, "News"), &[]).await;
     assert_eq!(code, 1, "{stderr}");
     let import = &report["steps"][0]["import"];
     assert_eq!(import["created"], ROWS as u64, "{import}");

@@ -4,7 +4,9 @@
 //!
 //! Types here hold no I/O: no reqwest, no axum, no SQL. Read types are
 //! lenient (a number may arrive as a string, a boolean as `"1"`), because the
-//! same structs decode XML and form bodies, where every value is text.
+//! same structs decode XML and form bodies, where every value is text. The
+//! one file written here is the credentials file ([`credentials_file`]),
+//! which the server and the client both write.
 //!
 //! With them, the contract's rules for the two values both sides must read
 //! alike: an address ([`email`]) and a date or timestamp ([`time`]).
@@ -14,6 +16,7 @@ pub mod attribute;
 pub mod batch;
 pub mod blacklist;
 pub mod client_info;
+pub mod credentials_file;
 pub mod debug;
 pub mod email;
 pub mod error;

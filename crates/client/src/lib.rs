@@ -2,6 +2,10 @@
 //! built-in server) over HTTP with keep-alive. Every call goes through
 //! [`ApiClient::call`], the one place that turns a response into `Ok(T)` or
 //! a [`ClientError`] carrying the status and the server's message.
+//!
+//! Beside the calls: [`oauth`], the token service's grants, and [`login`],
+//! the browser login (authorization code through a loopback listener) and
+//! the check of a credentials file.
 // No `unwrap` or `expect` outside tests: bad input is an error, never a panic.
 
 mod attributes;
@@ -14,6 +18,7 @@ mod extensions;
 mod filters;
 mod forms;
 mod groups;
+pub mod login;
 pub mod oauth;
 mod rate;
 mod receivers;

@@ -11,6 +11,8 @@
 //! - [`export`]: groups, segments and blacklists read back out to files.
 //! - [`init`]: a first pipeline written from a look at the files.
 //! - [`report`]: what a run did; [`html_report`]: the same as one HTML page.
+//! - [`metrics`]: the same figures in the Prometheus text format, to a
+//!   `*.prom` file rewritten while the run goes and to a Pushgateway.
 //! - [`spill`], [`key_store`]: state that grows with the input, spilled to
 //!   disk past a budget; [`credentials_lock`]: one refresh of a shared
 //!   credentials file at a time.
@@ -65,7 +67,9 @@
 //! The same pipeline run against its target: connect (the token checked
 //! with `whoami`), run the steps, close. The run keeps its journals and
 //! ledgers under `.listpipe/` of the working directory, as the binary
-//! does. The root package's `listpipe` crate has this example running
+//! does (`pipeline::load_in` names another folder; [`run::guard::clear`]
+//! takes the run lock and decides on an earlier run's journals as the
+//! binary does before its first step). The root package's `listpipe` crate has this example running
 //! against the built-in server; here, without one, it is only compiled.
 //!
 //! ```no_run
@@ -106,6 +110,7 @@ pub mod html_report;
 pub mod init;
 pub mod key_store;
 pub mod load;
+pub mod metrics;
 pub mod pipeline;
 pub mod prepare;
 pub mod profile;

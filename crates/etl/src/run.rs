@@ -3,11 +3,14 @@
 //! loop, the journals' end, the report), each step from its source to its
 //! report ([`step`]), with the rejects files they write ([`rejects`]);
 //! [`check()`] prepares every step offline ([`check`]). Both answer an
-//! [`ExitStatus`]. The binary parses the command line, connects the
-//! target, takes the run lock, handles signals and prints; a program (or a
-//! test) can run a pipeline through the library the same way.
+//! [`ExitStatus`]. Before the first step [`guard::clear`] takes the run
+//! lock and decides on the journals an earlier run left. The binary parses
+//! the command line, connects the target, handles signals and prints; a
+//! program (or a test) runs a pipeline through the library the same way,
+//! its state in a folder of its choosing ([`crate::pipeline::load_in`]).
 
 pub mod check;
+pub mod guard;
 pub mod journals;
 pub mod pipeline;
 pub mod rejects;

@@ -10,8 +10,9 @@
 //! Layers, lowest first: [`store`] (knows nothing above it), the error and
 //! wire types and the middlewares' own tables, [`state`] ([`AppState`],
 //! holding those), [`routes`], and [`serve`] on top, which puts the app
-//! together. This file only declares the modules and re-exports the
-//! entry points; nothing in the crate imports from it.
+//! together. Beside the app, [`admin`] does the `accounts` commands' work on
+//! the store directly. This file only declares the modules and re-exports
+//! the entry points; nothing in the crate imports from it.
 // No `unwrap` or `expect` outside tests: bad input is an error, never a panic.
 
 /// The target of this module's log events, named as the module was before
@@ -23,6 +24,7 @@ macro_rules! log_target {
     };
 }
 
+pub mod admin;
 pub mod auth;
 pub mod auth_failures;
 pub mod connections;
@@ -39,9 +41,7 @@ pub mod state;
 pub mod store;
 pub mod wire;
 
-pub use serve::{
-    DEFAULT_TOKEN_TTL_SECS, RunningServer, ServeError, ServeOptions, app, credentials_of, start,
-    write_credentials,
-};
+pub use listpipe_api::credentials_file::{credentials_of, write_credentials};
+pub use serve::{DEFAULT_TOKEN_TTL_SECS, RunningServer, ServeError, ServeOptions, app, start};
 pub use state::AppState;
 pub use store::accounts::DEFAULT_ACCOUNT;

@@ -12,10 +12,10 @@ use crate::{
 };
 use axum::Router;
 use axum::middleware::{from_fn, from_fn_with_state};
-use listpipe_api::TokenResponse;
+use listpipe_api::credentials_file::{self, credentials_of, write_credentials};
 use listpipe_api::oauth::Credentials;
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use tokio::sync::oneshot;
 use tower::Layer;
 
@@ -84,11 +84,8 @@ pub enum ServeError {
         path: PathBuf,
         source: std::io::Error,
     },
-    #[error("cannot write credentials to {path}: {source}")]
-    Credentials {
-        path: PathBuf,
-        source: std::io::Error,
-    },
+    #[error(transparent)]
+    Credentials(#[from] credentials_file::WriteError),
 }
 
 pub struct ServeOptions {
@@ -159,6 +156,25 @@ impl ServeOptions {
             trusted_proxies: Vec::new(),
             metrics_listen: None,
         }
+    }
+
+    /// The options with every lifetime, timeout and limit at least its
+    /// smallest working value: 1 (second, request, connection), and
+    /// [`connections::MIN_MAX_HEADER_BYTES`] for the headers. What `serve`
+    /// makes of its flags, so a 0 there never stops the server.
+    pub fn bounded(mut self) -> Self {
+        let second = std::time::Duration::from_secs(1);
+        self.token_ttl = self.token_ttl.max(1);
+        self.code_ttl = self.code_ttl.max(1);
+        self.max_in_flight = self.max_in_flight.max(1);
+        self.request_timeout = self.request_timeout.max(second);
+        self.body_timeout = self.body_timeout.max(second);
+        let c = &mut self.connections;
+        c.header_timeout = c.header_timeout.max(second);
+        c.idle_timeout = c.idle_timeout.max(second);
+        c.max_connections = c.max_connections.max(1);
+        c.max_header_bytes = c.max_header_bytes.max(connections::MIN_MAX_HEADER_BYTES);
+        self
     }
 }
 
@@ -373,36 +389,4 @@ async fn serve_metrics(
     });
     tracing::debug!(target: LOG_TARGET, %addr, "serving /metrics");
     Ok((m, addr, task))
-}
-
-pub fn credentials_of(
-    base_url: &str,
-    client_id: &str,
-    secret: &str,
-    tokens: TokenResponse,
-) -> Credentials {
-    Credentials {
-        base_url: base_url.to_string(),
-        client_id: client_id.to_string(),
-        client_secret: secret.to_string(),
-        access_token: tokens.access_token,
-        refresh_token: tokens.refresh_token,
-        expires_in: tokens.expires_in,
-        ..Credentials::default()
-    }
-}
-
-/// Writes credentials as JSON readable by the owner only (mode 0600),
-/// atomically ([`listpipe_base::state_file`]): a kill during a token refresh leaves
-/// the old tokens or the new ones, never a cut file without its refresh token.
-pub fn write_credentials(path: &Path, creds: &Credentials) -> Result<(), ServeError> {
-    let err = |source| ServeError::Credentials {
-        path: path.to_path_buf(),
-        source,
-    };
-    let json = creds
-        .file_bytes()
-        .map_err(|e| err(std::io::Error::other(e)))?;
-    listpipe_base::state_file::write(path, &json, listpipe_base::state_file::Access::Private)
-        .map_err(|e| err(e.source))
 }

@@ -1,6 +1,8 @@
 //! What the tests of every crate share (issue 59): the built-in server
 //! in-process on port 0 with a temp database ([`TestServer`]), a throwaway
-//! PostgreSQL server ([`pg::PgServer`]), a free loopback port and one poll
+//! PostgreSQL server ([`pg::PgServer`]), a throwaway S3-compatible server
+//! (moto's, [`s3::S3Server`]), a command-line runner ([`cli::command`]),
+//! a free loopback port and one poll
 //! helper ([`eventually`]). It builds on the server, client and API crates
 //! only: the server's tests (`crates/server/tests/api`) build without the
 //! pipelines and polars.
@@ -12,7 +14,9 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+pub mod cli;
 pub mod pg;
+pub mod s3;
 mod server;
 
 pub use server::{TestServer, fresh_database, on_postgres};

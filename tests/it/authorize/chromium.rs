@@ -20,7 +20,7 @@ use tokio::process::{Child, ChildStdin, ChildStdout};
 const WAIT: Duration = Duration::from_secs(30);
 
 /// The Chromium to drive, or `None` (with a note) to skip outside CI.
-pub fn find_or_skip() -> Option<PathBuf> {
+pub(crate) fn find_or_skip() -> Option<PathBuf> {
     let found = ["chromium", "chromium-browser", "google-chrome"]
         .iter()
         .find_map(|name| {
@@ -42,7 +42,7 @@ pub fn find_or_skip() -> Option<PathBuf> {
 }
 
 /// The first line a child prints on stdout.
-pub async fn first_line(stdout: ChildStdout) -> String {
+pub(crate) async fn first_line(stdout: ChildStdout) -> String {
     let mut line = String::new();
     tokio::time::timeout(WAIT, BufReader::new(stdout).read_line(&mut line))
         .await
@@ -52,9 +52,9 @@ pub async fn first_line(stdout: ChildStdout) -> String {
 }
 
 /// A page the browser holds open (a DevTools session on it).
-pub struct Page(String);
+pub(crate) struct Page(String);
 
-pub struct Browser {
+pub(crate) struct Browser {
     child: Child,
     to: ChildStdin,
     from: BufReader<ChildStdout>,
@@ -65,7 +65,7 @@ pub struct Browser {
 }
 
 impl Browser {
-    pub async fn launch(exe: &Path) -> Browser {
+    pub(crate) async fn launch(exe: &Path) -> Browser {
         let profile = tempfile::tempdir().unwrap();
         let log = std::fs::File::create(profile.path().join("chromium.log")).unwrap();
         let mut child = tokio::process::Command::new("sh")
@@ -119,7 +119,7 @@ impl Browser {
 
     /// The events of `method` so far (`Runtime.exceptionThrown`,
     /// `Log.entryAdded`...: a domain sends them once enabled).
-    pub fn events(&self, method: &str) -> Vec<&Value> {
+    pub(crate) fn events(&self, method: &str) -> Vec<&Value> {
         self.events
             .iter()
             .filter(|e| e["method"] == json!(method))
@@ -173,7 +173,7 @@ impl Browser {
     }
 
     /// Opens `url` in a new tab.
-    pub async fn open(&mut self, url: &str) -> Page {
+    pub(crate) async fn open(&mut self, url: &str) -> Page {
         let target = self
             .send(None, "Target.createTarget", json!({"url": url}))
             .await
@@ -204,13 +204,13 @@ impl Browser {
     }
 
     /// The value of a JavaScript expression in the page.
-    pub async fn eval(&mut self, page: &Page, expression: &str) -> Value {
+    pub(crate) async fn eval(&mut self, page: &Page, expression: &str) -> Value {
         self.try_eval(page, expression).await.unwrap()
     }
 
     /// Polls until the expression is truthy (a page that is navigating
     /// answers errors meanwhile); answers its value.
-    pub async fn wait_for(&mut self, page: &Page, expression: &str) -> Value {
+    pub(crate) async fn wait_for(&mut self, page: &Page, expression: &str) -> Value {
         let deadline = tokio::time::Instant::now() + WAIT;
         let mut last = Value::Null;
         while tokio::time::Instant::now() < deadline {
@@ -232,12 +232,12 @@ impl Browser {
 
     /// One DevTools command to the page, its result
     /// (`Page.captureScreenshot`, `Emulation.setDeviceMetricsOverride`...).
-    pub async fn command(&mut self, page: &Page, method: &str, params: Value) -> Value {
+    pub(crate) async fn command(&mut self, page: &Page, method: &str, params: Value) -> Value {
         self.send(Some(page), method, params).await.unwrap()
     }
 
     /// Focuses the field and types into it, as a keyboard would.
-    pub async fn type_into(&mut self, page: &Page, selector: &str, text: &str) {
+    pub(crate) async fn type_into(&mut self, page: &Page, selector: &str, text: &str) {
         let focused = self
             .eval(
                 page,
@@ -251,7 +251,7 @@ impl Browser {
     }
 
     /// Clicks the middle of the element with the mouse.
-    pub async fn click(&mut self, page: &Page, selector: &str) {
+    pub(crate) async fn click(&mut self, page: &Page, selector: &str) {
         let at = self
             .eval(
                 page,
@@ -276,7 +276,7 @@ impl Browser {
         }
     }
 
-    pub async fn close(mut self) {
+    pub(crate) async fn close(mut self) {
         // No answer to wait for: the browser goes, and the pipe with it.
         let _ = self
             .to

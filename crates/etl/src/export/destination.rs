@@ -26,7 +26,7 @@ pub fn shown(out: &Path) -> String {
 }
 
 /// An export's file being written, and where it goes when complete.
-pub struct Staged {
+pub(super) struct Staged {
     pending: state_file::Pending,
     out: PathBuf,
     to: To,
@@ -41,7 +41,8 @@ enum To {
 impl Staged {
     /// Starts the file for `out`; `staged_as` names the temporary file of an `out` that is
     /// no local file (standard output, an object).
-    pub fn open(out: &Path, staged_as: &str) -> Result<Staged, LoadError> {
+    /// Staged files go to `state_dir`'s `exports/`.
+    pub(super) fn open(state_dir: &Path, out: &Path, staged_as: &str) -> Result<Staged, LoadError> {
         let to = if is_stdout(out) {
             To::Stdout
         } else if let Some(url) = object_of(out) {
@@ -51,9 +52,7 @@ impl Staged {
         };
         let path = match to {
             To::File => out.to_path_buf(),
-            To::Stdout | To::Object(_) => Path::new(crate::pipeline::STATE_DIR)
-                .join("exports")
-                .join(staged_as),
+            To::Stdout | To::Object(_) => state_dir.join("exports").join(staged_as),
         };
         let pending = state_file::Pending::new(&path, state_file::Access::Shared)
             .map_err(|e| output(&path, e.source))?;
@@ -65,18 +64,18 @@ impl Staged {
     }
 
     /// Where the rows are written meanwhile.
-    pub fn temp_path(&self) -> &Path {
+    pub(super) fn temp_path(&self) -> &Path {
         self.pending.temp_path()
     }
 
     /// The `out` it goes to.
-    pub fn out(&self) -> &Path {
+    pub(super) fn out(&self) -> &Path {
         &self.out
     }
 
     /// Puts the finished file where it goes (see the module). An upload that fails is
     /// aborted and reported as an output failure naming the object URL.
-    pub async fn deliver(self, timeout: Duration) -> Result<(), LoadError> {
+    pub(super) async fn deliver(self, timeout: Duration) -> Result<(), LoadError> {
         match &self.to {
             To::File => self.pending.commit().map_err(|e| output(&e.path, e.source)),
             // The temporary file is removed when `pending` drops, never renamed.

@@ -25,7 +25,7 @@ const CONCURRENCY: usize = 8;
 /// like a receiver field (`points`, `source`), whose name a filter reads as
 /// the field. A target that
 /// cannot answer keeps the attribute: a column too many, never one lost.
-pub async fn globals_in_use(
+pub(super) async fn globals_in_use(
     conn: &Connected,
     groups: Option<&[Id]>,
     globals: Vec<String>,

@@ -35,7 +35,6 @@
 
 use super::reader::Query;
 use crate::load::LoadError;
-use crate::pipeline::STATE_DIR;
 use listpipe_api::filter::{Rule, RuntimeFilter};
 use listpipe_api::{ReceiverRow, ReceiverType};
 use serde::{Deserialize, Serialize};
@@ -95,10 +94,10 @@ pub struct Cursor {
 }
 
 /// Where the cursor of `selection` lives.
-fn path_of(selection: &str) -> PathBuf {
+fn path_of(state_dir: &Path, selection: &str) -> PathBuf {
     let hash = Sha256::digest(selection.as_bytes());
     let name: String = hash[..12].iter().map(|b| format!("{b:02x}")).collect();
-    Path::new(STATE_DIR)
+    state_dir
         .join("export-cursors")
         .join(format!("{name}.json"))
 }
@@ -114,9 +113,14 @@ impl Cursor {
     /// The cursor bound to `target` and the resolved `query` (`full`: none,
     /// start again). A cursor file that cannot be read is an error, never
     /// silently a full export.
-    pub fn open(target: &str, query: &Query, full: bool) -> Result<Cursor, LoadError> {
+    pub fn open(
+        state_dir: &Path,
+        target: &str,
+        query: &Query,
+        full: bool,
+    ) -> Result<Cursor, LoadError> {
         let selection = format!("{target}\n{query:?}");
-        let path = path_of(&selection);
+        let path = path_of(state_dir, &selection);
         let started = chrono::Utc::now().timestamp();
         let mut cursor = Cursor {
             path,

@@ -15,6 +15,7 @@
 
 pub mod columns;
 mod destination;
+pub mod flags;
 mod in_use;
 pub mod incremental;
 mod pages;
@@ -55,6 +56,9 @@ pub struct ExportOptions {
     pub timeout: Duration,
     /// An incremental export starts again: everything, and a new cursor.
     pub full: bool,
+    /// The run's state folder: cursors, and the files staged for standard
+    /// output or an object store ([`crate::pipeline::Pipeline::state_dir`]).
+    pub state_dir: std::path::PathBuf,
 }
 
 impl Default for ExportOptions {
@@ -66,6 +70,7 @@ impl Default for ExportOptions {
             progress: None,
             timeout: Duration::from_secs(crate::pipeline::DEFAULT_TIMEOUT_SECS),
             full: false,
+            state_dir: crate::pipeline::STATE_DIR.into(),
         }
     }
 }
@@ -150,7 +155,7 @@ pub async fn run(
         Some(chosen) => columns::select(&plan.columns, chosen).map_err(LoadError::step)?,
     };
     outcome.columns = cols.iter().map(|c| c.name.clone()).collect();
-    let main = Staged::open(&step.out, &format!("{}.out", step.name))?;
+    let main = Staged::open(&opts.state_dir, &step.out, &format!("{}.out", step.name))?;
     let mut sink = writer::open(
         step.format,
         main.temp_path(),
@@ -160,7 +165,7 @@ pub async fn run(
         ),
     )
     .map_err(|e| output(&step.out, e))?;
-    let mut orders = open_orders(step, &plan)?;
+    let mut orders = open_orders(step, &plan, &opts.state_dir)?;
     let bar = crate::progress::stage(&opts.progress, &step.name, plan.total);
     let cursor = open_cursor(conn, step, opts, &plan)?;
     let read = Read {
@@ -232,11 +237,15 @@ fn layout(step: &ExportStep, cols: Vec<(String, Kind)>) -> Layout<'_> {
 type OrdersFile = (Box<dyn Sink>, Staged);
 
 /// The orders file, when the step writes one (receivers only).
-fn open_orders(step: &ExportStep, plan: &plan::Plan) -> Result<Option<OrdersFile>, LoadError> {
+fn open_orders(
+    step: &ExportStep,
+    plan: &plan::Plan,
+    state_dir: &std::path::Path,
+) -> Result<Option<OrdersFile>, LoadError> {
     // The sink first: fields drop in order, so the file is closed before the temp guard removes it.
     Ok(match (&step.orders_out, &plan.query) {
         (Some(path), Some(_)) => {
-            let t = Staged::open(path, &format!("{}.orders", step.name))?;
+            let t = Staged::open(state_dir, path, &format!("{}.orders", step.name))?;
             let s = writer::open(
                 orders_format(step, path),
                 t.temp_path(),
@@ -264,6 +273,7 @@ fn open_cursor(
 ) -> Result<Option<Arc<incremental::Cursor>>, LoadError> {
     Ok(match (&plan.query, step.incremental) {
         (Some(q), true) => Some(Arc::new(incremental::Cursor::open(
+            &opts.state_dir,
             &conn.resolved,
             q,
             opts.full,

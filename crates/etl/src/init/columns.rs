@@ -12,7 +12,7 @@ use std::collections::BTreeSet;
 
 /// A column's role in the pipeline.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Role {
+pub(super) enum Role {
     /// An address column; `primary` is the receiver's `email`.
     Email { primary: bool },
     /// Left out, and why.
@@ -57,12 +57,12 @@ pub enum Role {
 }
 
 /// Whether a value is an address listpipe accepts.
-pub fn is_address(v: &str) -> bool {
+pub(super) fn is_address(v: &str) -> bool {
     email::parse(v, Rules::STRICT).is_ok()
 }
 
 /// The share of `values` that are addresses (0 without values).
-pub fn address_share<'a>(values: impl Iterator<Item = &'a str>) -> f64 {
+pub(super) fn address_share<'a>(values: impl Iterator<Item = &'a str>) -> f64 {
     let (mut all, mut ok) = (0usize, 0usize);
     for v in values {
         all += 1;
@@ -76,7 +76,7 @@ pub fn address_share<'a>(values: impl Iterator<Item = &'a str>) -> f64 {
 }
 
 /// The secret a column holds, by name or by its values (password hashes).
-pub fn secret(header: &str, values: &[&str]) -> Option<&'static str> {
+pub(super) fn secret(header: &str, values: &[&str]) -> Option<&'static str> {
     if let Some(s) = rules::SECRETS
         .iter()
         .find(|s| rules::header_contains(header, s.parts))
@@ -93,7 +93,7 @@ pub fn secret(header: &str, values: &[&str]) -> Option<&'static str> {
 }
 
 /// The separator a tags column uses: the first of [`rules::TAG_SEPARATORS`] seen in a value.
-pub fn tag_separator(values: &[&str]) -> &'static str {
+pub(super) fn tag_separator(values: &[&str]) -> &'static str {
     rules::TAG_SEPARATORS
         .iter()
         .copied()
@@ -103,7 +103,7 @@ pub fn tag_separator(values: &[&str]) -> &'static str {
 
 /// Whether every value is a number, and whether it uses a decimal comma. Values with a
 /// leading zero, or long digit runs (phone numbers, ids), stay text: their digits matter.
-pub fn number(values: &[&str]) -> Option<bool> {
+pub(super) fn number(values: &[&str]) -> Option<bool> {
     if values.is_empty() {
         return None;
     }
@@ -133,7 +133,7 @@ pub fn number(values: &[&str]) -> Option<bool> {
 /// A gender column's values mapped onto the spellings the API takes: known ones need no
 /// entry; unknown ones (`Dr.`, `Firma`) map to empty. `None` when most values are not
 /// genders at all.
-pub fn gender_map(values: &[&str]) -> Option<Vec<(String, String)>> {
+pub(super) fn gender_map(values: &[&str]) -> Option<Vec<(String, String)>> {
     let distinct: BTreeSet<&str> = values.iter().copied().collect();
     if distinct.is_empty() {
         return None;
@@ -164,7 +164,7 @@ fn genders_by_content(values: &[&str]) -> bool {
 }
 
 /// The order field a header names.
-pub fn order_field(header: &str) -> Option<&'static str> {
+pub(super) fn order_field(header: &str) -> Option<&'static str> {
     rules::ORDER_FIELDS
         .iter()
         .find(|(_, names)| rules::header_is(header, names))
@@ -172,7 +172,7 @@ pub fn order_field(header: &str) -> Option<&'static str> {
 }
 
 /// The role of every column of the sample.
-pub fn roles(sample: &Sample) -> Vec<Role> {
+pub(super) fn roles(sample: &Sample) -> Vec<Role> {
     let n = sample.columns.len();
     let values: Vec<Vec<&str>> = (0..n).map(|i| sample.values(i).collect()).collect();
     let mut roles: Vec<Option<Role>> = vec![None; n];
@@ -387,19 +387,19 @@ fn role_of(
     }
 }
 
-pub use crate::pipeline::MAX_NAME;
+pub(super) use crate::pipeline::MAX_NAME;
 
 /// An attribute's name from its column, one the attribute rules always accept: letters
 /// transliterated first (`ä` → `ae`, `ß` → `ss`, other scripts through `deunicode`: `名前`
 /// → `ming_qian`), then named as `other_columns` names them (lower case, `_` for anything
 /// but letters and digits, `c_` before a leading digit, at most [`MAX_NAME`]; `column`
 /// when nothing is left).
-pub fn attribute_name(column: &str) -> String {
+pub(super) fn attribute_name(column: &str) -> String {
     crate::pipeline::attribute_name(&transliterate(column.trim()))
 }
 
 /// `name`, or with `_2`, `_3`... when `taken` holds it, kept within [`MAX_NAME`].
-pub fn unique_name(name: String, taken: &[String]) -> String {
+pub(super) fn unique_name(name: String, taken: &[String]) -> String {
     if !taken.contains(&name) {
         return name;
     }
@@ -415,7 +415,7 @@ pub fn unique_name(name: String, taken: &[String]) -> String {
 
 /// A header in ASCII letters: German umlauts and `ß` as Germans spell them without (`ä` →
 /// `ae`), every other letter through `deunicode`'s tables.
-pub fn transliterate(header: &str) -> String {
+pub(super) fn transliterate(header: &str) -> String {
     let mut german = String::with_capacity(header.len());
     for c in header.chars() {
         match c {

@@ -20,11 +20,11 @@ mod questions;
 mod read;
 
 use counted::{holds, rows_where, summary};
-pub use read::read;
+pub(super) use read::read;
 
 /// One `only_if` test.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Test {
+pub(super) struct Test {
     pub column: String,
     pub equals: bool,
     pub values: Vec<String>,
@@ -32,7 +32,7 @@ pub struct Test {
 
 /// Where a state's time comes from.
 #[derive(Debug, Clone, PartialEq)]
-pub enum When {
+pub(super) enum When {
     /// The first of these columns not empty on the row; with `or_now`, the run's time when
     /// they are all empty (written `default = "now"`).
     Columns {
@@ -45,7 +45,7 @@ pub enum When {
 
 /// A state mapping: `activated` or `deactivated`.
 #[derive(Debug, Clone, PartialEq)]
-pub struct State {
+pub(super) struct State {
     pub when: When,
     /// All of `all` hold, and one of `any` (when not empty).
     pub any: Vec<Test>,
@@ -54,7 +54,7 @@ pub struct State {
 
 /// How a column that may be consent is read.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Reading {
+pub(super) enum Reading {
     /// Its values say it: rows holding one of `grant` subscribed, one of `withdraw` opted out.
     Known {
         how: String,
@@ -76,7 +76,7 @@ pub enum Reading {
 
 /// What `init` decided about consent, with the comments that explain it.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Consent {
+pub(super) struct Consent {
     pub activated: Option<State>,
     pub deactivated: Option<State>,
     pub comments: Vec<String>,
@@ -89,7 +89,7 @@ pub struct Consent {
 /// A decision left to the user: what to decide, and the pipeline lines each answer other
 /// than the one written would put in place (commented out, ready to use).
 #[derive(Debug, Clone, PartialEq)]
-pub struct Decide {
+pub(super) struct Decide {
     pub text: String,
     pub lines: Vec<String>,
 }
@@ -105,7 +105,7 @@ impl Decide {
 
 /// The distinct trimmed values of column `i` with their counts, most frequent first (ties
 /// in order of first appearance).
-pub fn counts(sample: &Sample, i: usize) -> Vec<(String, usize)> {
+pub(super) fn counts(sample: &Sample, i: usize) -> Vec<(String, usize)> {
     let mut out: Vec<(String, usize)> = Vec::new();
     for v in sample.values(i) {
         match out.iter_mut().find(|(seen, _)| seen == v) {
@@ -118,7 +118,7 @@ pub fn counts(sample: &Sample, i: usize) -> Vec<(String, usize)> {
 }
 
 /// `Active 5, Inactive 2`.
-pub fn with_counts(counts: &[(String, usize)]) -> String {
+pub(super) fn with_counts(counts: &[(String, usize)]) -> String {
     let shown: Vec<String> = counts
         .iter()
         .take(12)
@@ -141,7 +141,7 @@ pub(super) fn is_in(v: &str, list: &[&str]) -> bool {
 }
 
 /// The quoted list of a column's values for a comment: `"1", "0"`.
-pub fn quoted(values: &[String]) -> String {
+pub(super) fn quoted(values: &[String]) -> String {
     values
         .iter()
         .map(|v| format!("\"{v}\""))
@@ -178,7 +178,7 @@ fn negated(tests: &[Test], except: &[Test]) -> Vec<Test> {
 }
 
 /// Decides consent from the roles `columns` gave, asking `ask` where the file does not say.
-pub fn decide(
+pub(super) fn decide(
     sample: &Sample,
     roles: &[Role],
     registered: Option<(String, DateFormat)>,

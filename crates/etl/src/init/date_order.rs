@@ -10,7 +10,7 @@ use super::dates::{DateFormat, readings};
 use super::rules;
 
 /// The tool whose export the headers are, when it writes month first.
-pub fn month_first_tool(columns: &[String]) -> Option<&'static str> {
+pub(super) fn month_first_tool(columns: &[String]) -> Option<&'static str> {
     let has = |h: &str| {
         let h = rules::normalise(h);
         columns.iter().any(|c| rules::normalise(c) == h)
@@ -36,7 +36,7 @@ fn month_first(format: &str) -> bool {
 }
 
 /// The first of `formats` that writes the day first (`false`) or the month first (`true`).
-pub fn pick(formats: &[&'static str], month: bool) -> Option<&'static str> {
+pub(super) fn pick(formats: &[&'static str], month: bool) -> Option<&'static str> {
     formats.iter().copied().find(|f| month_first(f) == month)
 }
 
@@ -54,7 +54,11 @@ fn date_of(role: &mut Role) -> Option<&mut DateFormat> {
 
 /// Settles every ambiguous date of `roles` by the tool, else by one question for the file
 /// (a file writes its dates one way). Returns, per column settled, the comment that says how.
-pub fn settle(roles: &mut [Role], columns: &[String], ask: &mut dyn Ask) -> Vec<(usize, String)> {
+pub(super) fn settle(
+    roles: &mut [Role],
+    columns: &[String],
+    ask: &mut dyn Ask,
+) -> Vec<(usize, String)> {
     let tool = month_first_tool(columns);
     let mut said = Vec::new();
     // `Some(true)`: month first, `Some(false)`: day first; decided once for the file.

@@ -13,7 +13,7 @@ use crate::prepare::time::{parse_date, parse_timestamp};
 /// follows its day-first twin, and an abbreviated month name (`%b`) comes before the full
 /// one (`%B`, which reads abbreviations too): a column of `Sep 15, 2014` gets `%b`, one of
 /// `September 15, 2014` (or both spellings) `%B`.
-pub const FORMATS: &[&str] = &[
+pub(super) const FORMATS: &[&str] = &[
     "%d.%m.%Y",
     "%d.%m.%Y %H:%M",
     "%d.%m.%Y %H:%M:%S",
@@ -100,7 +100,7 @@ pub const FORMATS: &[&str] = &[
 
 /// How a column's values are written.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum DateFormat {
+pub(super) enum DateFormat {
     /// ISO 8601 or Unix seconds: read without a `format`.
     Iso,
     /// Every value reads with this format.
@@ -118,7 +118,7 @@ pub enum DateFormat {
 
 impl DateFormat {
     /// The formats the pipeline lists, in order (none for ISO).
-    pub fn formats(&self) -> Vec<&'static str> {
+    pub(super) fn formats(&self) -> Vec<&'static str> {
         match self {
             DateFormat::Iso => Vec::new(),
             DateFormat::One(f) => vec![f],
@@ -134,7 +134,7 @@ fn reads(value: &str, format: Option<&str>) -> bool {
 /// Whether these values are dates or times, and how they are written. `None`: not dates
 /// (or no values). A value no candidate reads rules the candidate out, so one odd cell
 /// keeps a column from being taken for dates.
-pub fn detect(values: &[&str]) -> Option<DateFormat> {
+pub(super) fn detect(values: &[&str]) -> Option<DateFormat> {
     let values = values.iter().copied();
     let mut any = false;
     let mut plain_numbers = true;
@@ -191,7 +191,7 @@ fn covering<'a>(values: impl Iterator<Item = &'a str> + Clone) -> Option<DateFor
 }
 
 /// The distinct dates `value` stands for under `formats`, each with its format.
-pub fn readings(value: &str, formats: &[&'static str]) -> Vec<(String, &'static str)> {
+pub(super) fn readings(value: &str, formats: &[&'static str]) -> Vec<(String, &'static str)> {
     let mut out: Vec<(String, &'static str)> = Vec::new();
     for f in formats {
         let read = parse_date(value, Some(f))

@@ -8,12 +8,12 @@ use super::dates::{DateFormat, readings};
 use super::rules::AttrType;
 
 /// A TOML string.
-pub fn string(s: &str) -> String {
+pub(super) fn string(s: &str) -> String {
     toml::Value::String(s.to_string()).to_string()
 }
 
 /// A TOML key: bare when it can be, quoted otherwise.
-pub fn key(k: &str) -> String {
+pub(super) fn key(k: &str) -> String {
     if !k.is_empty()
         && k.chars()
             .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
@@ -25,7 +25,7 @@ pub fn key(k: &str) -> String {
 }
 
 /// A TOML array of strings.
-pub fn strings<S: AsRef<str>>(items: &[S]) -> String {
+pub(super) fn strings<S: AsRef<str>>(items: &[S]) -> String {
     let inner: Vec<String> = items.iter().map(|s| string(s.as_ref())).collect();
     format!("[{}]", inner.join(", "))
 }
@@ -33,7 +33,7 @@ pub fn strings<S: AsRef<str>>(items: &[S]) -> String {
 /// The `format` (and `ambiguous`) keys of a date column, if it needs any. An undecided
 /// column's values read two ways are left out (`ambiguous = "omit"`), not rejected: the
 /// unedited pipeline still imports every row.
-pub fn format_keys(d: Option<&DateFormat>) -> Vec<String> {
+pub(super) fn format_keys(d: Option<&DateFormat>) -> Vec<String> {
     match d {
         None | Some(DateFormat::Iso) => Vec::new(),
         Some(DateFormat::One(f)) => vec![format!("format = {}", string(f))],
@@ -46,7 +46,7 @@ pub fn format_keys(d: Option<&DateFormat>) -> Vec<String> {
 }
 
 /// The comment above an ambiguous date column: both readings of a value, and what to do.
-pub fn ambiguity_comment(column: &str, d: Option<&DateFormat>) -> Option<String> {
+pub(super) fn ambiguity_comment(column: &str, d: Option<&DateFormat>) -> Option<String> {
     let Some(DateFormat::Ambiguous { formats, example }) = d else {
         return None;
     };
@@ -61,7 +61,7 @@ pub fn ambiguity_comment(column: &str, d: Option<&DateFormat>) -> Option<String>
 }
 
 /// An inline mapping table, or the bare column name when nothing else is needed.
-pub fn mapping(column: &str, extra: &[String]) -> String {
+pub(super) fn mapping(column: &str, extra: &[String]) -> String {
     if extra.is_empty() {
         string(column)
     } else {
@@ -70,7 +70,7 @@ pub fn mapping(column: &str, extra: &[String]) -> String {
 }
 
 /// The keys of an attribute mapping for its role.
-pub fn attribute_keys(role: &Role) -> Vec<String> {
+pub(super) fn attribute_keys(role: &Role) -> Vec<String> {
     let mut extra = Vec::new();
     let (kind, date, comma, map) = match role {
         Role::Named {
@@ -120,7 +120,7 @@ fn test(t: &Test) -> String {
 }
 
 /// A state mapping (`activated`, `deactivated`) as one inline table.
-pub fn state(s: &State) -> String {
+pub(super) fn state(s: &State) -> String {
     let mut keys: Vec<String> = Vec::new();
     match &s.when {
         When::Columns {
@@ -159,7 +159,7 @@ pub fn state(s: &State) -> String {
 }
 
 /// A comment of several sentences, wrapped at about 90 columns.
-pub fn comment(text: &str) -> Vec<String> {
+pub(super) fn comment(text: &str) -> Vec<String> {
     let mut lines = Vec::new();
     let mut line = String::from("#");
     for word in text.split_whitespace() {

@@ -9,14 +9,14 @@ use std::path::{Path, PathBuf};
 
 /// Rows looked at: enough to see every value pattern of an export, few enough to stay fast
 /// on a file of millions of rows.
-pub const SAMPLE_ROWS: usize = 5_000;
+pub(super) const SAMPLE_ROWS: usize = 5_000;
 
 /// Rows above the header `init` looks through for the real header.
 const MAX_HEADER_ROW: usize = 12;
 
 /// What the first rows showed.
 #[derive(Debug, Clone)]
-pub struct Sample {
+pub(super) struct Sample {
     pub columns: Vec<String>,
     /// Per column, its cells in row order (None: empty).
     pub cells: Vec<Vec<Option<String>>>,
@@ -42,7 +42,7 @@ pub struct Sample {
 
 impl Sample {
     /// The non-empty cells of column `i`, trimmed.
-    pub fn values(&self, i: usize) -> impl Iterator<Item = &str> {
+    pub(super) fn values(&self, i: usize) -> impl Iterator<Item = &str> {
         self.cells[i]
             .iter()
             .filter_map(|c| c.as_deref())
@@ -51,7 +51,7 @@ impl Sample {
     }
 
     /// The placeholders for "nothing" the sample holds, as spelled there.
-    pub fn placeholders(&self) -> Vec<String> {
+    pub(super) fn placeholders(&self) -> Vec<String> {
         let mut found: Vec<String> = Vec::new();
         for column in &self.cells {
             for v in column.iter().flatten() {
@@ -66,14 +66,14 @@ impl Sample {
 }
 
 /// Whether a cell stands for "nothing" ([`super::rules::NULL_PLACEHOLDERS`]).
-pub fn is_placeholder(v: &str) -> bool {
+pub(super) fn is_placeholder(v: &str) -> bool {
     super::rules::NULL_PLACEHOLDERS
         .iter()
         .any(|p| p.eq_ignore_ascii_case(v.trim()))
 }
 
 /// The spec `init` reads with (and writes): the paths and the dialect found so far.
-pub fn spec(paths: &[String], header_row: usize, pad: bool, no_header: bool) -> SourceSpec {
+pub(super) fn spec(paths: &[String], header_row: usize, pad: bool, no_header: bool) -> SourceSpec {
     SourceSpec {
         paths: paths.to_vec(),
         header_row,
@@ -85,7 +85,7 @@ pub fn spec(paths: &[String], header_row: usize, pad: bool, no_header: bool) -> 
 
 /// Reads the first [`SAMPLE_ROWS`] rows of `paths` (relative to `base`), finding the header
 /// row, or that there is none.
-pub fn read(paths: &[String], base: &Path) -> Result<Sample, InitError> {
+pub(super) fn read(paths: &[String], base: &Path) -> Result<Sample, InitError> {
     let first = read_at(paths, base, 1, false)?;
     let chosen = if names_an_address(&first) || !looks_misplaced(&first) {
         first

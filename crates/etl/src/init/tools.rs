@@ -4,7 +4,7 @@
 use super::rules::{TOOL_EXPORTS, ToolExport};
 
 /// The preset whose signature headers are all among `columns` (any case), if one is.
-pub fn preset_for(columns: &[String]) -> Option<&'static ToolExport> {
+pub(super) fn preset_for(columns: &[String]) -> Option<&'static ToolExport> {
     TOOL_EXPORTS.iter().find(|t| {
         t.all
             .iter()

@@ -15,7 +15,7 @@ use listpipe_api::{Order, ReceiverInput, ReceiverRow};
 use std::hash::{BuildHasher, Hash};
 
 mod policy;
-pub use policy::{Kept, Policies, Watched};
+pub(super) use policy::{Kept, Policies, Watched};
 
 /// A value's 64-bit hash, the same for the same value within a run (the
 /// target's receiver and the row are hashed alike): foldhash's quality
@@ -260,7 +260,7 @@ impl Held {
 /// The fields in which the row differs from what the target holds, by
 /// name: a field the row leaves out never differs, an order line differs
 /// when the target lacks it (or holds it differently). Empty: unchanged.
-pub fn changed_fields(input: &ReceiverInput, have: &Held) -> Vec<&'static str> {
+pub(super) fn changed_fields(input: &ReceiverInput, have: &Held) -> Vec<&'static str> {
     let mut changed: Vec<&'static str> = Vec::new();
     let mut check = |name: &'static str, same: bool| {
         if !same {
@@ -316,7 +316,7 @@ pub fn changed_fields(input: &ReceiverInput, have: &Held) -> Vec<&'static str> {
 
 /// What an update of a row that differs ([`changed_fields`]) sends: the
 /// row without the order lines the target holds already.
-pub fn update_body(mut input: ReceiverInput, have: &Held) -> ReceiverInput {
+pub(super) fn update_body(mut input: ReceiverInput, have: &Held) -> ReceiverInput {
     if let Some(orders) = input.orders.take() {
         let new: Vec<Order> = orders.into_iter().filter(|o| !have.has_order(o)).collect();
         input.orders = (!new.is_empty()).then_some(new);
@@ -325,7 +325,7 @@ pub fn update_body(mut input: ReceiverInput, have: &Held) -> ReceiverInput {
 }
 
 /// Leaves field `f` out of a receiver body.
-pub fn clear(input: &mut ReceiverInput, f: ReceiverField) {
+pub(super) fn clear(input: &mut ReceiverInput, f: ReceiverField) {
     match f {
         ReceiverField::Registered => input.registered = None,
         ReceiverField::Activated => input.activated = None,

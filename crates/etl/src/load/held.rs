@@ -290,7 +290,7 @@ impl TargetIndex {
 
 /// The key of an address under `keys`: of its lower-case form, as the
 /// group is read.
-pub fn key_of(keys: &Key128, email: &str) -> u128 {
+pub(super) fn key_of(keys: &Key128, email: &str) -> u128 {
     if email.chars().any(char::is_uppercase) {
         keys.of(&email.to_lowercase())
     } else {

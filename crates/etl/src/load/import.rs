@@ -237,7 +237,7 @@ fn mirror_plan(
                 target: &opts.target,
                 group: g.id,
             };
-            mirror::Ledger::open(&key, read)
+            mirror::Ledger::open(&opts.state_dir, &key, read)
         })
         .transpose()?;
     let removals = match (&step.mirror, ledger.as_ref().filter(|l| l.is_read())) {

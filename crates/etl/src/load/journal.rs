@@ -75,7 +75,9 @@ pub struct Entry<'a> {
 /// How a step uses the journal (none in a dry run).
 #[derive(Debug, Clone)]
 pub struct JournalOptions {
-    /// Where the pipeline's state lives ([`crate::pipeline::state_name`]).
+    /// The run's state folder ([`crate::pipeline::Pipeline::state_dir`]).
+    pub state_dir: PathBuf,
+    /// Where the pipeline's state lives in it ([`crate::pipeline::state_name`]).
     pub pipeline: String,
     pub resume: bool,
     /// The resolved target (canonical URL and account): names the journal
@@ -247,7 +249,7 @@ impl Journal {
     /// Opens the journal of `step` (writing `group`) for appending; with
     /// `resume`, reads what an earlier run recorded first.
     pub fn open(opts: &JournalOptions, step: &str, group: &str) -> Result<Journal, LoadError> {
-        let path = path(&opts.pipeline, step, &opts.target, group);
+        let path = path(&opts.state_dir, &opts.pipeline, step, &opts.target, group);
         let err = |e: std::io::Error| LoadError::Output {
             path: path.clone(),
             message: e.to_string(),
@@ -266,7 +268,7 @@ impl Journal {
                 .and_then(|()| recorded.flush())
                 .map_err(spill_error)?;
         }
-        std::fs::create_dir_all(dir(&opts.pipeline)).map_err(err)?;
+        std::fs::create_dir_all(dir(&opts.state_dir, &opts.pipeline)).map_err(err)?;
         let mut file = OpenOptions::new()
             .create(true)
             .append(true)

@@ -23,7 +23,6 @@
 
 use super::LoadError;
 use crate::key_store::KeyStore;
-use crate::pipeline::STATE_DIR;
 use crate::spill::SpillError;
 use listpipe_api::Id;
 use listpipe_base::hash::{FastSet, Key128};
@@ -104,9 +103,9 @@ impl Ledger {
     /// and left as it is: emptied, it would make mirror mode forget what it
     /// imported. Otherwise only its first line is checked, so a plain
     /// import does not append to a file that is not a ledger.
-    pub fn open(key: &LedgerKey<'_>, mirror: bool) -> Result<Ledger, LoadError> {
+    pub fn open(state_dir: &Path, key: &LedgerKey<'_>, mirror: bool) -> Result<Ledger, LoadError> {
         let name = key.file_name();
-        let ledgers = Path::new(STATE_DIR).join("ledger");
+        let ledgers = state_dir.join("ledger");
         let path = ledgers.join(key.pipeline).join(&name);
         if key.formerly != key.pipeline {
             adopt_former(&ledgers.join(key.formerly).join(&name), &path)?;

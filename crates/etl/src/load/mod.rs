@@ -155,6 +155,8 @@ pub struct WriteOptions {
     /// bounds the streams of rows; the controller sets the actual limit.
     pub concurrency: usize,
     pub writes: WriteMode,
+    /// The run's state folder ([`crate::pipeline::Pipeline::state_dir`]).
+    pub state_dir: std::path::PathBuf,
     /// Where the pipeline's state lives ([`crate::pipeline::state_name`]:
     /// its path from the working directory): keys the ledger.
     pub pipeline: String,

@@ -83,7 +83,7 @@ fn same_attribute(
 /// Finds the step's group; creates it when allowed (not in a dry run).
 /// Answers the group (`None`: it does not exist yet and a dry run would
 /// create it) and whether it is (or would be) created.
-pub async fn group(
+pub(super) async fn group(
     conn: &Connected,
     group: &GroupRef,
     create: bool,
@@ -141,7 +141,7 @@ pub async fn group(
 
 /// Creates the attributes the step maps that the target lacks, with their
 /// declared types; returns their names (in a dry run: what would be created).
-pub async fn attributes(
+pub(super) async fn attributes(
     conn: &Connected,
     group: Option<&Group>,
     globals: &[AttributeMapping],
@@ -220,7 +220,7 @@ pub async fn attributes(
 /// back short (the few asked for past it come back empty and are dropped).
 /// The group's count is not asked for: it was only ever a hint, and at 10M
 /// receivers the server takes seconds to count them.
-pub async fn existing(
+pub(super) async fn existing(
     conn: &Connected,
     group: &Group,
     concurrency: usize,

@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
 
 /// Why a write failed, and whether trying again later may succeed (the
 /// target unreachable or overloaded through every retry).
-pub struct WriteError {
+pub(super) struct WriteError {
     pub reason: String,
     pub transient: bool,
 }
@@ -24,7 +24,7 @@ pub struct WriteError {
 /// that met a 409 only after one of its own attempts failed in transit is
 /// still reported as a create: that attempt made the receiver.
 #[allow(clippy::too_many_arguments)]
-pub async fn write(
+pub(super) async fn write(
     _started: &Started,
     conn: &Connected,
     g: Id,
@@ -77,7 +77,7 @@ pub async fn write(
 /// Where a write counts its retries and the requests it sent, and says
 /// whether one of its requests is on the wire now.
 #[derive(Clone, Copy)]
-pub struct Counted<'a> {
+pub(super) struct Counted<'a> {
     pub retried: &'a AtomicU64,
     pub requests: &'a AtomicU64,
     pub wire: &'a Wire,
@@ -88,19 +88,19 @@ pub struct Counted<'a> {
 /// wire (rows.rs), and a write none of whose requests went is journalled
 /// as never sent.
 #[derive(Default)]
-pub struct Wire(AtomicU8);
+pub(super) struct Wire(AtomicU8);
 
 impl Wire {
     const ON: u8 = 1;
     const ANSWERED: u8 = 2;
 
     /// A request of the write is on the wire now.
-    pub fn on(&self) -> bool {
+    pub(super) fn on(&self) -> bool {
         self.0.load(Ordering::SeqCst) == Self::ON
     }
 
     /// A request of the write was sent (the target may hold it).
-    pub fn went(&self) -> bool {
+    pub(super) fn went(&self) -> bool {
         self.0.load(Ordering::SeqCst) != 0
     }
 }
@@ -114,7 +114,7 @@ async fn on_wire<T>(wire: &Wire, request: impl Future<Output = T>) -> T {
 }
 
 /// What one item of a batch upsert did.
-pub enum ItemStatus {
+pub(super) enum ItemStatus {
     /// Written; `inserted` when the target created the receiver, `repeated`
     /// when the batch was sent more than once (a lost answer).
     Done { inserted: bool, repeated: bool },
@@ -123,7 +123,7 @@ pub enum ItemStatus {
 }
 
 /// Why a whole batch was not written.
-pub enum BatchError {
+pub(super) enum BatchError {
     /// The target has no batch upsert (404, 405, 501): write one by one.
     NoExtension,
     /// 413: the batch is too large for the target; send it in halves.
@@ -135,7 +135,7 @@ pub enum BatchError {
 /// extension, wire.md). Safe to repeat like a single write: an upsert of
 /// the same values leaves the same receiver, orders are keyed by order and
 /// product id, tags are only added.
-pub async fn upsert(
+pub(super) async fn upsert(
     _started: &Started,
     conn: &Connected,
     g: Id,
@@ -183,7 +183,7 @@ pub async fn upsert(
 
 /// The receiver `email` of group `g` as the target holds it now (`None`
 /// when it has none), for a row an earlier run sent without confirmation.
-pub async fn fetch(
+pub(super) async fn fetch(
     conn: &Connected,
     g: Id,
     email: &str,

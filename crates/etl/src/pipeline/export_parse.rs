@@ -26,7 +26,7 @@ impl Parser<'_> {
                 if let Err(e) = super::out::check_out(&path) {
                     ctx.error(o.span(), e);
                 }
-                Some((path, o.span()))
+                Some((self.run_path(path), o.span()))
             }
             None => {
                 t.missing(
@@ -129,6 +129,7 @@ impl Parser<'_> {
             }
             path
         });
+        let orders_out = orders_out.map(|p| self.run_path(p));
         if matches!(what, ExportWhat::Blacklist | ExportWhat::Blocklist { .. })
             && let Some(v) = t.get("orders_out")
         {

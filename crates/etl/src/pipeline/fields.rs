@@ -168,7 +168,8 @@ impl Parser<'_> {
         }
         let rejects = match o.str(&mut self.ctx, "rejects") {
             Some(p) => self.path(p.get_ref()),
-            None => PathBuf::from(STATE_DIR)
+            None => self
+                .state_dir
                 .join("rejects")
                 .join(pipeline)
                 .join(format!("{step}-orders.rejects.csv")),

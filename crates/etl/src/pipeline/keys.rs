@@ -171,7 +171,7 @@ pub(super) const SOURCE_KEYS: &[&str] = &[
 pub(super) const CONDITION_KEYS: &[&str] = &["column", "equals", "not_equals", "in_file", "any"];
 
 /// `[import.receiver]`: one key per receiver field ([`ReceiverField::ALL`](super::ReceiverField::ALL)).
-pub const RECEIVER_KEYS: &[&str] = &[
+pub(super) const RECEIVER_KEYS: &[&str] = &[
     "email",
     "registered",
     "activated",
@@ -186,7 +186,7 @@ pub const RECEIVER_KEYS: &[&str] = &[
 ];
 
 /// `[import.orders]`: one key per order field, and where the orders come from.
-pub const ORDERS_KEYS: &[&str] = &[
+pub(super) const ORDERS_KEYS: &[&str] = &[
     "order_id",
     "product_id",
     "product",

@@ -74,6 +74,13 @@ pub struct Pipeline {
     /// validators): see [`state_name`]. Journals and ledgers are keyed
     /// by the target and group too, below it.
     pub state: String,
+    /// The folder the run's state lives in: journals, ledgers, rejects and
+    /// plans by default, export cursors, remembered rates. [`STATE_DIR`]
+    /// of the working directory when read with [`load`], as the binary
+    /// does; [`load_in`] names another (a service running several
+    /// pipelines, a test). [`Pipeline::state`] is then the pipeline's
+    /// path from the folder holding it.
+    pub state_dir: PathBuf,
     pub target: Target,
     /// `[metrics]`: the run's metrics file and Pushgateway.
     pub metrics: Metrics,
@@ -516,16 +523,22 @@ pub struct PipelineError(pub Vec<String>);
 /// Parses and checks a pipeline's text as if read from `path` (its sources are relative to
 /// its folder; offline).
 pub fn parse_text(path: &Path, text: &str) -> Result<Pipeline, PipelineError> {
-    parse::parse(path, text)
+    parse::parse(path, text, Path::new(STATE_DIR))
 }
 
-/// Reads, parses and checks a pipeline file (offline).
+/// Reads, parses and checks a pipeline file (offline), its state kept in
+/// [`STATE_DIR`] of the working directory.
 pub fn load(path: &Path) -> Result<Pipeline, PipelineError> {
+    load_in(path, Path::new(STATE_DIR))
+}
+
+/// [`load`] with the run's state in `state_dir` (see [`Pipeline::state_dir`]).
+pub fn load_in(path: &Path, state_dir: &Path) -> Result<Pipeline, PipelineError> {
     let text = std::fs::read_to_string(path).map_err(|e| {
         PipelineError(vec![format!(
             "{}: cannot read the pipeline file: {e}",
             path.display()
         )])
     })?;
-    parse_text(path, &text)
+    parse::parse(path, &text, state_dir)
 }

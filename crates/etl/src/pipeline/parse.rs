@@ -26,6 +26,9 @@ pub(super) struct ColumnRef {
 pub(super) struct Parser<'t> {
     pub ctx: Ctx<'t>,
     pub base_dir: PathBuf,
+    /// The run's state folder (see [`Pipeline::state_dir`]): where rejects
+    /// go when a step names no file.
+    pub state_dir: PathBuf,
     /// Every source read so far, with the span to blame if it cannot be opened.
     pub sources: Vec<(SourceSpec, Range<usize>)>,
     pub columns: Vec<ColumnRef>,
@@ -35,7 +38,7 @@ pub(super) struct Parser<'t> {
     pub step_formats: usize,
 }
 
-pub fn parse(path: &Path, text: &str) -> Result<Pipeline, PipelineError> {
+pub(super) fn parse(path: &Path, text: &str, state_dir: &Path) -> Result<Pipeline, PipelineError> {
     let root = DeTable::parse(text).map_err(|e| {
         let mut ctx = Ctx::new(text);
         ctx.error(e.span().unwrap_or(0..0), e.message().trim().to_string());
@@ -46,11 +49,15 @@ pub fn parse(path: &Path, text: &str) -> Result<Pipeline, PipelineError> {
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_else(|| "pipeline".into());
-    // Rejects are kept by what the pipeline is, not its file's bare name.
-    let state = super::state_name(path, &name);
+    // Rejects are kept by what the pipeline is, not its file's bare name:
+    // its path from the folder holding the state folder (the working
+    // directory's `.listpipe`: from the working directory).
+    let home = std::env::current_dir().unwrap_or_default().join(state_dir);
+    let state = super::state_name_in(home.parent().unwrap_or(&home), path, &name);
     let mut p = Parser {
         ctx: Ctx::new(text),
         base_dir: base_dir.clone(),
+        state_dir: state_dir.to_path_buf(),
         sources: Vec::new(),
         columns: Vec::new(),
         timezone: None,
@@ -119,6 +126,7 @@ pub fn parse(path: &Path, text: &str) -> Result<Pipeline, PipelineError> {
     Ok(Pipeline {
         file: path.to_path_buf(),
         base_dir,
+        state_dir: state_dir.to_path_buf(),
         name,
         state,
         target,
@@ -129,6 +137,19 @@ pub fn parse(path: &Path, text: &str) -> Result<Pipeline, PipelineError> {
 }
 
 impl Parser<'_> {
+    /// A path the run writes where it runs (an export's `out`, the
+    /// built-in target's database): relative to the folder holding the
+    /// state folder, which for `.listpipe` is the working directory (the
+    /// path is then kept as written). Standard output (`-`) and object
+    /// URLs are no paths and are kept.
+    pub(super) fn run_path(&self, p: PathBuf) -> PathBuf {
+        let plain = p.to_str().is_none_or(|s| s != "-" && !s.contains("://"));
+        match self.state_dir.parent() {
+            Some(home) if plain && !home.as_os_str().is_empty() => home.join(p),
+            _ => p,
+        }
+    }
+
     pub(super) fn path(&self, p: &str) -> PathBuf {
         self.base_dir.join(p)
     }
@@ -175,7 +196,7 @@ impl Parser<'_> {
     fn target(&mut self, top: &Table) -> Target {
         let mut target = Target {
             url: TargetUrl::Builtin {
-                database: PathBuf::from(DEFAULT_BUILTIN_DB),
+                database: self.state_dir.join("server.db"),
             },
             token_env: None,
             credentials: None,
@@ -193,6 +214,8 @@ impl Parser<'_> {
         let database = t
             .str(ctx, "database")
             .map(|d| PathBuf::from(d.into_inner()));
+        let database = database.map(|d| self.run_path(d));
+        let ctx = &mut self.ctx;
         if let Some(url) = t.str(ctx, "url") {
             match url.get_ref().as_str() {
                 "builtin" => {}
@@ -271,7 +294,8 @@ impl Parser<'_> {
     fn rejects(&mut self, t: &Table, pipeline: &str, step: &str) -> PathBuf {
         match t.str(&mut self.ctx, "rejects") {
             Some(p) => self.path(p.get_ref()),
-            None => PathBuf::from(STATE_DIR)
+            None => self
+                .state_dir
                 .join("rejects")
                 .join(pipeline)
                 .join(format!("{step}.rejects.csv")),

@@ -4,7 +4,7 @@
 //! a path; the rule is a short list of what is allowed, said in the error.
 
 /// What a step name may hold, as the error says it.
-pub const ALLOWED: &str =
+pub(super) const ALLOWED: &str =
     "use letters, digits, spaces, `-`, `_` and `.` (not first), up to 100 characters";
 
 /// Names Windows reserves for devices, with or without an extension.
@@ -14,7 +14,7 @@ const RESERVED: &[&str] = &[
 ];
 
 /// Why `name` cannot name a step's files, or `None` when it can.
-pub fn problem(name: &str) -> Option<String> {
+pub(super) fn problem(name: &str) -> Option<String> {
     let why = if name.trim().is_empty() {
         "it is empty".to_string()
     } else if name.chars().count() > 100 {

@@ -37,7 +37,7 @@ use polars::prelude::*;
 use std::path::Path;
 use std::sync::Arc;
 
-pub use super::orders::OrderLines;
+pub(super) use super::orders::OrderLines;
 
 /// One chunk of the source, prepared.
 pub struct ImportChunk {

@@ -14,7 +14,7 @@ use crate::spill::{Spill, SpillError};
 use listpipe_base::hash::{FastMap, FastSet, Key128};
 
 /// The last valid row of each address (see the module).
-pub struct LastRows {
+pub(super) struct LastRows {
     keys: Key128,
     budget: usize,
     memory: FastMap<u128, u64>,
@@ -29,7 +29,7 @@ fn pack(file: u32, row: u32) -> u64 {
 
 impl LastRows {
     /// None noted yet; `budget` addresses in memory at most.
-    pub fn new(budget: usize) -> Self {
+    pub(super) fn new(budget: usize) -> Self {
         LastRows {
             keys: Key128::default(),
             budget,
@@ -40,7 +40,7 @@ impl LastRows {
 
     /// Notes valid rows, in source order, as (address, file, row number):
     /// each one is its address's kept row until a later one comes.
-    pub fn note<'a>(
+    pub(super) fn note<'a>(
         &mut self,
         rows: impl Iterator<Item = (&'a str, u32, u32)>,
     ) -> Result<(), SpillError> {
@@ -63,7 +63,7 @@ impl LastRows {
 
     /// For each row of a chunk (address, file, row number): whether it is
     /// its address's kept row. A row never noted is not kept.
-    pub fn kept<'a>(
+    pub(super) fn kept<'a>(
         &self,
         rows: impl Iterator<Item = (&'a str, u32, u32)>,
     ) -> Result<Vec<bool>, SpillError> {

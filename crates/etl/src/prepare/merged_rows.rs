@@ -21,7 +21,7 @@ use listpipe_base::hash::Key128;
 use polars::prelude::*;
 
 /// The merged values of each address (see the module).
-pub struct MergedRows {
+pub(super) struct MergedRows {
     keys: Key128,
     values: FirstValues,
 }
@@ -49,7 +49,7 @@ fn text_columns(frame: &DataFrame) -> Result<(&StringChunked, Vec<&StringChunked
 
 impl MergedRows {
     /// None noted yet; `budget` addresses in memory at most.
-    pub fn new(budget: usize) -> Self {
+    pub(super) fn new(budget: usize) -> Self {
         MergedRows {
             keys: Key128::default(),
             values: FirstValues::new(budget),
@@ -58,7 +58,7 @@ impl MergedRows {
 
     /// Notes a chunk's valid rows, prepared (`__file`, `__row`, then the
     /// mapped columns), in source order, after every chunk before it.
-    pub fn note(&mut self, frame: &DataFrame) -> Result<(), PrepareError> {
+    pub(super) fn note(&mut self, frame: &DataFrame) -> Result<(), PrepareError> {
         let (emails, columns) = text_columns(frame)?;
         let keys = &self.keys;
         self.values.note((0..frame.height()).map(|i| {
@@ -73,7 +73,7 @@ impl MergedRows {
     /// their addresses: a cell the row has is the address's first value
     /// already, an empty one takes the first value a later row has. A row
     /// whose address was never noted keeps its own values.
-    pub fn fill(&self, mut frame: DataFrame) -> Result<DataFrame, PrepareError> {
+    pub(super) fn fill(&self, mut frame: DataFrame) -> Result<DataFrame, PrepareError> {
         let (emails, columns) = text_columns(&frame)?;
         let keys: Vec<u128> = emails
             .iter()
@@ -109,7 +109,7 @@ impl MergedRows {
 
     /// Whether the values are on disk.
     #[cfg(test)]
-    pub fn is_spilled(&self) -> bool {
+    pub(super) fn is_spilled(&self) -> bool {
         self.values.is_spilled()
     }
 }

@@ -22,7 +22,7 @@ use listpipe_client::backoff;
 
 /// Tries after the first for a failure that may pass: with the backoff's windows (200 ms,
 /// 400 ms, 800 ms) a server restarting gets about a second and a half.
-pub const RETRIES: u32 = 3;
+pub(super) const RETRIES: u32 = 3;
 
 /// What a download came to.
 #[derive(Debug)]
@@ -44,7 +44,7 @@ struct Failed {
 }
 
 /// Downloads `url` into `dest` (created or truncated), asking with `known`'s validators.
-pub async fn download(
+pub(super) async fn download(
     client: &reqwest::Client,
     url: &Url,
     shown: &str,

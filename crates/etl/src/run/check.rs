@@ -4,6 +4,10 @@
 //! network. The caller prints each step's [`StepCheck`] as it is told it
 //! ([`CheckEvents`]) and the verdict from the [`CheckOutcome`].
 
+mod said;
+
+pub use said::{Line, said};
+
 use super::ExitStatus;
 use super::rejects::{StepRejects, write_order_rejects};
 use crate::html_report::{self, StepExtra};

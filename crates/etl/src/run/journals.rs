@@ -50,7 +50,7 @@ pub fn leftover_journals(
 ) -> Result<Vec<String>, (ExitStatus, String)> {
     let steps = journal_steps(pipeline);
     let keys = step_keys(&steps);
-    let found = journal::found(&pipeline.state, target, &keys);
+    let found = journal::found(&pipeline.state_dir, &pipeline.state, target, &keys);
     let notes = || -> Vec<String> {
         found
             .others
@@ -59,7 +59,7 @@ pub fn leftover_journals(
             .collect()
     };
     if leftover == Leftover::Discard {
-        journal::discard_own(&pipeline.state, &found).map_err(|e| {
+        journal::discard_own(&pipeline.state_dir, &pipeline.state, &found).map_err(|e| {
             (
                 ExitStatus::IO,
                 format!("listpipe: cannot discard the journal: {e}"),

@@ -40,6 +40,7 @@ impl RunOptions {
             write: WriteOptions {
                 concurrency: conn.controller.max(),
                 writes: WriteMode::Auto,
+                state_dir: pipeline.state_dir.clone(),
                 pipeline: pipeline.state.clone(),
                 pipeline_name: pipeline.name.clone(),
                 target: conn.resolved.clone(),
@@ -48,6 +49,7 @@ impl RunOptions {
                 dry_run: false,
                 progress: None,
                 journal: Some(JournalOptions {
+                    state_dir: pipeline.state_dir.clone(),
                     pipeline: pipeline.state.clone(),
                     resume: false,
                     target: conn.resolved.clone(),
@@ -255,12 +257,12 @@ pub async fn run(
         let steps = journal_steps(pipeline);
         let keys = step_keys(&steps);
         if unfinished {
-            let found = !journal::found(&pipeline.state, &write.target, &keys)
+            let found = !journal::found(&pipeline.state_dir, &pipeline.state, &write.target, &keys)
                 .own
                 .is_empty();
             Journals::Kept { found }
         } else {
-            match journal::discard(&pipeline.state, &write.target, &keys) {
+            match journal::discard(&pipeline.state_dir, &pipeline.state, &write.target, &keys) {
                 Ok(()) => Journals::Removed,
                 Err(e) => Journals::NotRemoved(e),
             }

@@ -6,14 +6,13 @@
 use super::rejects::{StepRejects, write_order_rejects};
 use crate::export::{self, ExportOptions};
 use crate::load::{self, LoadError, PlanFile, WriteOptions, plan_file, spool_error};
-use crate::pipeline::{Pipeline, STATE_DIR, Step};
+use crate::pipeline::{Pipeline, Step};
 use crate::prepare;
 use crate::profile::StepProfile;
 use crate::remote::{self, Fetched, RemoteError};
 use crate::report::StepReport;
 use crate::source::{RejectRow, RejectSpool};
 use crate::transport::target;
-use std::path::Path;
 use std::time::{Duration, Instant};
 
 #[derive(Debug, thiserror::Error)]
@@ -120,6 +119,7 @@ pub async fn run_step(
             progress: opts.progress.clone(),
             timeout: Duration::from_secs(pipeline.target.timeout_secs),
             full: full_exports,
+            state_dir: pipeline.state_dir.clone(),
             ..Default::default()
         };
         let outcome = export::run(conn, s, &export_opts).await?;
@@ -135,7 +135,7 @@ pub async fn run_step(
     };
     report.kind = kind;
     let context = remote::Context {
-        state_dir: Path::new(STATE_DIR),
+        state_dir: &pipeline.state_dir,
         pipeline: &pipeline.state,
         step: step.name(),
         timeout: Duration::from_secs(pipeline.target.timeout_secs),
@@ -168,7 +168,8 @@ pub async fn run_step(
     let mut plan = if opts.dry_run {
         // Under the pipeline's path, as journals and rejects: two
         // same-named pipelines of two folders keep two plans.
-        let path = Path::new(STATE_DIR)
+        let path = pipeline
+            .state_dir
             .join("plans")
             .join(&pipeline.state)
             .join(format!("{}.plan.csv", step.name()));

@@ -227,7 +227,7 @@ impl<'a> TableBuilder<'a> {
     /// workbooks seen so far); the last, maybe short, chunk on [`finish`].
     ///
     /// [`finish`]: TableBuilder::finish
-    pub fn new(
+    pub(super) fn new(
         pad_short_rows: bool,
         chunk_rows: usize,
         columns: &[String],
@@ -271,12 +271,12 @@ impl<'a> TableBuilder<'a> {
     }
 
     /// Notes which sheets a workbook has and which were read, for `check`.
-    pub fn add_workbook(&mut self, workbook: Workbook) {
+    pub(super) fn add_workbook(&mut self, workbook: Workbook) {
         self.workbooks.push(workbook);
     }
 
     /// Keeps a row that could not be read as a row (a quote that never closed).
-    pub fn push_reject(
+    pub(super) fn push_reject(
         &mut self,
         file: &FileColumns,
         row_number: u64,
@@ -299,7 +299,12 @@ impl<'a> TableBuilder<'a> {
 
     /// Registers a file and its header; columns new to the table start with nulls for the
     /// rows of earlier files.
-    pub fn start_file(&mut self, path: PathBuf, header: &Header, dialect: Dialect) -> FileColumns {
+    pub(super) fn start_file(
+        &mut self,
+        path: PathBuf,
+        header: &Header,
+        dialect: Dialect,
+    ) -> FileColumns {
         for name in &header.names {
             self.add_column(name);
         }
@@ -323,7 +328,7 @@ impl<'a> TableBuilder<'a> {
     }
 
     /// Adds a non-blank data row, or keeps it as ragged if it does not fit its header.
-    pub fn push_row(
+    pub(super) fn push_row(
         &mut self,
         file: &FileColumns,
         row_number: u64,
@@ -433,7 +438,7 @@ impl<'a> TableBuilder<'a> {
 
     /// The last chunk (all the rows, when they never filled one), which
     /// also carries every workbook read.
-    pub fn finish(mut self) -> Result<(), SourceError> {
+    pub(super) fn finish(mut self) -> Result<(), SourceError> {
         self.emit()
     }
 }

@@ -29,7 +29,7 @@ use super::builder::{TableBuilder, header, is_blank};
 use super::{Dialect, LineEnding, SourceError, SourceFormat, TextEncoding};
 
 /// Rows per `FETCH`: a few thousand, a few hundred kilobytes per round trip.
-pub const FETCH_ROWS: usize = 5_000;
+pub(super) const FETCH_ROWS: usize = 5_000;
 
 /// Rejects of a query are a plain UTF-8 CSV with the query's columns.
 const REJECTS_DIALECT: Dialect = Dialect {

@@ -22,6 +22,10 @@ pub struct TargetOverrides {
     pub token: Option<String>,
     /// `--concurrency N`: pins the requests in flight.
     pub concurrency: Option<usize>,
+    /// The run's state folder, where the rate learned from the target is
+    /// remembered ([`crate::pipeline::Pipeline::state_dir`];
+    /// [`crate::pipeline::STATE_DIR`] of the working directory when `None`).
+    pub state_dir: Option<PathBuf>,
 }
 
 /// A live connection: the client, what can renew its token, and the
@@ -293,7 +297,10 @@ pub async fn connect(
         if c.server.is_some() {
             return c;
         }
-        let state = Path::new(crate::pipeline::STATE_DIR);
+        let state = overrides
+            .state_dir
+            .as_deref()
+            .unwrap_or(Path::new(crate::pipeline::STATE_DIR));
         let memory = super::remembered::Memory::open(state, &c.resolved);
         if let Some(start) = memory.start() {
             tracing::info!(target: log_target!(), "{}", start.describe());

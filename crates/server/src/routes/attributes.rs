@@ -15,7 +15,7 @@ use listpipe_api::{AttributeInput, paths};
 use serde::Deserialize;
 use serde_json::Value;
 
-pub fn routes() -> Routes {
+pub(super) fn routes() -> Routes {
     Routes::new("attributes")
         .get(
             paths::ATTRIBUTES,

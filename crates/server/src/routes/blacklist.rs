@@ -13,7 +13,7 @@ use listpipe_api::blacklist::BlacklistInput;
 use listpipe_api::{BlacklistBatch, BlacklistEntry, BlacklistValidate, BlocklistInput, paths};
 use serde_json::Value;
 
-pub fn routes() -> Routes {
+pub(super) fn routes() -> Routes {
     Routes::new("blacklist")
         .get(paths::BLACKLIST, "List the blacklist", list)
         .post(paths::BLACKLIST, "Add an address to the blacklist", add)

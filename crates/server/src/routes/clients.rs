@@ -16,7 +16,7 @@ use listpipe_api::client_info::{
 use listpipe_api::paths;
 use serde::Deserialize;
 
-pub fn routes() -> Routes {
+pub(super) fn routes() -> Routes {
     Routes::new("clients")
         .get(
             paths::CLIENTS,

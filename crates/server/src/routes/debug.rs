@@ -11,7 +11,7 @@ use listpipe_api::client_info::ClientInfo;
 use listpipe_api::debug::Ttl;
 use listpipe_api::{TokenResponse, paths};
 
-pub fn routes() -> Routes {
+pub(super) fn routes() -> Routes {
     Routes::new("debug")
         .get(
             paths::DEBUG_EXCHANGE,

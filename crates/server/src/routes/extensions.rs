@@ -29,7 +29,7 @@ use listpipe_api::receiver::EmailChange;
 use listpipe_api::{Group, Receiver, ReceiverInput, ReceiverQuery, paths};
 use serde_json::Value;
 
-pub fn routes() -> Routes {
+pub(super) fn routes() -> Routes {
     Routes::new("receivers")
         .post(
             paths::GROUP_RECEIVERS_UPSERT,
@@ -74,7 +74,7 @@ pub fn routes() -> Routes {
 }
 
 /// The batch paths under `serve --spec-only`: 404, as docs/server.md says.
-pub fn absent() -> Routes {
+pub(super) fn absent() -> Routes {
     Routes::new("receivers")
         .absent(paths::GROUP_RECEIVERS_UPSERT)
         .absent(paths::GROUP_RECEIVERS_INSERT)

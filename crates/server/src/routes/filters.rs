@@ -13,7 +13,7 @@ use axum::extract::{Path, State};
 use listpipe_api::filter::{Filter, FilterInput, FilterStats, RuntimeFilter};
 use listpipe_api::{ReceiverQuery, paths};
 
-pub fn routes() -> Routes {
+pub(super) fn routes() -> Routes {
     Routes::new("filters")
         .get(paths::GROUP_FILTERS, "List a group's filters", list)
         .post(paths::GROUP_FILTERS, "Create a filter", create)

@@ -13,7 +13,7 @@ use listpipe_api::group::GroupAdvancedStats;
 use listpipe_api::{Group, GroupInput, GroupStats, paths};
 use serde::Deserialize;
 
-pub fn routes() -> Routes {
+pub(super) fn routes() -> Routes {
     Routes::new("groups")
         .get(paths::GROUPS, "List groups", list)
         .post(paths::GROUPS, "Create a group", create)

@@ -12,7 +12,7 @@ use axum::Json;
 use axum::extract::{Path, State};
 use listpipe_api::{Receiver, ReceiverInput, ReceiverQuery, paths};
 
-pub fn routes() -> Routes {
+pub(super) fn routes() -> Routes {
     Routes::new("receivers")
         .get(paths::GROUP_RECEIVERS, "List a group's receivers", list)
         .post(

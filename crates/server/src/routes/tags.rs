@@ -13,7 +13,7 @@ use axum::extract::{Path, State};
 use listpipe_api::{TagsInput, paths};
 use serde::Deserialize;
 
-pub fn routes() -> Routes {
+pub(super) fn routes() -> Routes {
     Routes::new("tags")
         .get(paths::TAGS, "Tags set in the account", list)
         .get(paths::RECEIVER_TAGS, "Tags of a receiver", of_receiver)

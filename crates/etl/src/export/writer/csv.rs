@@ -13,7 +13,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 /// Rows to CSV bytes, header or not: the same quoting and encoding.
-pub struct CsvEncoder {
+pub(super) struct CsvEncoder {
     delimiter: u8,
     quoting: Quoting,
     encoding: CsvEncoding,
@@ -23,7 +23,7 @@ pub struct CsvEncoder {
 }
 
 /// Opens the file: the byte order mark if asked for, then the header.
-pub fn create(path: &Path, layout: Layout) -> Result<ByteFile, WriteError> {
+pub(super) fn create(path: &Path, layout: Layout) -> Result<ByteFile, WriteError> {
     let mut out = BufWriter::new(File::create(path)?);
     if layout.csv.bom && layout.csv.encoding == CsvEncoding::Utf8 {
         out.write_all(b"\xEF\xBB\xBF")?;
@@ -46,7 +46,7 @@ pub fn create(path: &Path, layout: Layout) -> Result<ByteFile, WriteError> {
 }
 
 /// Windows-1252 bytes, `?` for a character it cannot hold.
-pub fn windows_1252(s: &str) -> Vec<u8> {
+pub(super) fn windows_1252(s: &str) -> Vec<u8> {
     let mut out = Vec::with_capacity(s.len());
     let mut buf = [0u8; 4];
     for c in s.chars() {

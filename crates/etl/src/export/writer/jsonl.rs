@@ -18,7 +18,7 @@ use std::io::BufWriter;
 use std::path::Path;
 use std::sync::Arc;
 
-pub struct JsonlEncoder {
+pub(super) struct JsonlEncoder {
     /// Each column's key, written once: `"name":`.
     keys: Vec<Vec<u8>>,
     kinds: Vec<Kind>,
@@ -29,7 +29,7 @@ pub struct JsonlEncoder {
 /// (2^53: every whole number up to it is exact in a double).
 const WHOLE: f64 = 9_007_199_254_740_992.0;
 
-pub fn create(path: &Path, layout: Layout) -> Result<ByteFile, WriteError> {
+pub(super) fn create(path: &Path, layout: Layout) -> Result<ByteFile, WriteError> {
     let keys = layout
         .names
         .iter()

@@ -20,14 +20,14 @@ use std::fs::File;
 use std::path::Path;
 use std::sync::Arc;
 
-pub struct ParquetSink {
+pub(super) struct ParquetSink {
     writer: polars::io::parquet::write::BatchedWriter<File>,
     encoder: Arc<ParquetEncoder>,
     file: File,
 }
 
 /// Rows to a typed DataFrame (one row group).
-pub struct ParquetEncoder {
+pub(super) struct ParquetEncoder {
     names: Vec<String>,
     kinds: Vec<Kind>,
 }
@@ -62,7 +62,7 @@ fn text_of<'a>(cell: Option<&'a Cell<'_>>) -> Option<&'a str> {
 }
 
 impl ParquetSink {
-    pub fn create(path: &Path, layout: Layout) -> Result<Self, WriteError> {
+    pub(super) fn create(path: &Path, layout: Layout) -> Result<Self, WriteError> {
         let file = File::create(path)?;
         let schema: Schema = layout
             .names

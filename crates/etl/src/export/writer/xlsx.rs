@@ -16,7 +16,7 @@ use std::sync::Arc;
 /// The most rows a sheet holds, the header included.
 const MAX_ROWS: u32 = 1_048_576;
 
-pub struct XlsxSink {
+pub(super) struct XlsxSink {
     workbook: Workbook,
     path: PathBuf,
     timestamps: Timestamps,
@@ -32,7 +32,7 @@ fn xlsx_error(e: XlsxError) -> WriteError {
 }
 
 impl XlsxSink {
-    pub fn create(path: &Path, layout: Layout) -> Result<Self, WriteError> {
+    pub(super) fn create(path: &Path, layout: Layout) -> Result<Self, WriteError> {
         let mut workbook = Workbook::new();
         let bold = Format::new().set_bold();
         let sheet = workbook

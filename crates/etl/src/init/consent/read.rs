@@ -74,7 +74,7 @@ fn status_words(values: &[(String, usize)]) -> Option<(Vec<String>, Vec<String>,
 
 /// The consent role of every column that has one: a reading of consent, or an opt-out
 /// flag. `None` for the others (and for empty columns).
-pub fn read(sample: &Sample) -> Vec<Option<Role>> {
+pub(crate) fn read(sample: &Sample) -> Vec<Option<Role>> {
     let n = sample.columns.len();
     let header = |i: usize| sample.columns[i].as_str();
     // A file that records unsubscribes is about email subscriptions: an `active` status

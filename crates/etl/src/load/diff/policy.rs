@@ -36,13 +36,13 @@ struct Entry {
 /// The step's mappings whose policy is not `always`/`keep`; empty for a
 /// step without policies, which then decides every row as before.
 #[derive(Debug, Clone, Default)]
-pub struct Policies {
+pub(crate) struct Policies {
     entries: Vec<Entry>,
 }
 
 /// The values of one row a policy kept from an update: indexes into the
 /// step's [`Policies`].
-pub type Kept = Vec<usize>;
+pub(crate) type Kept = Vec<usize>;
 
 /// The attributes whose presence on the target a policy asks (`if_empty`
 /// and `empty = "clear"`), read with the group into [`Held`]: `(global,
@@ -86,7 +86,7 @@ struct Values {
 
 impl Policies {
     /// The policies of `step`'s mappings, resolved against its defaults.
-    pub fn new(step: &ImportStep) -> Policies {
+    pub(crate) fn new(step: &ImportStep) -> Policies {
         let all = step.write_policies();
         let twice = |name: &str| all.iter().filter(|(_, n, _)| *n == name).count() > 1;
         let entries = all
@@ -106,16 +106,16 @@ impl Policies {
         Policies { entries }
     }
 
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.entries.is_empty()
     }
 
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.entries.len()
     }
 
     /// The attributes whose presence the policies ask of the target.
-    pub fn watched(&self) -> Watched {
+    pub(crate) fn watched(&self) -> Watched {
         let asks = |p: WritePolicy| p.update == Update::IfEmpty || p.empty == Empty::Clear;
         let names: Vec<(bool, String)> = self
             .entries
@@ -132,7 +132,7 @@ impl Policies {
 
     /// Applies the policies to `input`, an update of the receiver `have`;
     /// the values a policy kept from the target are added to `kept`.
-    pub fn apply(&self, input: &mut ReceiverInput, have: &Held, kept: &mut Kept) {
+    pub(crate) fn apply(&self, input: &mut ReceiverInput, have: &Held, kept: &mut Kept) {
         for (i, e) in self.entries.iter().enumerate() {
             let v = values(input, have, e);
             let writes = match e.policy.update {
@@ -154,7 +154,7 @@ impl Policies {
     }
 
     /// `kept` as the plan's detail: `kept: firstname (if_empty), city (never)`.
-    pub fn describe(&self, kept: &Kept) -> String {
+    pub(crate) fn describe(&self, kept: &Kept) -> String {
         let names: Vec<String> = kept
             .iter()
             .filter_map(|&i| self.entries.get(i))
@@ -165,7 +165,7 @@ impl Policies {
 
     /// Per-mapping counts of kept values, by the names the report uses;
     /// `counts` is indexed as the entries.
-    pub fn counted(&self, counts: &[u64]) -> BTreeMap<String, u64> {
+    pub(crate) fn counted(&self, counts: &[u64]) -> BTreeMap<String, u64> {
         self.entries
             .iter()
             .zip(counts)

@@ -6,21 +6,21 @@
 //! [`kept_note`]).
 
 use super::{Header, header};
-use crate::pipeline::STATE_DIR;
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 
-/// The journal directory of a pipeline (its [`crate::pipeline::state_name`]).
-pub fn dir(pipeline: &str) -> PathBuf {
-    Path::new(STATE_DIR).join("journal").join(pipeline)
+/// The journal directory of a pipeline (its [`crate::pipeline::state_name`])
+/// in the run's state folder.
+pub fn dir(state_dir: &Path, pipeline: &str) -> PathBuf {
+    state_dir.join("journal").join(pipeline)
 }
 
 /// The journal of `step` (writing `group`, as the pipeline file names it)
 /// of a pipeline against the resolved `target`:
 /// `.listpipe/journal/<pipeline>/<step>-<16 hex>.jsonl`, the hex the start
 /// of a SHA-256 of the target and the group, as the mirror ledger's.
-pub fn path(pipeline: &str, step: &str, target: &str, group: &str) -> PathBuf {
-    dir(pipeline).join(file_name(step, target, group))
+pub fn path(state_dir: &Path, pipeline: &str, step: &str, target: &str, group: &str) -> PathBuf {
+    dir(state_dir, pipeline).join(file_name(step, target, group))
 }
 
 pub(super) fn file_name(step: &str, target: &str, group: &str) -> String {
@@ -80,8 +80,8 @@ impl Found {
 
 /// The journals earlier runs of `pipeline` left, sorted into this run's
 /// own (against `target`, by `steps`) and the others.
-pub fn found(pipeline: &str, target: &str, steps: &[StepKey<'_>]) -> Found {
-    found_in(&dir(pipeline), target, steps)
+pub fn found(state_dir: &Path, pipeline: &str, target: &str, steps: &[StepKey<'_>]) -> Found {
+    found_in(&dir(state_dir, pipeline), target, steps)
 }
 
 pub(super) fn found_in(dir: &Path, target: &str, steps: &[StepKey<'_>]) -> Found {
@@ -152,24 +152,29 @@ pub fn adopt(found: &Found) -> std::io::Result<()> {
 /// completed run's own), and their folder once nothing else is in it:
 /// never another target's or group's journal, never another pipeline's
 /// state (`a/nightly`'s folder is inside `a`'s).
-pub fn discard(pipeline: &str, target: &str, steps: &[StepKey<'_>]) -> std::io::Result<()> {
+pub fn discard(
+    state_dir: &Path,
+    pipeline: &str,
+    target: &str,
+    steps: &[StepKey<'_>],
+) -> std::io::Result<()> {
     for s in steps {
-        remove(&path(pipeline, s.step, target, s.group))?;
+        remove(&path(state_dir, pipeline, s.step, target, s.group))?;
     }
     // Deliberately ignored: a folder still holding anything (another
     // target's journal, another pipeline's folder) stays.
-    let _ = std::fs::remove_dir(dir(pipeline));
+    let _ = std::fs::remove_dir(dir(state_dir, pipeline));
     Ok(())
 }
 
 /// Removes this run's own journals (`--discard-journal`): the files
 /// [`Found::own`] lists, nothing else.
-pub fn discard_own(pipeline: &str, found: &Found) -> std::io::Result<()> {
+pub fn discard_own(state_dir: &Path, pipeline: &str, found: &Found) -> std::io::Result<()> {
     for (path, _) in &found.own {
         remove(path)?;
     }
     // Deliberately ignored, as in `discard`.
-    let _ = std::fs::remove_dir(dir(pipeline));
+    let _ = std::fs::remove_dir(dir(state_dir, pipeline));
     Ok(())
 }
 

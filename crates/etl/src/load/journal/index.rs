@@ -52,7 +52,7 @@ impl Last {
 }
 
 /// The rows an earlier run recorded (see the module's doc).
-pub struct Recorded {
+pub(super) struct Recorded {
     keys: Key128,
     budget: usize,
     memory: FastMap<u128, Last>,
@@ -64,7 +64,7 @@ pub struct Recorded {
 
 impl Recorded {
     /// An empty index keeping `budget` rows in memory at most (at least one).
-    pub fn new(budget: usize) -> Recorded {
+    pub(super) fn new(budget: usize) -> Recorded {
         Recorded {
             keys: Key128::default(),
             budget: budget.max(1),
@@ -80,18 +80,18 @@ impl Recorded {
 
     /// Whether the entries are on disk.
     #[cfg(test)]
-    pub fn is_spilled(&self) -> bool {
+    pub(super) fn is_spilled(&self) -> bool {
         self.spill.is_some()
     }
 
     /// Whether no row was recorded.
-    pub fn is_empty(&self) -> bool {
+    pub(super) fn is_empty(&self) -> bool {
         self.memory.is_empty() && self.spill.is_none()
     }
 
     /// Records event `ev` (`done`, `start`, `unsent`) of a row, after those
     /// recorded before.
-    pub fn record(&mut self, key: &RowKey, ev: &str, hash: &str) -> Result<(), SpillError> {
+    pub(super) fn record(&mut self, key: &RowKey, ev: &str, hash: &str) -> Result<(), SpillError> {
         let last = match ev {
             "done" => {
                 let mut v = Vec::with_capacity(1 + hash.len());
@@ -119,7 +119,7 @@ impl Recorded {
     }
 
     /// Writes what waits for the spill (call once every event is recorded).
-    pub fn flush(&mut self) -> Result<(), SpillError> {
+    pub(super) fn flush(&mut self) -> Result<(), SpillError> {
         let Some(spill) = &self.spill else {
             return Ok(());
         };
@@ -147,7 +147,7 @@ impl Recorded {
 
     /// The last event recorded of each row of `rows`, by position; asked of
     /// a spill on a blocking thread.
-    pub async fn chunk(&self, rows: &[RowKey]) -> Result<Vec<Option<Last>>, SpillError> {
+    pub(super) async fn chunk(&self, rows: &[RowKey]) -> Result<Vec<Option<Last>>, SpillError> {
         if self.is_empty() {
             return Ok(vec![None; rows.len()]);
         }

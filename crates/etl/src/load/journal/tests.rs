@@ -252,6 +252,7 @@ fn journal_with_header(path: &Path, target: &str, group: &str) {
 #[test]
 fn a_journal_is_named_by_its_pipeline_step_target_and_group() {
     let a = path(
+        Path::new(".listpipe"),
         "a/nightly",
         "people",
         "http://localhost:1 (account 1)",
@@ -272,7 +273,7 @@ fn a_journal_is_named_by_its_pipeline_step_target_and_group() {
         ("http://localhost:1 (account 2)", "group \"A\""),
         ("http://localhost:1 (account 1)", "group \"B\""),
     ] {
-        let other = path("a/nightly", "people", target, group);
+        let other = path(Path::new(".listpipe"), "a/nightly", "people", target, group);
         assert_ne!(other, a, "{target}, {group}");
         assert_eq!(other.parent(), a.parent());
     }

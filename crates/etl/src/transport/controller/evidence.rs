@@ -31,30 +31,30 @@ use std::collections::VecDeque;
 use std::time::Duration;
 
 /// The sporadic share assumed before the target has shown its own.
-pub const PRIOR_SHARE: f64 = 0.02;
+pub(super) const PRIOR_SHARE: f64 = 0.02;
 /// How many answers the prior is worth.
-pub const PRIOR_WEIGHT: f64 = 25.0;
+pub(super) const PRIOR_WEIGHT: f64 = 25.0;
 /// A probe's 429s show a limit when sporadic ones would be this unlikely.
 /// A probe taken for a limit by mistake costs little: the rate goes back
 /// to what held, and the next probe waits longer.
-pub const PROBE_ALPHA: f64 = 0.01;
+pub(super) const PROBE_ALPHA: f64 = 0.01;
 /// The fewest 429s a probe fails on: one is not yet a pattern.
-pub const PROBE_FROM: u32 = 2;
+pub(super) const PROBE_FROM: u32 = 2;
 /// At a rate that held, the last [`SHORT`] answers show a limit when
 /// sporadic 429s would be this unlikely: against a base of 8% that is 9 of
 /// 20; against a base of none, 4 of 20.
-pub const HELD_ALPHA: f64 = 1e-5;
+pub(super) const HELD_ALPHA: f64 = 1e-5;
 /// The latest answers a limit at a rate that held is told from.
-pub const SHORT: usize = 20;
+pub(super) const SHORT: usize = 20;
 /// The longest wait between probes: each probe that finds the limit
 /// doubles the wait before the next (from [`super::rate::RAISE_EVERY`]),
 /// so that probing costs a few 429s a minute at most, and a limit raised
 /// mid-run is still found within minutes.
-pub const PROBE_WAIT_MAX: Duration = Duration::from_secs(16);
+pub(super) const PROBE_WAIT_MAX: Duration = Duration::from_secs(16);
 
 /// P(X >= k) for X ~ Binomial(n, p): summed in logs, so that long runs
 /// (tens of thousands of answers) neither underflow nor lose the tail.
-pub fn tail(k: u64, n: u64, p: f64) -> f64 {
+pub(super) fn tail(k: u64, n: u64, p: f64) -> f64 {
     if k == 0 {
         return 1.0;
     }

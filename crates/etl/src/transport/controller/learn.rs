@@ -16,9 +16,9 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 /// The fewest requests let through that a rate is learned from.
-pub const LEARN_FROM: usize = 3;
+pub(super) const LEARN_FROM: usize = 3;
 /// The share of the rate let through that the bucket is set to.
-pub const LEARN_SHARE: f64 = 0.9;
+pub(super) const LEARN_SHARE: f64 = 0.9;
 /// A rate learned from at least this many requests let through is the
 /// target's own: it rises by additive steps at once, as after a later
 /// limit. One learned from fewer (a handful at the start, where a draw of
@@ -27,7 +27,7 @@ pub const LEARN_SHARE: f64 = 0.9;
 /// 50` (200 rows, one run in thirty): a rate learned from 51 rose by
 /// quarters, 42.75 -> 53.4 -> 66.8 a second in half a second, and the
 /// target's burst of 50 hid the overshoot until the run ended.
-pub const SURE_FROM: usize = 25;
+pub(super) const SURE_FROM: usize = 25;
 
 impl Bucket {
     /// Learns the first rate once no request sent before the limit was

@@ -46,12 +46,12 @@ use tokio::time::Instant;
 
 /// The shortest quota window a rate is learned over (a longer
 /// `Retry-After` is the window).
-pub const LEARN_OVER: Duration = Duration::from_secs(1);
+pub(super) const LEARN_OVER: Duration = Duration::from_secs(1);
 /// The longest window, and how long send times are kept for it.
-pub const LEARN_HORIZON: Duration = Duration::from_secs(60);
+pub(super) const LEARN_HORIZON: Duration = Duration::from_secs(60);
 /// How many of the latest answers tell a sporadic 429 from a limit, at
 /// least: the answers of the last [`RECENT_SPAN`] when there are more.
-pub const RECENT: usize = 100;
+pub(super) const RECENT: usize = 100;
 /// The span of the recent answers when more than [`RECENT`] came in it. A
 /// 429 that the target answers at once comes back before the successes
 /// sent with it, so a burst of sends puts its 429s first: at 10,000
@@ -61,7 +61,7 @@ pub const RECENT: usize = 100;
 /// a second and took 8 to 16 times the fault-free run (issue 41, once rows
 /// waiting out a 429 no longer held their places). Over a second the
 /// answers hold each kind as sent.
-pub const RECENT_SPAN: Duration = Duration::from_secs(1);
+pub(super) const RECENT_SPAN: Duration = Duration::from_secs(1);
 /// The most answers kept for the recent share (a second of them at 100,000
 /// requests a second).
 const RECENT_MAX: usize = 100_000;
@@ -75,7 +75,7 @@ const RECENT_MAX: usize = 100_000;
 /// limit the rate goes up to about 1.25 times it before it is lowered to
 /// it: what went through is still the limit, and the 429s over it (about
 /// one request in eight in the tests' model) are retried.
-pub const SPORADIC_SHARE: f64 = 0.2;
+pub(super) const SPORADIC_SHARE: f64 = 0.2;
 /// Before the first limit, this many 429s are enough to tell one, when
 /// they are a share of the answers above [`SPORADIC_SHARE`] (a run that
 /// starts against a spent quota). Before, any 429 among the first 25
@@ -85,37 +85,37 @@ pub const SPORADIC_SHARE: f64 = 0.2;
 /// tens a second where the target took thousands. With three (and the
 /// share), a draw of the first answers takes such a start for a limit in
 /// one run of twelve to twenty at 8%, one of five hundred at 2%.
-pub const EARLY_REFUSED: usize = 3;
+pub(super) const EARLY_REFUSED: usize = 3;
 /// Past this share of 429s the learned rate is far off: every request
 /// pauses for the `Retry-After` as well.
-pub const PAUSE_SHARE: f64 = 0.5;
+pub(super) const PAUSE_SHARE: f64 = 0.5;
 /// A limiting 429 lowers the rate by this factor at least.
-pub const DECREASE: f64 = 0.9;
+pub(super) const DECREASE: f64 = 0.9;
 /// How often the rate may rise.
-pub const RAISE_EVERY: Duration = Duration::from_millis(500);
+pub(super) const RAISE_EVERY: Duration = Duration::from_millis(500);
 /// The fewest answers to a rate that can raise it.
-pub const RAISE_FROM: u32 = 5;
+pub(super) const RAISE_FROM: u32 = 5;
 /// The step of a rise, as a share of the rate set at the last decrease.
-pub const RAISE_SHARE: f64 = 0.1;
+pub(super) const RAISE_SHARE: f64 = 0.1;
 /// Until a limiting 429 confirms a learned rate, it rises by this share of
 /// itself instead (as the window doubles until its first decrease): a rate
 /// learned from a handful of answers at the run's start, where one
 /// sporadic 429 looks like a limit, is back at the target's pace within
 /// seconds. Measured in the tests' model: from 7.3 to 40 requests a
 /// second in 4 s, where the additive step took 22.
-pub const SLOW_RAISE: f64 = 0.25;
+pub(super) const SLOW_RAISE: f64 = 0.25;
 /// A rate rises only when the requests sent since it was set came to this
 /// share of it at least: a bucket that holds back a request now and then
 /// while something else (the window, the source) sets the pace proves
 /// nothing. Measured against `serve --rate-limit 50`: without it the rate
 /// rose to 109 a second while the run sent 63, and said so.
-pub const REACHED: f64 = 0.9;
+pub(super) const REACHED: f64 = 0.9;
 /// A probe that found the limit goes back to what the target took over
 /// this long, when lower than the rate it rose from.
-pub const TAKEN_OVER: Duration = Duration::from_secs(2);
+pub(super) const TAKEN_OVER: Duration = Duration::from_secs(2);
 /// No learned rate is lower (requests per second), unless
 /// `max_requests_per_second` is.
-pub const RATE_FLOOR: f64 = 1.0;
+pub(super) const RATE_FLOOR: f64 = 1.0;
 
 /// What a 429 says about the target's limit.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -19,21 +19,21 @@ use hmac::{Hmac, Mac};
 use sha2::Sha256;
 
 /// The cookie that holds the nonce.
-pub const COOKIE: &str = "listpipe_authorize";
+pub(super) const COOKIE: &str = "listpipe_authorize";
 /// How long a shown page can be submitted.
-pub const FORM_TTL_SECS: i64 = 600;
+pub(super) const FORM_TTL_SECS: i64 = 600;
 const SECRET_SETTING: &str = "authorize_secret";
 const NONCE_BYTES: usize = 16;
 
 /// What a page was shown for; the token is valid only for the same.
-pub struct Binding<'a> {
+pub(super) struct Binding<'a> {
     pub client_id: &'a str,
     pub redirect_uri: &'a str,
     pub state: Option<&'a str>,
 }
 
 /// The server's MAC key, made on first use and kept in `settings`.
-pub fn secret(conn: &store::Db) -> StoreResult<Vec<u8>> {
+pub(super) fn secret(conn: &store::Db) -> StoreResult<Vec<u8>> {
     let stored = store::setting(conn, SECRET_SETTING)?;
     if let Some(key) = stored.as_deref().and_then(|k| hex::decode(k).ok()) {
         return Ok(key);
@@ -59,14 +59,14 @@ pub fn secret(conn: &store::Db) -> StoreResult<Vec<u8>> {
 }
 
 /// A fresh nonce for a browser that has none.
-pub fn new_nonce() -> StoreResult<String> {
+pub(super) fn new_nonce() -> StoreResult<String> {
     let mut buf = [0u8; NONCE_BYTES];
     getrandom::fill(&mut buf).map_err(|e| StoreError::Internal(format!("no randomness: {e}")))?;
     Ok(hex::encode(buf))
 }
 
 /// The nonce the browser sent back, if it is well-formed.
-pub fn nonce_of(headers: &HeaderMap) -> Option<String> {
+pub(super) fn nonce_of(headers: &HeaderMap) -> Option<String> {
     headers
         .get_all(header::COOKIE)
         .iter()
@@ -79,7 +79,7 @@ pub fn nonce_of(headers: &HeaderMap) -> Option<String> {
 }
 
 /// The `Set-Cookie` value that gives the browser its nonce.
-pub fn cookie(nonce: &str) -> HeaderValue {
+pub(super) fn cookie(nonce: &str) -> HeaderValue {
     HeaderValue::from_str(&format!(
         "{COOKIE}={nonce}; Path=/oauth; Max-Age={FORM_TTL_SECS}; HttpOnly; SameSite=Strict"
     ))
@@ -87,7 +87,7 @@ pub fn cookie(nonce: &str) -> HeaderValue {
 }
 
 /// The hidden form field for a page shown now.
-pub fn issue(key: &[u8], nonce: &str, binding: &Binding, now: i64) -> String {
+pub(super) fn issue(key: &[u8], nonce: &str, binding: &Binding, now: i64) -> String {
     let expires = now + FORM_TTL_SECS;
     format!(
         "{expires}.{}",
@@ -96,7 +96,7 @@ pub fn issue(key: &[u8], nonce: &str, binding: &Binding, now: i64) -> String {
 }
 
 /// Whether a submitted form carries a live token for this browser and request.
-pub fn verify(
+pub(super) fn verify(
     key: &[u8],
     nonce: Option<&str>,
     token: Option<&str>,

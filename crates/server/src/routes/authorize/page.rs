@@ -4,7 +4,7 @@
 
 use crate::html::escape;
 /// What the login-and-approve form shows and carries.
-pub struct LoginForm<'a> {
+pub(super) struct LoginForm<'a> {
     pub app_name: &'a str,
     pub account_name: &'a str,
     pub client_id: &'a str,
@@ -52,7 +52,7 @@ fn hidden(name: &str, value: &str) -> String {
 }
 
 /// The login-and-approve page.
-pub fn login(f: &LoginForm) -> String {
+pub(super) fn login(f: &LoginForm) -> String {
     let app = escape(f.app_name);
     let mut body = format!(
         "<h1>Approve access for {app}</h1>\n\
@@ -98,7 +98,7 @@ pub fn login(f: &LoginForm) -> String {
 }
 
 /// A page that explains why nothing happens (no redirect).
-pub fn problem(title: &str, message: &str) -> String {
+pub(super) fn problem(title: &str, message: &str) -> String {
     let body = format!(
         "<h1>{}</h1>\n<p role=\"alert\">{}</p>\n\
          <p class=\"note\">Nothing was sent to the application. Go back to it and start again.</p>\n",

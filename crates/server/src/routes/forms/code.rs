@@ -23,7 +23,7 @@ const STYLE: &str = "<style>
 
 /// The flags with the spec's defaults applied.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct CodeOptions {
+pub(super) struct CodeOptions {
     pub badget: bool,
     pub embedded: bool,
     pub js: bool,
@@ -60,7 +60,12 @@ fn field(form_id: i64, attr: &Attribute) -> String {
 }
 
 /// The embed code of `form` posting to `base_url`.
-pub fn render(form: &Form, fields: &[Attribute], base_url: &str, opts: CodeOptions) -> String {
+pub(super) fn render(
+    form: &Form,
+    fields: &[Attribute],
+    base_url: &str,
+    opts: CodeOptions,
+) -> String {
     let id = form.id.0;
     let title = escape(if form.title.is_empty() {
         &form.name

@@ -1,14 +1,14 @@
 //! The small HTML the public form endpoints answer a person with, and the
 //! escaping every value put into HTML goes through.
 
-pub use crate::html::escape;
+pub(super) use crate::html::escape;
 use axum::http::header;
 use axum::response::{Html, IntoResponse, Response};
 
 /// A complete page with a heading and one paragraph (both escaped here).
 /// Not cached, and the link that led here (it may carry a one-time token)
 /// is not passed on as a referrer.
-pub fn page(title: &str, message: &str) -> Response {
+pub(super) fn page(title: &str, message: &str) -> Response {
     let (title, message) = (escape(title), escape(message));
     let body = format!(
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\

@@ -38,13 +38,13 @@ fn json<T: serde::Serialize>(rows: &T) -> StoreResult<String> {
 
 /// The key of an address as the database compares it: `contacts.email` is
 /// `COLLATE NOCASE`, which folds ASCII letters only.
-pub fn email_key(email: &str) -> String {
+pub(crate) fn email_key(email: &str) -> String {
     email.to_ascii_lowercase()
 }
 
 /// The receivers of `group_id` among `emails`: by address key, their id and
 /// contact id.
-pub fn existing_in_group(
+pub(crate) fn existing_in_group(
     conn: &Db,
     account: AccountId,
     group_id: i64,
@@ -60,7 +60,7 @@ pub fn existing_in_group(
 
 /// The contact of each address, created where there is none (an existing
 /// contact keeps its spelling of the address). By address key.
-pub fn contacts_for(
+pub(crate) fn contacts_for(
     conn: &Db,
     account: AccountId,
     emails: &[&str],
@@ -97,7 +97,7 @@ pub struct NewRow<'a>(
 
 /// Inserts new receivers of `group_id` (stamped `t`); answers the new id of
 /// each contact.
-pub fn insert_receivers(
+pub(crate) fn insert_receivers(
     conn: &Db,
     account: AccountId,
     group_id: i64,
@@ -133,7 +133,7 @@ pub struct ChangeRow<'a>(
 );
 
 /// Updates existing receivers in one statement; `changed` becomes `t`.
-pub fn update_receivers(conn: &Db, rows: &[ChangeRow], t: i64) -> StoreResult<()> {
+pub(crate) fn update_receivers(conn: &Db, rows: &[ChangeRow], t: i64) -> StoreResult<()> {
     if rows.is_empty() {
         return Ok(());
     }
@@ -149,7 +149,7 @@ pub fn update_receivers(conn: &Db, rows: &[ChangeRow], t: i64) -> StoreResult<()
 }
 
 /// Sets attribute values `(contact, attribute, value)`; each pair once.
-pub fn set_values(conn: &Db, rows: &[(i64, i64, &str)]) -> StoreResult<()> {
+pub(crate) fn set_values(conn: &Db, rows: &[(i64, i64, &str)]) -> StoreResult<()> {
     if rows.is_empty() {
         return Ok(());
     }
@@ -158,7 +158,7 @@ pub fn set_values(conn: &Db, rows: &[(i64, i64, &str)]) -> StoreResult<()> {
 }
 
 /// Clears attribute values `(contact, attribute)`.
-pub fn clear_values(conn: &Db, rows: &[(i64, i64)]) -> StoreResult<()> {
+pub(crate) fn clear_values(conn: &Db, rows: &[(i64, i64)]) -> StoreResult<()> {
     if rows.is_empty() {
         return Ok(());
     }
@@ -171,7 +171,7 @@ pub fn clear_values(conn: &Db, rows: &[(i64, i64)]) -> StoreResult<()> {
 
 /// Fills, for new receivers' contacts, the default values of the global
 /// attributes and the group's that they hold no value for.
-pub fn apply_defaults(
+pub(crate) fn apply_defaults(
     conn: &Db,
     account: AccountId,
     group_id: i64,
@@ -188,7 +188,7 @@ pub fn apply_defaults(
 }
 
 /// Adds tags `(contact, tag, origin)` (a tag there already stays).
-pub fn add_tags(conn: &Db, rows: &[(i64, &str, &str)]) -> StoreResult<()> {
+pub(crate) fn add_tags(conn: &Db, rows: &[(i64, &str, &str)]) -> StoreResult<()> {
     if rows.is_empty() {
         return Ok(());
     }
@@ -197,7 +197,7 @@ pub fn add_tags(conn: &Db, rows: &[(i64, &str, &str)]) -> StoreResult<()> {
 }
 
 /// Removes tags `(contact, tag)`.
-pub fn remove_tags(conn: &Db, rows: &[(i64, &str)]) -> StoreResult<()> {
+pub(crate) fn remove_tags(conn: &Db, rows: &[(i64, &str)]) -> StoreResult<()> {
     if rows.is_empty() {
         return Ok(());
     }
@@ -212,7 +212,7 @@ pub fn remove_tags(conn: &Db, rows: &[(i64, &str)]) -> StoreResult<()> {
 /// contact, `order_id` and `product_id` is updated in place (its id, and so
 /// its place in the receiver's list, stays). Migration 006 made that key
 /// unique.
-pub fn upsert_orders(conn: &Db, rows: &[(i64, &Order, i64)]) -> StoreResult<()> {
+pub(crate) fn upsert_orders(conn: &Db, rows: &[(i64, &Order, i64)]) -> StoreResult<()> {
     if rows.is_empty() {
         return Ok(());
     }
@@ -311,24 +311,24 @@ mod pg {
     /// first import the tables' statistics lag far behind their size, and
     /// the joined form was planned as a hash join of the account's every
     /// contact with the group's every receiver, a second per batch at 200k.
-    pub const EXISTING_IN_GROUP: &str = "SELECT j.value, x.id, x.contact_id
+    pub(super) const EXISTING_IN_GROUP: &str = "SELECT j.value, x.id, x.contact_id
          FROM jsonb_array_elements_text(CAST(?3 AS jsonb)) AS j(value)
          CROSS JOIN LATERAL (SELECT r.id, r.contact_id FROM contacts c
             JOIN receivers r ON r.contact_id = c.id AND r.group_id = ?2
             WHERE c.account_id = ?1 AND c.email = j.value LIMIT 1) AS x";
 
-    pub const INSERT_CONTACTS: &str = "INSERT INTO contacts (account_id, email)
+    pub(super) const INSERT_CONTACTS: &str = "INSERT INTO contacts (account_id, email)
          SELECT ?1, value FROM jsonb_array_elements_text(CAST(?2 AS jsonb))
          ON CONFLICT (account_id, email) DO NOTHING";
 
     /// As given, and each on its own, as in [`EXISTING_IN_GROUP`].
-    pub const CONTACT_IDS: &str = "SELECT j.value, x.id
+    pub(super) const CONTACT_IDS: &str = "SELECT j.value, x.id
          FROM jsonb_array_elements_text(CAST(?2 AS jsonb)) AS j(value)
          CROSS JOIN LATERAL (SELECT c.id FROM contacts c
             WHERE c.account_id = ?1 AND c.email = j.value LIMIT 1) AS x";
 
     /// In the list's order, so ids follow the batch's items (as on SQLite).
-    pub const INSERT_RECEIVERS: &str = "INSERT INTO receivers (account_id, group_id, contact_id, registered, activated, deactivated, imported,
+    pub(super) const INSERT_RECEIVERS: &str = "INSERT INTO receivers (account_id, group_id, contact_id, registered, activated, deactivated, imported,
             bounced, source, points, last_ip, last_location, last_client, created, changed)
          SELECT ?1, ?2, CAST(v->>0 AS BIGINT), CAST(v->>1 AS BIGINT), CAST(v->>2 AS BIGINT),
             CAST(v->>3 AS BIGINT), CAST(v->>4 AS BIGINT), CAST(v->>5 AS BIGINT), v->>6,
@@ -336,7 +336,7 @@ mod pg {
          FROM jsonb_array_elements(CAST(?4 AS jsonb)) WITH ORDINALITY AS j(v, n) ORDER BY j.n
          RETURNING contact_id, id";
 
-    pub const UPDATE_RECEIVERS: &str = "UPDATE receivers SET
+    pub(super) const UPDATE_RECEIVERS: &str = "UPDATE receivers SET
             registered = COALESCE(CAST(j.v->>1 AS BIGINT), registered),
             activated = COALESCE(CAST(j.v->>2 AS BIGINT), activated),
             deactivated = COALESCE(CAST(j.v->>3 AS BIGINT), deactivated),
@@ -348,34 +348,35 @@ mod pg {
          FROM jsonb_array_elements(CAST(?2 AS jsonb)) AS j(v)
          WHERE receivers.id = CAST(j.v->>0 AS BIGINT)";
 
-    pub const SET_VALUES: &str = "INSERT INTO attribute_values (contact_id, attribute_id, value)
+    pub(super) const SET_VALUES: &str =
+        "INSERT INTO attribute_values (contact_id, attribute_id, value)
          SELECT CAST(v->>0 AS BIGINT), CAST(v->>1 AS BIGINT), v->>2
          FROM jsonb_array_elements(CAST(?1 AS jsonb)) AS j(v)
          ON CONFLICT (contact_id, attribute_id) DO UPDATE SET value = excluded.value";
 
-    pub const CLEAR_VALUES: &str =
+    pub(super) const CLEAR_VALUES: &str =
         "DELETE FROM attribute_values WHERE (contact_id, attribute_id) IN
            (SELECT CAST(v->>0 AS BIGINT), CAST(v->>1 AS BIGINT)
             FROM jsonb_array_elements(CAST(?1 AS jsonb)) AS j(v))";
 
-    pub const APPLY_DEFAULTS: &str =
+    pub(super) const APPLY_DEFAULTS: &str =
         "INSERT INTO attribute_values (contact_id, attribute_id, value)
          SELECT CAST(j.value AS BIGINT), a.id, a.default_value
          FROM attributes a, jsonb_array_elements_text(CAST(?3 AS jsonb)) AS j(value)
          WHERE a.account_id = ?1 AND (a.group_id = 0 OR a.group_id = ?2) AND a.default_value <> ''
          ON CONFLICT DO NOTHING";
 
-    pub const ADD_TAGS: &str = "INSERT INTO tags (contact_id, tag, origin)
+    pub(super) const ADD_TAGS: &str = "INSERT INTO tags (contact_id, tag, origin)
          SELECT CAST(v->>0 AS BIGINT), v->>1, v->>2 FROM jsonb_array_elements(CAST(?1 AS jsonb)) AS j(v)
          ON CONFLICT DO NOTHING";
 
-    pub const REMOVE_TAGS: &str = "DELETE FROM tags WHERE (contact_id, tag) IN
+    pub(super) const REMOVE_TAGS: &str = "DELETE FROM tags WHERE (contact_id, tag) IN
            (SELECT CAST(v->>0 AS BIGINT), v->>1 FROM jsonb_array_elements(CAST(?1 AS jsonb)) AS j(v))";
 
     /// Each order key once per statement: PostgreSQL refuses an upsert that
     /// touches a row twice, so [`super::upsert_orders`] keeps the last of a
     /// repeated order (what SQLite's row-by-row upsert leaves).
-    pub const UPSERT_ORDERS: &str = "INSERT INTO orders (contact_id, order_id, product_id, product, price, currency, quantity, mailing_id, stamp)
+    pub(super) const UPSERT_ORDERS: &str = "INSERT INTO orders (contact_id, order_id, product_id, product, price, currency, quantity, mailing_id, stamp)
          SELECT CAST(v->>0 AS BIGINT), v->>1, v->>2, v->>3, CAST(v->>4 AS DOUBLE PRECISION), v->>5,
             CAST(v->>6 AS BIGINT), v->>7, CAST(v->>8 AS BIGINT)
          FROM jsonb_array_elements(CAST(?1 AS jsonb)) AS j(v)

@@ -16,7 +16,13 @@ fn cache() -> &'static Mutex<HashMap<u64, Pages>> {
     CACHE.get_or_init(Default::default)
 }
 
-pub fn key(db: &str, sql: &str, values: &[Value], lists: [&Option<String>; 2], size: i64) -> u64 {
+pub(super) fn key(
+    db: &str,
+    sql: &str,
+    values: &[Value],
+    lists: [&Option<String>; 2],
+    size: i64,
+) -> u64 {
     let mut h = DefaultHasher::new();
     let writes = crate::store::WRITES.load(std::sync::atomic::Ordering::SeqCst);
     (writes, db, sql, lists, size).hash(&mut h);
@@ -34,14 +40,14 @@ pub fn key(db: &str, sql: &str, values: &[Value], lists: [&Option<String>; 2], s
 
 /// The last id of the nearest page before `page` that was served, and
 /// that page's number; `(-1, -1)` when none was.
-pub fn before(key: u64, page: i64) -> (i64, i64) {
+pub(super) fn before(key: u64, page: i64) -> (i64, i64) {
     let map = cache().lock().unwrap_or_else(|p| p.into_inner());
     map.get(&key)
         .and_then(|pages| pages.range(..page).next_back())
         .map_or((-1, -1), |(p, id)| (*id, *p))
 }
 
-pub fn remember(key: u64, page: i64, last_id: i64) {
+pub(super) fn remember(key: u64, page: i64, last_id: i64) {
     let mut map = cache().lock().unwrap_or_else(|p| p.into_inner());
     if map.len() >= MAX_QUERIES && !map.contains_key(&key) {
         map.clear();

@@ -62,7 +62,7 @@ pub(crate) struct Lists {
 }
 
 impl Lists {
-    pub fn of(backend: crate::store::Backend) -> Lists {
+    pub(crate) fn of(backend: crate::store::Backend) -> Lists {
         match backend {
             crate::store::Backend::Sqlite => Lists {
                 values: VALUES,
@@ -118,13 +118,13 @@ pub(super) struct Page {
 }
 
 impl Page {
-    pub fn len(&self) -> usize {
+    pub(super) fn len(&self) -> usize {
         self.rows.len()
     }
 
     /// Adds a row of `read::SELECT`: its columns are written as JSON here,
     /// up to and including `"last_client":...,`.
-    pub fn push(&mut self, r: &Row) -> StoreResult<()> {
+    pub(super) fn push(&mut self, r: &Row) -> StoreResult<()> {
         let id: i64 = r.get(0)?;
         let group_id: i64 = r.get(2)?;
         let (activated, deactivated, bounced): (i64, i64, i64) = (r.get(3)?, r.get(5)?, r.get(7)?);
@@ -177,7 +177,7 @@ impl Page {
     /// The page's JSON: attribute values always (group attributes only when
     /// `with_group_parts`, and only the receiver's group's), tags, events and
     /// orders as `detail_bits` asks, each with one statement for the page.
-    pub fn finish(
+    pub(super) fn finish(
         self,
         conn: &Db,
         account: AccountId,

@@ -1,13 +1,16 @@
-//! `run --metrics-file FILE` and `run --pushgateway URL` (issue 61): the
-//! run's figures in the Prometheus text format (version 0.0.4), built from
-//! the run report (the JSON of `--report` and these are the same numbers,
-//! from the same structs).
+//! The metrics of a run (issue 61): its figures in the Prometheus text
+//! format (version 0.0.4), built from the run report (the JSON of
+//! `--report` and these are the same numbers, from the same structs). They
+//! go to a file and to a Pushgateway ([`Sinks`]), what `listpipe run
+//! --metrics-file FILE` and `--pushgateway URL` (or the pipeline file's
+//! `[metrics]`) ask for.
 //!
 //! The file follows node exporter's textfile-collector convention: one
-//! `*.prom` file per pipeline, replaced whole (through [`state_file::write`],
-//! so the collector never reads half a file) every [`LIVE_EVERY`] while the
-//! run goes ([`Live`]) and once more at its end. Per-step series carry the
-//! labels `pipeline` and `step`, run-wide ones `pipeline` only.
+//! `*.prom` file per pipeline, replaced whole (through
+//! [`listpipe_base::state_file::write`], so the collector never reads half
+//! a file) every [`LIVE_EVERY`] while the run goes ([`Live`]) and once more
+//! at its end ([`emit`]). Per-step series carry the labels `pipeline` and
+//! `step`, run-wide ones `pipeline` only.
 //!
 //! While the run goes the file holds what is known so far: the figures of
 //! the steps that have finished, the requests, retries (by cause, 429s
@@ -19,7 +22,7 @@
 //! an alert on them finds no series rather than a wrong one (promtool
 //! accepts either file).
 //! The step that is running has no series yet: its counts live inside the
-//! load stage (`listpipe_etl`) until the step ends. The Pushgateway gets
+//! load stage ([`crate::load`]) until the step ends. The Pushgateway gets
 //! the final figures only (a push every few seconds would be a push per
 //! scrape, for a job that ends).
 //!
@@ -36,18 +39,18 @@
 //! as the name promises (promtool's lint insists on it), reset by each run.
 
 use crate::report::{RunReport, StepReport};
+use listpipe_base::exit;
 use prometheus_client::encoding::prometheus_text;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
-use std::path::Path;
 use std::sync::atomic::AtomicU64;
 use std::time::Duration;
 
 mod sinks;
 
-pub use sinks::{Live, before_any_step, emit};
+pub use sinks::{Live, Refused, Sinks, before_any_step, emit};
 #[cfg(test)]
 use sinks::{previous_success, push_url};
 
@@ -63,19 +66,6 @@ const LAST_SUCCESS: &str = "listpipe_run_last_success_timestamp_seconds";
 /// How often the metrics file is rewritten while a run goes.
 pub const LIVE_EVERY: Duration = Duration::from_secs(5);
 
-/// Where the metrics go: the run's `--metrics-file` and `--pushgateway`.
-#[derive(Debug, Default, Clone)]
-pub struct Sinks<'a> {
-    pub file: Option<&'a Path>,
-    pub pushgateway: Option<&'a str>,
-}
-
-impl Sinks<'_> {
-    fn is_empty(&self) -> bool {
-        self.file.is_none() && self.pushgateway.is_none()
-    }
-}
-
 /// Whether a run counts as a success for `listpipe_run_last_success_timestamp_seconds`:
 /// exit 0, or exit 1 (some rows rejected or refused) with every step run
 /// to its end. Rejected rows have their own alert (the reject ratio); a
@@ -83,8 +73,8 @@ impl Sinks<'_> {
 /// count.
 pub fn succeeded(report: &RunReport) -> bool {
     match report.exit_code {
-        crate::cli::exit::OK => true,
-        crate::cli::exit::PARTIAL => report.steps.iter().all(|s| {
+        exit::OK => true,
+        exit::PARTIAL => report.steps.iter().all(|s| {
             s.error.is_none()
                 && s.skipped
                     .as_deref()
@@ -422,7 +412,7 @@ mod tests {
         std::fs::write(&path, render(&ok, "n", None).unwrap()).unwrap();
         assert_eq!(previous_success(&path, "n"), Some(1_767_225_660.0));
         let failed = RunReport {
-            exit_code: crate::cli::exit::TARGET,
+            exit_code: exit::TARGET,
             finished: "2026-01-02T00:00:00Z".into(),
             ..Default::default()
         };

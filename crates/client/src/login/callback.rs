@@ -1,4 +1,4 @@
-//! The one-shot loopback listener of `auth login` (RFC 8252 §7.3): it
+//! The one-shot loopback listener of the login (RFC 8252 §7.3): it
 //! listens on `http://127.0.0.1:PORT/callback` for the browser's return from
 //! the authorization page, hands the query to the login, and shows the
 //! browser the login's outcome once it is known.
@@ -15,11 +15,15 @@ use axum::routing::get;
 use std::time::Duration;
 use tokio::sync::{mpsc, oneshot};
 
+/// The target of this module's log events, named as the module was before it
+/// moved out of the command line: what `LISTPIPE_LOG` filters on stays as it was.
+const LOG_TARGET: &str = "listpipe::cli::auth::callback";
+
 /// The path the authorization server sends the browser back to.
-pub const PATH: &str = "/callback";
+pub(super) const PATH: &str = "/callback";
 
 /// What the browser is shown at the end.
-pub struct Page {
+pub(super) struct Page {
     pub ok: bool,
     pub message: String,
 }
@@ -31,7 +35,7 @@ struct Arrival {
 }
 
 /// The authorization server's answer for this login.
-pub enum Answer {
+pub(super) enum Answer {
     /// Approved: exchange the code, then [`Pending::finish`] the browser's page.
     Code(String, Pending),
     /// Refused or failed: the `error` (and `error_description`) it sent.
@@ -39,10 +43,10 @@ pub enum Answer {
 }
 
 /// The browser's request, held open until the login knows how it ended.
-pub struct Pending(oneshot::Sender<Page>);
+pub(super) struct Pending(oneshot::Sender<Page>);
 
 impl Pending {
-    pub fn finish(self, ok: bool, message: impl Into<String>) {
+    pub(super) fn finish(self, ok: bool, message: impl Into<String>) {
         // Deliberately ignored (here and for every page below): the
         // browser's request is gone, and nobody is left to show it to.
         let _ = self.0.send(Page {
@@ -52,7 +56,7 @@ impl Pending {
     }
 }
 
-pub struct Listener {
+pub(super) struct Listener {
     port: u16,
     arrivals: mpsc::Receiver<Arrival>,
     shutdown: Option<oneshot::Sender<()>>,
@@ -61,7 +65,7 @@ pub struct Listener {
 
 impl Listener {
     /// Listens on a free port of 127.0.0.1.
-    pub async fn bind() -> std::io::Result<Listener> {
+    pub(super) async fn bind() -> std::io::Result<Listener> {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         let port = listener.local_addr()?.port();
         let (tx, arrivals) = mpsc::channel::<Arrival>(8);
@@ -74,7 +78,7 @@ impl Listener {
                 })
                 .await;
             if let Err(e) = served {
-                tracing::warn!(error = %e, "the login's callback listener stopped");
+                tracing::warn!(target: LOG_TARGET, error = %e, "the login's callback listener stopped");
             }
         });
         Ok(Listener {
@@ -86,12 +90,12 @@ impl Listener {
     }
 
     /// The redirect URI to send to the authorization page.
-    pub fn redirect_uri(&self) -> String {
+    pub(super) fn redirect_uri(&self) -> String {
         format!("http://127.0.0.1:{}{PATH}", self.port)
     }
 
     /// Waits for the browser to come back with `state`; `None` on timeout.
-    pub async fn wait(&mut self, state: &str, timeout: Duration) -> Option<Answer> {
+    pub(super) async fn wait(&mut self, state: &str, timeout: Duration) -> Option<Answer> {
         let deadline = tokio::time::Instant::now() + timeout;
         loop {
             let arrival = tokio::time::timeout_at(deadline, self.arrivals.recv())
@@ -138,7 +142,7 @@ impl Listener {
     }
 
     /// Stops listening once the last page is out (or after two seconds).
-    pub async fn close(mut self) {
+    pub(super) async fn close(mut self) {
         // Deliberately ignored: a listener already gone needs no stop,
         // and one that does not stop in time is aborted below.
         if let Some(tx) = self.shutdown.take() {

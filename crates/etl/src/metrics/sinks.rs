@@ -1,16 +1,45 @@
-//! Where the metrics of a run go: the `*.prom` file, rewritten while the
-//! run goes ([`Live`]) and at its end, and the Pushgateway ([`emit`]); the
-//! last success carried over from the file or the gateway. The text itself
-//! is [`super::render`]'s.
+//! Where the metrics of a run go ([`Sinks`]): the `*.prom` file, rewritten
+//! while the run goes ([`Live`]) and at its end, and the Pushgateway
+//! ([`emit`]); the last success carried over from the file or the gateway.
+//! The text itself is [`super::render`]'s.
 
-use super::{LAST_SUCCESS, LIVE_EVERY, Phase, Sinks, render, render_at, succeeded};
+use super::{LAST_SUCCESS, LIVE_EVERY, Phase, render, render_at, succeeded};
 use crate::pipeline::Pipeline;
 use crate::report::RunReport;
-use crate::state_file;
 use crate::transport::controller::Controller;
+use listpipe_base::{cause, errln, state_file};
 use prometheus_client::encoding::prometheus_text;
 use std::path::Path;
 use std::time::Duration;
+
+/// Where the metrics go: the run's `--metrics-file` and `--pushgateway`.
+/// None of either: no metrics.
+#[derive(Debug, Default, Clone)]
+pub struct Sinks<'a> {
+    /// The `*.prom` file, rewritten while the run goes and at its end.
+    pub file: Option<&'a Path>,
+    /// The Pushgateway's base URL, pushed to at the end of the run.
+    pub pushgateway: Option<&'a str>,
+}
+
+impl<'a> Sinks<'a> {
+    /// The sinks of a run of `pipeline`: `file` and `pushgateway` (the
+    /// command line's), each else the pipeline file's `[metrics]`.
+    pub fn of(
+        pipeline: &'a Pipeline,
+        file: Option<&'a Path>,
+        pushgateway: Option<&'a str>,
+    ) -> Self {
+        Sinks {
+            file: file.or(pipeline.metrics.file.as_deref()),
+            pushgateway: pushgateway.or(pipeline.metrics.pushgateway.as_deref()),
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.file.is_none() && self.pushgateway.is_none()
+    }
+}
 
 /// The last success recorded in an earlier metrics file of `pipeline`, so a
 /// failed run does not lose it (the file is the only memory a textfile
@@ -49,7 +78,7 @@ async fn pushed_success(base: &str, pipeline: &str) -> Option<f64> {
 }
 
 fn client() -> reqwest::Result<reqwest::Client> {
-    crate::client::init_tls();
+    listpipe_client::init_tls();
     reqwest::Client::builder()
         .timeout(std::time::Duration::from_secs(10))
         .build()
@@ -85,9 +114,9 @@ pub async fn emit(
     if let Some(url) = sinks.pushgateway
         && let Err(e) = push(url, pipeline, &text).await
     {
-        crate::errln!(
+        errln!(
             "listpipe: warning: the metrics could not be pushed to {url}: {}",
-            crate::cause::flat(e.as_ref())
+            cause::flat(e.as_ref())
         );
     }
     if let Some(path) = sinks.file {
@@ -169,52 +198,59 @@ impl<'a> Live<'a> {
         if let Err(e) = written
             && !std::mem::replace(&mut self.warned, true)
         {
-            crate::errln!(
+            errln!(
                 "listpipe: warning: the metrics file {} could not be written during the run (it is again at the end): {}",
                 path.display(),
-                crate::cause::flat(e.as_ref())
+                cause::flat(e.as_ref())
             );
         }
     }
 }
 
-/// A run that stopped before its first step, with exit `code`: another
-/// run holds the lock, or a journal an unfinished run left needs
-/// `--resume` or `--discard-journal` (`why`). Its metrics are written as
-/// any failed run's: the exit code, when it finished, the last success of
-/// the file kept; its steps not run. A metrics file that cannot be written
-/// is said on stderr (the run's exit code is already its refusal's).
-pub async fn before_any_step(
-    args: &super::super::RunArgs,
-    pipeline: &Pipeline,
-    target: &str,
-    started: &str,
-    code: u8,
-    why: &str,
-) {
-    let to = super::super::sinks(args, pipeline);
-    if to.is_empty() {
+/// A run refused before its first step, as [`before_any_step`] reports it.
+#[derive(Debug, Clone, Copy)]
+pub struct Refused<'a> {
+    /// The target's base URL.
+    pub target: &'a str,
+    /// When the run started (RFC 3339).
+    pub started: &'a str,
+    /// Whether it was a dry run.
+    pub dry_run: bool,
+    /// The exit code the run ends with.
+    pub code: u8,
+    /// Why its steps did not run, as they say it (`not run: ...`).
+    pub why: &'a str,
+}
+
+/// A run of `pipeline` that stopped before its first step (`refused`):
+/// another run holds the lock, or a journal an unfinished run left needs
+/// `--resume` or `--discard-journal`. Its metrics go to `sinks` as any
+/// failed run's: the exit code, when it finished, the last success of the
+/// file kept; its steps not run. A metrics file that cannot be written is
+/// said on stderr (the run's exit code is already its refusal's).
+pub async fn before_any_step(sinks: &Sinks<'_>, pipeline: &Pipeline, refused: Refused<'_>) {
+    if sinks.is_empty() {
         return;
     }
     let mut report = RunReport {
         pipeline: pipeline.file.display().to_string(),
-        target: target.to_string(),
-        dry_run: args.dry_run,
-        started: started.to_string(),
+        target: refused.target.to_string(),
+        dry_run: refused.dry_run,
+        started: refused.started.to_string(),
         finished: chrono::Utc::now().to_rfc3339(),
-        exit_code: code,
+        exit_code: refused.code,
         ..Default::default()
     };
-    super::super::not_run(&mut report, pipeline, why, args.dry_run);
-    if let Err(e) = emit(&to, &report, &pipeline.name).await {
-        crate::cause::report_in("the metrics file", e.as_ref());
+    crate::run::not_run(&mut report, pipeline, refused.why, refused.dry_run);
+    if let Err(e) = emit(sinks, &report, &pipeline.name).await {
+        cause::report_in("the metrics file", e.as_ref());
     }
 }
 
 /// The Pushgateway URL of this pipeline's group: `URL/metrics/job/listpipe/pipeline/<name>`.
 /// A name that is not plain (`/`, spaces, non-ASCII) goes base64url-encoded
 /// (`pipeline@base64/...`), the Pushgateway's own way for such values.
-pub fn push_url(base: &str, pipeline: &str) -> String {
+pub(super) fn push_url(base: &str, pipeline: &str) -> String {
     use base64::Engine;
     let base = base.trim_end_matches('/');
     let plain = !pipeline.is_empty()
