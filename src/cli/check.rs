@@ -7,7 +7,7 @@
 use super::exit;
 use crate::html_report::{self, Command};
 use crate::pipeline::{self, Step};
-use crate::run::check::{Line, said};
+use crate::run::check::{Line, said, valid};
 use crate::run::{CheckEvents, CheckOptions, StepCheck};
 use clap::Args;
 use std::path::PathBuf;
@@ -31,12 +31,7 @@ pub fn run(args: CheckArgs, settings: super::Settings) -> super::Outcome {
     // `--html`, else the pipeline file's `[report] html`.
     let html = args.html.clone().or_else(|| pipeline.report.html.clone());
     // The file's verdict first; the rows' comes last, with its counts.
-    let steps = pipeline.steps.len();
-    crate::outln!(
-        "{}: the pipeline file is valid ({steps} step{}); its rows are checked below",
-        pipeline.file.display(),
-        if steps == 1 { "" } else { "s" }
-    );
+    crate::outln!("{}", valid(&pipeline));
     let opts = CheckOptions {
         preview: args.preview,
         budget: settings.budget,

@@ -138,11 +138,7 @@ pub async fn run(args: RunArgs, settings: super::Settings) -> super::Outcome {
     // One run writing a group of a target at a time (a dry run writes
     // nothing and takes no lock); then the journals, which belong to one
     // target and group each. Neither is touched when the lock is refused.
-    let leftover = match (args.discard_journal, args.resume) {
-        (true, _) => Leftover::Discard,
-        (_, true) => Leftover::Resume,
-        _ => Leftover::Refuse,
-    };
+    let leftover = Leftover::asked(args.resume, args.discard_journal);
     let _cleared = match guard::clear(
         &pipeline,
         &conn.resolved,

@@ -13,7 +13,7 @@ use listpipe::load::WriteMode;
 use listpipe::load::journal::Again;
 use listpipe::pipeline::{self, Step};
 use listpipe::report::StepReport;
-use listpipe::run::check::{Line, said};
+use listpipe::run::check::{Line, said, valid};
 use listpipe::run::journals::Leftover;
 use listpipe::run::step::StepError;
 use listpipe::run::{
@@ -93,11 +93,7 @@ pub(crate) async fn run_here(
         Ok(conn) => conn,
         Err(e) => return (3, Value::Null, cause::flat(&e)),
     };
-    let leftover = if flags.resume {
-        Leftover::Resume
-    } else {
-        Leftover::Refuse
-    };
+    let leftover = Leftover::asked(flags.resume, false);
     let again = Again {
         pipeline_file: &pipeline.file,
         target_url: Some(&url),
@@ -163,8 +159,7 @@ impl RunEvents for Said {
 
     fn failed(&mut self, step: &Step, e: &StepError) {
         // As the binary prints it (`cause::report_in`).
-        self.lines
-            .push(format!("listpipe: {}: {}", step.name(), cause::Chain(e)));
+        self.lines.push(cause::in_place(step.name(), e));
     }
 }
 
@@ -191,12 +186,7 @@ pub(crate) fn check_here(dir: &Path, args: &[&str]) -> Output {
         Err(e) => return output(dir, 2, &out, &[e.to_string()]),
     };
     let html = html.or_else(|| pipeline.report.html.clone());
-    let steps = pipeline.steps.len();
-    out.push(format!(
-        "{}: the pipeline file is valid ({steps} step{}); its rows are checked below",
-        pipeline.file.display(),
-        if steps == 1 { "" } else { "s" }
-    ));
+    out.push(valid(&pipeline));
     let opts = CheckOptions {
         preview,
         profile: html.is_some(),

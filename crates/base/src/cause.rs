@@ -67,7 +67,12 @@ pub fn report(e: &(dyn Error + 'static)) {
 
 /// The same with a prefix naming where it happened (a step's name).
 pub fn report_in(place: &str, e: &(dyn Error + 'static)) {
-    crate::errln!("listpipe: {place}: {}", Chain(e));
+    crate::errln!("{}", in_place(place, e));
+}
+
+/// What [`report_in`] prints, as text (for a caller that keeps the lines).
+pub fn in_place(place: &str, e: &(dyn Error + 'static)) -> String {
+    format!("listpipe: {place}: {}", Chain(e))
 }
 
 /// Names for an error that lists what there is: `"a, b"`, or `"none"`.

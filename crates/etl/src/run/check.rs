@@ -6,7 +6,7 @@
 
 mod said;
 
-pub use said::{Line, said};
+pub use said::{Line, said, valid};
 
 use super::ExitStatus;
 use super::rejects::{StepRejects, write_order_rejects};

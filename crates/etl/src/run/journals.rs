@@ -35,6 +35,18 @@ pub enum Leftover {
     Discard,
 }
 
+impl Leftover {
+    /// What `--resume` and `--discard-journal` ask (never both: the
+    /// command line refuses them together; `--discard-journal` wins here).
+    pub fn asked(resume: bool, discard: bool) -> Leftover {
+        match (discard, resume) {
+            (true, _) => Leftover::Discard,
+            (_, true) => Leftover::Resume,
+            _ => Leftover::Refuse,
+        }
+    }
+}
+
 /// A leftover journal of this run's (this pipeline, this target, a step's
 /// group) means an earlier run did not finish: continue it
 /// ([`Leftover::Resume`]) or drop it ([`Leftover::Discard`]), never write

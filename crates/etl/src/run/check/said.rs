@@ -2,9 +2,9 @@
 //! them, a program or a test reads them ([`said`]).
 
 use super::{ReadStep, Rows, StepCheck};
-use crate::pipeline::{ImportStep, Step};
+use crate::pipeline::{ImportStep, Pipeline, Step};
 use crate::report;
-use listpipe_base::cause::Chain;
+use listpipe_base::cause;
 
 /// A line `check` says: on standard output, or on standard error (what
 /// could not be read or written).
@@ -12,6 +12,16 @@ use listpipe_base::cause::Chain;
 pub enum Line {
     Out(String),
     Err(String),
+}
+
+/// What `check` says first: the file is valid, and how many steps it has.
+pub fn valid(pipeline: &Pipeline) -> String {
+    let steps = pipeline.steps.len();
+    format!(
+        "{}: the pipeline file is valid ({steps} step{}); its rows are checked below",
+        pipeline.file.display(),
+        if steps == 1 { "" } else { "s" }
+    )
 }
 
 /// The lines `check` says of `step`, checked as `check` found it.
@@ -29,7 +39,7 @@ pub fn said(step: &Step, check: &StepCheck) -> Vec<Line> {
             "\n[{}] source is a URL or an object in a store: downloaded and checked when run",
             step.name()
         )),
-        (_, StepCheck::Failed(e)) => lines.err(format!("listpipe: {}: {}", step.name(), Chain(e))),
+        (_, StepCheck::Failed(e)) => lines.err(cause::in_place(step.name(), e)),
         (_, StepCheck::Read(read)) => {
             lines.read_step(step, read);
             lines.counts(step, read);
@@ -140,7 +150,7 @@ impl Said {
             match file {
                 Ok(Some(path)) => self.out(format!("  rejects written to {}", path.display())),
                 Ok(None) => {}
-                Err(e) => self.err(format!("listpipe: {}: {}", step.name(), Chain(e))),
+                Err(e) => self.err(cause::in_place(step.name(), e)),
             }
         }
     }
