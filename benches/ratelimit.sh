@@ -6,7 +6,8 @@
 #
 #   benches/ratelimit.sh LISTPIPE [ROWS] [SINGLE] [RATE]
 #
-# Prints, per run: wall seconds, requests sent, 429s, the ideal time
+# Prints, per run: wall seconds, requests sent, 429s (of all requests, and
+# of the writes alone: the report's `write_requests_refused`), the ideal time
 # (requests / RATE) and the summary's `requests:` line. Each call starts a
 # fresh server on a free loopback port in a temp dir and removes it after.
 set -euo pipefail
@@ -48,10 +49,10 @@ r = json.load(open(sys.argv[1])); name, secs, rate = sys.argv[2], float(sys.argv
 q = r.get("requests", {})
 sent = q.get("sent", 0); refused = q.get("retries", {}).get("rate_limited", 0)
 imp = (r.get("steps") or [{}])[0].get("import", {}) if r.get("steps") else r.get("import", {})
-writes = imp.get("write_requests", 0)
+writes = imp.get("write_requests", 0); writes_refused = imp.get("write_requests_refused", 0)
 start = q.get("start") or {}
 print(f"{name}: seconds={secs:.1f} sent={sent} refused={refused} ({100*refused/max(sent,1):.1f}% of all, "
-      f"{100*refused/max(writes,1):.1f}% of {writes} writes at most) ideal={sent/rate:.1f}s "
+      f"writes {writes_refused} of {writes}: {100*writes_refused/max(writes,1):.1f}%) ideal={sent/rate:.1f}s "
       f"ratio={secs/max(sent/rate,0.001):.2f} failed={imp.get('failed')} start={start.get('from', 'nothing')}")
 PY
     grep -h 'requests:' "$dir/$name.out" "$dir/$name.err" | head -2 || true

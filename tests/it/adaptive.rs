@@ -75,6 +75,12 @@ async fn under_a_rate_limit_every_worker_waits_for_the_retry_after_and_few_reque
         "{refused} 429s for {} writes: {requests}",
         import["write_requests"]
     );
+    // The writes' own refusals are counted apart, among the run's.
+    let writes_refused = import["write_requests_refused"].as_u64();
+    assert!(
+        writes_refused.is_some_and(|w| w <= refused),
+        "{import}\n{requests}"
+    );
     assert!(count(&requests["pauses"]) >= 1, "{requests}");
     // Learned under the limit (this said `rate_limit_per_second < 20 *
     // 1.1` while a rate only went down), then raised again by the answers

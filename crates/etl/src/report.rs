@@ -258,8 +258,13 @@ impl StepReport {
                 attributes("attributes created", &i.attributes_created),
             )
         };
+        // How often the writes themselves met the target's limit.
+        let refused = match i.write_requests_refused {
+            0 => String::new(),
+            n => format!(" ({n} of {} write requests answered 429)", i.write_requests),
+        };
         lines.push(format!(
-            "{name}: load: {counts}, {} unchanged, {} blocked, {} failed, {} retries{attrs} ({} ms)",
+            "{name}: load: {counts}, {} unchanged, {} blocked, {} failed, {} retries{refused}{attrs} ({} ms)",
             i.unchanged, i.blocked, i.failed, i.retries, self.timings_ms.load
         ));
         lines.extend(self.policy_lines(i));
@@ -422,5 +427,34 @@ impl StepReport {
             lines.push(format!("{}: plan written to {}", self.name, path.display()));
         }
         lines
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_load_line_says_how_many_writes_the_target_refused() {
+        let mut step = StepReport {
+            name: "news".into(),
+            kind: "import",
+            import: Some(ImportOutcome {
+                created: 20,
+                retries: 5,
+                write_requests: 22,
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let load = |s: &StepReport| s.summary().into_iter().find(|l| l.contains(": load: "));
+        let line = load(&step).unwrap();
+        assert!(!line.contains("answered 429"), "{line}");
+        step.import.as_mut().unwrap().write_requests_refused = 3;
+        let line = load(&step).unwrap();
+        assert!(
+            line.contains("5 retries (3 of 22 write requests answered 429) ("),
+            "{line}"
+        );
     }
 }

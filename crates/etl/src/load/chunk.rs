@@ -180,6 +180,7 @@ pub(super) struct Counters {
     pub(super) orders_sent: u64,
     pub(super) checked: u64,
     pub(super) write_requests: u64,
+    pub(super) write_requests_refused: u64,
 }
 
 impl Counters {
@@ -190,6 +191,7 @@ impl Counters {
         self.orders_sent += c.orders_sent;
         self.checked += c.checked;
         self.write_requests += c.write_requests;
+        self.write_requests_refused += c.write_requests_refused;
     }
 }
 
@@ -277,6 +279,7 @@ pub(super) async fn write_chunk(
         orders_sent: AtomicU64::new(0),
         checked: AtomicU64::new(0),
         write_requests: AtomicU64::new(0),
+        write_requests_refused: AtomicU64::new(0),
     };
     let failed = send_rows(shared, &rows, lookup, tally, progress).await;
     counters.batches = rows.batches.load(Ordering::Relaxed);
@@ -284,6 +287,7 @@ pub(super) async fn write_chunk(
     counters.orders_sent += rows.orders_sent.load(Ordering::Relaxed);
     counters.checked += rows.checked.load(Ordering::Relaxed);
     counters.write_requests += rows.write_requests.load(Ordering::Relaxed);
+    counters.write_requests_refused += rows.write_requests_refused.load(Ordering::Relaxed);
     let more = !opts.stop.is_set() && !conn.breaker.is_open();
     match failed {
         // A stop or the breaker cut the lookups short: their rows are not

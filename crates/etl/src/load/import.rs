@@ -348,6 +348,7 @@ fn count_ended(
     out.orders_sent = counters.orders_sent;
     out.in_flight_checked = counters.checked;
     out.write_requests = counters.write_requests;
+    out.write_requests_refused = counters.write_requests_refused;
     out.not_started = not_started;
     Ok(())
 }

@@ -37,6 +37,10 @@ pub struct ImportOutcome {
     pub stopped: bool,
     /// Write requests sent (with retries): 0 when nothing changed.
     pub write_requests: u64,
+    /// Of those, the ones the target answered 429 Too Many Requests (each
+    /// one retried): how often the step's writes met the target's limit,
+    /// apart from the set-up's and the lookups' requests.
+    pub write_requests_refused: u64,
     /// Values of receivers the target holds that a write policy kept from
     /// an update (`update = "if_empty"` or `"never"`), by mapping: only those
     /// that would have changed the target. Left out when none.

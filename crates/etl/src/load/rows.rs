@@ -93,6 +93,8 @@ pub(super) struct Rows<'a> {
     pub(super) orders_sent: AtomicU64,
     pub(super) checked: AtomicU64,
     pub(super) write_requests: AtomicU64,
+    /// Write requests answered 429.
+    pub(super) write_requests_refused: AtomicU64,
 }
 
 impl Rows<'_> {
@@ -314,6 +316,7 @@ impl Rows<'_> {
         let counted = write::Counted {
             retried: &self.retried,
             requests: &self.write_requests,
+            refused: &self.write_requests_refused,
             wire: &wire,
         };
         let write = write::write(
@@ -368,6 +371,7 @@ impl Rows<'_> {
         let counted = write::Counted {
             retried: &self.retried,
             requests: &self.write_requests,
+            refused: &self.write_requests_refused,
             wire: &wire,
         };
         let answer = write::upsert(&started, self.conn, g, &bodies, self.opts.retries, counted);

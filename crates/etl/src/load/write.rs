@@ -35,12 +35,6 @@ pub(super) async fn write(
     counted: Counted<'_>,
 ) -> Result<Action, WriteError> {
     let c = &conn.client;
-    let Counted {
-        retried,
-        requests,
-        wire,
-    } = counted;
-    let sent = || requests.fetch_add(1, Ordering::Relaxed);
     let fail = |e: listpipe_client::ClientError| WriteError {
         transient: e.is_transient(),
         reason: e.server_message(),
@@ -49,12 +43,11 @@ pub(super) async fn write(
     if action == Action::Create {
         let own = AtomicU64::new(0);
         let created = retry::retrying(conn, retries, &own, || {
-            sent();
-            on_wire(wire, c.create_receiver_unread(g, body))
+            counted.send(c.create_receiver_unread(g, body))
         })
         .await;
         let own_retries = own.load(Ordering::Relaxed);
-        retried.fetch_add(own_retries, Ordering::Relaxed);
+        counted.retried.fetch_add(own_retries, Ordering::Relaxed);
         match created {
             Ok(_) => return Ok(Action::Create),
             Err(e) if e.status() == Some(409) => {
@@ -65,9 +58,8 @@ pub(super) async fn write(
             Err(e) => return Err(fail(e)),
         }
     }
-    retry::retrying(conn, retries, retried, || {
-        sent();
-        on_wire(wire, c.update_receiver_unread(g, email, body))
+    retry::retrying(conn, retries, counted.retried, || {
+        counted.send(c.update_receiver_unread(g, email, body))
     })
     .await
     .map(|_| done)
@@ -80,7 +72,25 @@ pub(super) async fn write(
 pub(super) struct Counted<'a> {
     pub retried: &'a AtomicU64,
     pub requests: &'a AtomicU64,
+    /// Requests answered 429 Too Many Requests.
+    pub refused: &'a AtomicU64,
     pub wire: &'a Wire,
+}
+
+impl Counted<'_> {
+    /// Sends one of the write's requests: counted, its time on the wire
+    /// told, a 429 answer counted as refused.
+    async fn send<T>(
+        self,
+        request: impl Future<Output = Result<T, listpipe_client::ClientError>>,
+    ) -> Result<T, listpipe_client::ClientError> {
+        self.requests.fetch_add(1, Ordering::Relaxed);
+        let answer = on_wire(self.wire, request).await;
+        if answer.as_ref().err().and_then(|e| e.status()) == Some(429) {
+            self.refused.fetch_add(1, Ordering::Relaxed);
+        }
+        answer
+    }
 }
 
 /// Where a write's requests are: none sent yet, one on the wire, or
@@ -145,8 +155,7 @@ pub(super) async fn upsert(
 ) -> Result<Vec<ItemStatus>, BatchError> {
     let own = AtomicU64::new(0);
     let answer = retry::retrying(conn, retries, &own, || {
-        counted.requests.fetch_add(1, Ordering::Relaxed);
-        on_wire(counted.wire, conn.client.upsert_receivers(g, bodies))
+        counted.send(conn.client.upsert_receivers(g, bodies))
     })
     .await;
     let repeated = own.load(Ordering::Relaxed) > 0;

@@ -113,6 +113,16 @@ pub(super) const REACHED: f64 = 0.9;
 /// A probe that found the limit goes back to what the target took over
 /// this long, when lower than the rate it rose from.
 pub(super) const TAKEN_OVER: Duration = Duration::from_secs(2);
+/// A run started at a rate remembered within a day (the target's limit,
+/// found by probes that failed) waits this long before its first probe
+/// above it, as a run of its own does after three failed probes. A target
+/// with a burst (a token bucket, as `serve --rate-limit`) lets a probe
+/// above its rate hold until the burst is spent, so a probe that holds
+/// soon after the start proves little, and the next one goes higher still.
+/// Measured against `serve --rate-limit 5` (BENCHMARKS.md): with a first
+/// probe at 2 s, a second 20,000-row run had 6 of its 55 requests refused
+/// in one run of two.
+pub(super) const TRUSTED_PROBE_WAIT: Duration = Duration::from_secs(4);
 /// No learned rate is lower (requests per second), unless
 /// `max_requests_per_second` is.
 pub(super) const RATE_FLOOR: f64 = 1.0;
@@ -275,9 +285,9 @@ impl Bucket {
         self.step = (rate * RAISE_SHARE).max(0.1);
         self.confirmed = trusted;
         if trusted {
-            // Known to be near the limit: the first probe waits as the
-            // second of a run would.
-            self.evidence.probe_wait = RAISE_EVERY * 4;
+            // Known to be the limit: the first probe waits as a run's
+            // would after a few probes that found it.
+            self.evidence.probe_wait = TRUSTED_PROBE_WAIT;
         }
         self.remembered = Some(why);
     }
