@@ -44,6 +44,9 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::time::Instant;
 
+mod recent;
+use recent::Recent;
+
 /// The shortest quota window a rate is learned over (a longer
 /// `Retry-After` is the window).
 pub(super) const LEARN_OVER: Duration = Duration::from_secs(1);
@@ -62,9 +65,6 @@ pub(super) const RECENT: usize = 100;
 /// waiting out a 429 no longer held their places). Over a second the
 /// answers hold each kind as sent.
 pub(super) const RECENT_SPAN: Duration = Duration::from_secs(1);
-/// The most answers kept for the recent share (a second of them at 100,000
-/// requests a second).
-const RECENT_MAX: usize = 100_000;
 /// 429s of at most this share of the recent answers are sporadic. Well
 /// above a steady 8% (the fault campaign's worst sporadic case): at 8%,
 /// 100 answers hold more than 20% 429s with a chance of a few in a
@@ -168,48 +168,6 @@ pub(super) struct Learning {
     pub(super) told: Instant,
     /// Its `Retry-After`.
     pub(super) wait: Duration,
-}
-
-/// The latest answers (true: a 429): the last [`RECENT`], or those of the
-/// last [`RECENT_SPAN`] when more, with the 429s among them counted.
-#[derive(Default)]
-struct Recent {
-    answers: VecDeque<(Instant, bool)>,
-    refused: usize,
-}
-
-impl Recent {
-    fn push(&mut self, now: Instant, refused: bool) {
-        self.answers.push_back((now, refused));
-        self.refused += usize::from(refused);
-        while self.answers.len() > RECENT_MAX
-            || (self.answers.len() > RECENT
-                && self
-                    .answers
-                    .front()
-                    .is_some_and(|(t, _)| now.saturating_duration_since(*t) > RECENT_SPAN))
-        {
-            if let Some((_, r)) = self.answers.pop_front() {
-                self.refused -= usize::from(r);
-            }
-        }
-    }
-
-    fn len(&self) -> usize {
-        self.answers.len()
-    }
-
-    pub(super) fn share(&self) -> f64 {
-        if self.answers.is_empty() {
-            return 0.0;
-        }
-        self.refused as f64 / self.answers.len() as f64
-    }
-
-    fn clear(&mut self) {
-        self.answers.clear();
-        self.refused = 0;
-    }
 }
 
 #[derive(Default)]
